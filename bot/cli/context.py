@@ -1,0 +1,63 @@
+"""Lazily built objects shared by CLI commands (config, store, graph, runtime)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import click
+
+from bot.config import Config, load_config
+from engine.errors import LoopgateError
+from engine.refs import WorkItemRef
+
+__all__ = ["CliContext", "parse_item", "fail"]
+
+
+def fail(message: str, code: int = 2) -> None:
+    """Print ``message`` to stderr and exit with ``code`` (2 = usage/config error)."""
+    click.echo(f"loopgate: {message}", err=True)
+    raise SystemExit(code)
+
+
+def parse_item(text: str) -> WorkItemRef:
+    """Parse ITEM (``owner/repo#N``) or exit 2 with a clear message."""
+    try:
+        return WorkItemRef.parse(text)
+    except LoopgateError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+@dataclass
+class CliContext:
+    """Holds the global options and builds services on first use."""
+
+    config_path: str | None = None
+    db_path: str | None = None
+    _cache: dict[str, Any] = field(default_factory=dict)
+
+    def _get(self, key: str, build: Any) -> Any:
+        if key not in self._cache:
+            try:
+                self._cache[key] = build()
+            except LoopgateError as exc:
+                fail(str(exc))
+        return self._cache[key]
+
+    @property
+    def config(self) -> Config:
+        """The validated loopgate.yaml (exit 2 on a config error)."""
+        return self._get("config", lambda: load_config(self.config_path))
+
+    @property
+    def services(self) -> Any:
+        """The wired :class:`bot.services.Services` for this invocation."""
+        from bot.services import Services
+
+        return self._get("services", lambda: Services.build(self.config, db_path=self.db_path))
+
+    def close(self) -> None:
+        """Release the database connection, if one was opened."""
+        services = self._cache.get("services")
+        if services is not None:
+            services.close()

@@ -1,0 +1,115 @@
+"""The one module that wires engine + bridges + Slack from a :class:`Config`.
+
+Everything that chooses an implementation for a port lives here, so the CLI, the server
+and the tests build the same object graph.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bot.config import Config, default_db_path
+from engine.graph.model import Graph
+from engine.ports import ArtifactStore, Notifier, Ports, Tracker
+from engine.settings import EngineSettings
+
+__all__ = ["Services", "load_graph"]
+
+
+def load_graph(config: Config) -> Graph:
+    """The configured graph: a shipped graph name, or a path to a YAML file.
+
+    Raises:
+        GraphConfigError: the graph does not compile (the message names the offender).
+    """
+    from engine.graph.compiler import compile_file, shipped_graph
+
+    loop = config.data["loop"]
+    if loop.endswith((".yaml", ".yml")) or os.sep in loop:
+        base = config.path.parent if config.path else Path.cwd()
+        return compile_file(base / loop)
+    return shipped_graph(loop)
+
+
+def _tracker(config: Config, store: Any) -> Tracker:
+    if config.has("github"):
+        from bridges.github.tracker import GitHubTracker
+
+        return GitHubTracker.from_config(config)
+    from engine.local.sqlite_tracker import LocalTracker
+
+    return LocalTracker(store)
+
+
+def _artifacts(config: Config, tracker: Tracker) -> ArtifactStore:
+    spec_dir = config.data["specDir"]
+    if config.workspace is not None or not config.has("github"):
+        from engine.local.checkout import CheckoutArtifactStore
+
+        return CheckoutArtifactStore(config.workspace or Path.cwd(), spec_dir)
+    from bridges.github.artifacts import ContentsArtifactStore
+
+    return ContentsArtifactStore.from_config(config, tracker)
+
+
+def _notifier(config: Config, store: Any) -> Notifier | None:
+    if config.has("slack"):
+        from bot.notifier import OutboxNotifier
+
+        return OutboxNotifier(store)
+    return None
+
+
+@dataclass
+class Services:
+    """The wired application.
+
+    Attributes:
+        config: the validated configuration.
+        settings: the engine settings derived from it.
+        graph: the compiled graph.
+        store: the SQLite store.
+        ports: tracker, artifact store, notifier, clock.
+        runtime: the engine runtime over all of the above.
+    """
+
+    config: Config
+    settings: EngineSettings
+    graph: Graph
+    store: Any
+    ports: Ports
+    runtime: Any
+
+    @classmethod
+    def build(cls, config: Config, *, db_path: str | None = None) -> Services:
+        """Build every service from ``config``.
+
+        Args:
+            config: the validated configuration.
+            db_path: ``--db`` (overrides ``$LOOPGATE_DB`` and the config).
+
+        Raises:
+            LoopgateError: a graph, config or credential problem (message names it).
+        """
+        from engine.runtime import Runtime
+        from engine.store.sqlite import SqliteStore
+
+        graph = load_graph(config)
+        store = SqliteStore(default_db_path(config, db_path))
+        tracker = _tracker(config, store)
+        ports = Ports(tracker=tracker, artifacts=_artifacts(config, tracker))
+        notifier = _notifier(config, store)
+        if notifier is not None:
+            ports.notifier = notifier
+        settings = config.engine_settings()
+        runtime = Runtime(graph, store, ports, settings)
+        return cls(config, settings, graph, store, ports, runtime)
+
+    def close(self) -> None:
+        """Close database connections."""
+        closer = getattr(self.store, "close", None)
+        if closer is not None:
+            closer()

@@ -1,0 +1,49 @@
+"""The engine's error root and its subclasses.
+
+Every error the engine raises on bad input derives from :class:`LoopgateError`; its
+message quotes the offender (a node id, an edge, a config path) so a person can fix it.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "LoopgateError",
+    "GraphConfigError",
+    "ConfigError",
+    "WorkItemRefError",
+    "ClaimRefused",
+    "StoreError",
+]
+
+
+class LoopgateError(Exception):
+    """Root of every error loopgate raises on purpose."""
+
+
+class GraphConfigError(LoopgateError):
+    """A process graph failed to load or compile; the message names the node, edge or set."""
+
+
+class ConfigError(LoopgateError):
+    """loopgate.yaml is invalid; the message names the offending key's path."""
+
+
+class WorkItemRefError(LoopgateError, ValueError):
+    """A work item reference is not of the form ``owner/repo#N``."""
+
+
+class ClaimRefused(LoopgateError):
+    """A ``complete`` claim (or another runtime verb) was refused.
+
+    Attributes:
+        code: a kebab-case reason code: ``not-started``, ``already-past``, ``not-current``,
+            ``unknown-node``, ``finished``.
+    """
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class StoreError(LoopgateError):
+    """The state store could not complete a write (for example, still locked after retries)."""

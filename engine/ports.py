@@ -1,0 +1,247 @@
+"""Ports: the small protocols through which the pure engine talks to the outside.
+
+Implementations: ``engine.local`` (in-memory and SQLite-backed offline tracker, local
+checkout artifact store), ``bridges.github`` (PyGithub/gql tracker and contents-API
+artifact store) and ``bot`` (Slack notifier).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol, runtime_checkable
+
+from engine.refs import WorkItemRef
+
+__all__ = [
+    "SELF_MARKER",
+    "Comment",
+    "CommentEdit",
+    "CommentEdits",
+    "IssueInfo",
+    "PullRequest",
+    "Tracker",
+    "ArtifactStore",
+    "Notifier",
+    "Clock",
+    "SystemClock",
+    "Ports",
+    "TrackerError",
+]
+
+#: Marks a comment loopgate itself posted (design wire format, kept verbatim).
+SELF_MARKER = "<!-- the-loop:agent-comment -->"
+
+
+class TrackerError(Exception):
+    """A tracker call failed (network, auth, rate limit). Gates treat it as "wait"."""
+
+
+@dataclass(frozen=True)
+class Comment:
+    """One comment on a work item's thread.
+
+    Attributes:
+        id: the tracker's numeric comment id.
+        author: the author's login ("" when unknown, e.g. a deleted account).
+        body: the current body (Markdown).
+        created_at: ISO-8601 UTC timestamp string.
+        updated_at: ISO-8601 UTC timestamp string.
+        node_id: GitHub's global node id (used for GraphQL lookups), "" if none.
+        url: a link to the comment, "" if none.
+        issue_number: the issue or pull request number the comment is on (0 if unknown).
+    """
+
+    id: int
+    author: str
+    body: str
+    created_at: str = ""
+    updated_at: str = ""
+    node_id: str = ""
+    url: str = ""
+    issue_number: int = 0
+
+    @property
+    def self_authored(self) -> bool:
+        """True when the body carries loopgate's own marker."""
+        return SELF_MARKER in (self.body or "")
+
+
+@dataclass(frozen=True)
+class CommentEdit:
+    """One entry of a comment's edit history (GraphQL ``userContentEdits``).
+
+    Attributes:
+        editor: the editor's login, or None when GitHub names nobody (ghost, deleted).
+        editor_type: the actor's ``__typename`` (``User``, ``Bot``, ``Mannequin`` ...) or "".
+        edited_at: ISO-8601 UTC timestamp string.
+    """
+
+    editor: str | None
+    editor_type: str
+    edited_at: str
+
+
+@dataclass(frozen=True)
+class CommentEdits:
+    """A comment as the tracker holds it now, with who edited it.
+
+    Attributes:
+        comment_id: the numeric id asked about.
+        body: current body.
+        url: link to the comment.
+        author: author login ("" if unknown).
+        editor: the comment's ``editor`` login (latest editor per GitHub), or None.
+        editor_type: ``__typename`` of that editor, or "".
+        last_edited_at: ISO-8601 timestamp of the last edit, or None.
+        edits: real edits (creation entry dropped), sorted oldest first by ``edited_at``.
+    """
+
+    comment_id: int
+    body: str
+    url: str
+    author: str
+    editor: str | None
+    editor_type: str
+    last_edited_at: str | None
+    edits: tuple[CommentEdit, ...] = ()
+
+    def latest_edit(self) -> CommentEdit | None:
+        """The newest real edit, or None when the comment was never edited."""
+        return self.edits[-1] if self.edits else None
+
+
+@dataclass(frozen=True)
+class IssueInfo:
+    """What the card and the notices show about a work item."""
+
+    ref: WorkItemRef
+    title: str
+    url: str
+    author: str
+    state: str = "open"
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """A pull request delivering a work item."""
+
+    number: int
+    url: str
+    head_branch: str
+    state: str = "open"
+
+
+@runtime_checkable
+class Tracker(Protocol):
+    """Where a work item's thread lives (GitHub, or the offline SQLite thread).
+
+    Every method raises :class:`TrackerError` on failure.
+    """
+
+    def list_comments(self, ref: WorkItemRef) -> list[Comment]:
+        """All comments on the item (or pull request ``ref``), oldest first."""
+        ...
+
+    def add_comment(self, ref: WorkItemRef, body: str) -> Comment:
+        """Post ``body`` on ``ref`` and return the created comment."""
+        ...
+
+    def add_label(self, ref: WorkItemRef, label: str) -> None:
+        """Add one label, leaving the others in place."""
+        ...
+
+    def remove_label(self, ref: WorkItemRef, label: str) -> None:
+        """Remove one label if present; absent is not an error."""
+        ...
+
+    def labels(self, ref: WorkItemRef) -> list[str]:
+        """The item's current label names."""
+        ...
+
+    def delivering_pull_requests(self, ref: WorkItemRef) -> list[PullRequest]:
+        """Pull requests that deliver the item, oldest first (may be empty)."""
+        ...
+
+    def issue_info(self, ref: WorkItemRef) -> IssueInfo:
+        """Title, link and author of the item."""
+        ...
+
+    def comment_edits(self, comment_ids: Sequence[int]) -> dict[int, CommentEdits]:
+        """Who edited these comments, as the tracker holds them now.
+
+        Returns:
+            comment id -> :class:`CommentEdits`; an id the tracker does not know is absent.
+
+        Raises:
+            TrackerError: the lookup failed or was rate limited (callers fail closed).
+        """
+        ...
+
+
+@runtime_checkable
+class ArtifactStore(Protocol):
+    """Reads the files of a work item's spec directory (``<specDir>/issue-<n>/``)."""
+
+    def read(self, ref: WorkItemRef, name: str) -> bytes | None:
+        """Bytes of ``name`` (relative to the item's spec directory), or None if absent."""
+        ...
+
+    def list(self, ref: WorkItemRef) -> list[str]:
+        """Relative paths of every file in the item's spec directory, sorted."""
+        ...
+
+    def repo_path_exists(self, ref: WorkItemRef, path: str) -> bool:
+        """True when ``path`` (relative to the repository root) exists."""
+        ...
+
+    def spec_dir(self, ref: WorkItemRef) -> str:
+        """The item's spec directory relative to the repository root, e.g.
+        ``docs/specs/issue-7``."""
+        ...
+
+    def branch(self, ref: WorkItemRef) -> str:
+        """The branch artifacts are read at (``main`` for a local checkout)."""
+        ...
+
+
+@runtime_checkable
+class Notifier(Protocol):
+    """Sends named events (``quiz-pending``, ``phase-approval-pending`` ...) to people."""
+
+    def send(self, ref: WorkItemRef, event: str, data: Mapping[str, Any]) -> None:
+        """Deliver ``event`` about ``ref``; must not raise for a delivery failure that
+        an outbox will retry."""
+        ...
+
+
+class Clock(Protocol):
+    """The time source (injectable for tests)."""
+
+    def now(self) -> datetime:
+        """The current time, timezone-aware UTC."""
+        ...
+
+
+class SystemClock:
+    """The wall clock."""
+
+    def now(self) -> datetime:
+        """Return ``datetime.now(UTC)``."""
+        return datetime.now(UTC)
+
+
+class _NullNotifier:
+    def send(self, ref: WorkItemRef, event: str, data: Mapping[str, Any]) -> None:
+        return None
+
+
+@dataclass
+class Ports:
+    """The bundle of ports a runtime and its hooks use."""
+
+    tracker: Tracker
+    artifacts: ArtifactStore
+    notifier: Notifier = field(default_factory=_NullNotifier)
+    clock: Clock = field(default_factory=SystemClock)

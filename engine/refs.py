@@ -1,0 +1,54 @@
+"""Work item references: ``owner/repo#N``."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from engine.errors import WorkItemRefError
+
+__all__ = ["WorkItemRef"]
+
+# GitHub owner and repository names: letters, digits, '-', '_' and '.' (no slash, no '#').
+_REF = re.compile(r"^(?P<owner>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<repo>[A-Za-z0-9._-]+)#(?P<number>[1-9][0-9]*)$")
+
+
+@dataclass(frozen=True, order=True)
+class WorkItemRef:
+    """A GitHub issue walked through a graph.
+
+    Attributes:
+        owner: the repository owner (user or organisation login).
+        repo: the repository name.
+        number: the issue number (>= 1).
+    """
+
+    owner: str
+    repo: str
+    number: int
+
+    @classmethod
+    def parse(cls, text: str) -> WorkItemRef:
+        """Parse ``owner/repo#N``.
+
+        Args:
+            text: the reference as a person types it.
+
+        Returns:
+            The parsed reference.
+
+        Raises:
+            WorkItemRefError: when ``text`` is not of that form; the message quotes it.
+        """
+        match = _REF.match(text.strip()) if isinstance(text, str) else None
+        if match is None:
+            raise WorkItemRefError(f"not a work item reference: {text!r} (expected owner/repo#N)")
+        return cls(match["owner"], match["repo"], int(match["number"]))
+
+    @property
+    def repo_full_name(self) -> str:
+        """``owner/repo``."""
+        return f"{self.owner}/{self.repo}"
+
+    def __str__(self) -> str:
+        return f"{self.owner}/{self.repo}#{self.number}"

@@ -1,0 +1,52 @@
+"""Engine settings: the part of loopgate.yaml the engine and its hooks read."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+__all__ = ["EngineSettings", "normalize_login", "is_authorized"]
+
+DEFAULT_EXECUTE_KEYWORD = "the-loop execute"
+DEFAULT_START_KEYWORD = "the-loop start"
+
+
+def normalize_login(login: str | None) -> str:
+    """Lower-case a GitHub login and drop a leading ``@`` ("" for None)."""
+    return (login or "").strip().lstrip("@").lower()
+
+
+def is_authorized(login: str | None, authorized: Iterable[str]) -> bool:
+    """True when ``login`` is in ``authorized`` (case-insensitive, leading ``@`` ignored).
+
+    An empty or missing login never counts (explainer design C4: a missing editor is
+    rejected before the allow-list is consulted).
+    """
+    name = normalize_login(login)
+    return bool(name) and name in {normalize_login(a) for a in authorized}
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """Settings the engine needs.
+
+    Attributes:
+        authorized_users: GitHub logins allowed to answer gates (``authorizedUsers``).
+        execute_keyword: the phase-selection keyword, matched case-insensitively.
+        start_keyword: the comment that starts a work item.
+        loop: the graph name to walk.
+        spec_dir: the spec directory relative to the repository root.
+        bot_login: the tracker login loopgate posts as ("" if unknown); its comments
+            are self-authored even without the marker.
+    """
+
+    authorized_users: tuple[str, ...] = ()
+    execute_keyword: str = DEFAULT_EXECUTE_KEYWORD
+    start_keyword: str = DEFAULT_START_KEYWORD
+    loop: str = "pdlc-work-item-loop"
+    spec_dir: str = "docs/specs"
+    bot_login: str = ""
+
+    def is_authorized(self, login: str | None) -> bool:
+        """See :func:`is_authorized`."""
+        return is_authorized(login, self.authorized_users)

@@ -1,0 +1,87 @@
+"""The Store protocol: persistence of work item state and the event log.
+
+Two implementations share one conformance suite (``tests/engine/test_store_conformance.py``):
+:class:`engine.store.memory.MemoryStore` and :class:`engine.store.sqlite.SqliteStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
+from typing import Any, Protocol
+
+from engine.refs import WorkItemRef
+from engine.state import ItemState
+
+__all__ = ["Transaction", "Store", "EVENT_KINDS"]
+
+#: Event kinds the runtime and hooks append (bridges add ``quiz_*``/``slack.*`` kinds).
+EVENT_KINDS = (
+    "graph.started",
+    "graph.advanced",
+    "graph.parked",
+    "graph.blocked",
+    "graph.escalated",
+    "graph.no_edge",
+    "graph.completed",
+    "graph.forced",
+    "graph.node_skipped",
+    "graph.skips_declared",
+    "graph.opt_ins_selected",
+    "graph.skips_rejected",
+    "graph.hook_degraded",
+    "graph.quiz_refused",
+    "graph.quiz_unverified",
+    "graph.quiz_attested",
+)
+
+
+class Transaction(Protocol):
+    """One write transaction on one work item (``BEGIN IMMEDIATE`` in SQLite).
+
+    Attributes:
+        state: the item's working copy, or None when the item was never started.
+    """
+
+    state: ItemState | None
+
+    def create(self, loop: str) -> ItemState:
+        """Create the item's state (pointer empty) and return it; the caller fills it."""
+        ...
+
+    def log(self, kind: str, data: Mapping[str, Any]) -> None:
+        """Append ``{kind, data, at}`` to the item's event log (committed with the state)."""
+        ...
+
+
+class Store(Protocol):
+    """Work item state and event log persistence."""
+
+    def transaction(self, ref: WorkItemRef) -> AbstractContextManager[Transaction]:
+        """Open a write transaction on ``ref``.
+
+        On normal exit the state (if any) and logged events are committed atomically; on
+        an exception nothing is written and the exception propagates. Concurrent
+        transactions on the same store (threads or processes) are serialized, so no
+        update is lost.
+
+        Raises:
+            StoreError: the database stayed locked past the retry bound.
+        """
+        ...
+
+    def load(self, ref: WorkItemRef) -> ItemState | None:
+        """A copy of the item's committed state, or None."""
+        ...
+
+    def refs(self) -> list[WorkItemRef]:
+        """Every started work item, sorted."""
+        ...
+
+    def load_all(self) -> Iterator[ItemState]:
+        """Every item's committed state (sorted by ref), read efficiently in bulk."""
+        ...
+
+    def events(self, ref: WorkItemRef) -> list[dict[str, Any]]:
+        """The item's event log, oldest first: ``[{seq, at, kind, data}]``."""
+        ...
