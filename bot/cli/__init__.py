@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import click
 
-from bot.cli import explainer_cmd, graph_cmd, item_cmd, serve_cmd
+from bot.cli import config_cmd, explainer_cmd, graph_cmd, item_cmd, serve_cmd
 from bot.cli.context import CliContext
 
 __all__ = ["main", "cli"]
@@ -32,7 +32,7 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
     ctx.call_on_close(ctx.obj.close)
 
 
-for _module in (graph_cmd, item_cmd, explainer_cmd, serve_cmd):
+for _module in (graph_cmd, item_cmd, explainer_cmd, serve_cmd, config_cmd):
     _module.register(cli)
 
 

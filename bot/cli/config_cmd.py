@@ -1,0 +1,31 @@
+"""``loopgate config``: check loopgate.yaml and print its reference."""
+
+from __future__ import annotations
+
+import click
+
+from bot.config_doc import render_reference
+
+
+@click.group("config")
+def config_group() -> None:
+    """Inspect loopgate.yaml."""
+
+
+@config_group.command("check")
+@click.pass_obj
+def check(obj: object) -> None:
+    """Validate the configuration file (exit 2 naming the offending key)."""
+    cfg = obj.config  # type: ignore[attr-defined]
+    click.echo(f"ok: {cfg.path or 'defaults'}")
+
+
+@config_group.command("reference")
+def reference() -> None:
+    """Print the configuration reference generated from the JSON Schema (Markdown)."""
+    click.echo(render_reference(), nl=False)
+
+
+def register(group: click.Group) -> None:
+    """Add ``config`` to ``group``."""
+    group.add_command(config_group)

@@ -1,0 +1,58 @@
+"""loopgate.yaml validation: one schema for the whole file, errors name the key's path."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bot.config import default_db_path, load_config, validate_mapping
+from engine.errors import ConfigError
+
+
+def test_defaults_fill_every_section() -> None:
+    cfg = validate_mapping({})
+    assert cfg.data["executeKeyword"] == "the-loop execute"
+    assert cfg.data["specDir"] == "docs/specs"
+    assert cfg.section("github")["tokenEnv"] == "GITHUB_TOKEN"
+    assert cfg.section("server") == {"host": "127.0.0.1", "port": 8787}
+    assert cfg.section("slack")["apiUrl"] == "https://slack.com/api/"
+    assert not cfg.has("github")
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ({"slack": {"chanel": "C1"}}, "unknown key slack.chanel"),
+        ({"github": {"repos": ["acme/widgets"], "pollInterval": 5}}, "unknown key github.pollInterval"),
+        ({"authorisedUsers": ["a"]}, "unknown key authorisedUsers"),
+        ({"server": {"port": "eighty"}}, "server.port"),
+        ({"github": {"repos": ["not a repo"]}}, "github.repos.0"),
+    ],
+)
+def test_invalid_config_names_the_key_path(raw: dict, message: str) -> None:
+    with pytest.raises(ConfigError) as err:
+        validate_mapping(raw)
+    assert message in str(err.value)
+
+
+def test_load_config_reads_yaml_and_resolves_workspace(tmp_path: Path) -> None:
+    file = tmp_path / "loopgate.yaml"
+    file.write_text("authorizedUsers: ['@Alice']\nworkspace: repo\n", "utf-8")
+    cfg = load_config(file)
+    assert cfg.engine_settings().is_authorized("alice")
+    assert cfg.workspace == (tmp_path / "repo").resolve()
+
+
+def test_missing_explicit_config_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(tmp_path / "nope.yaml")
+
+
+def test_db_path_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    monkeypatch.delenv("LOOPGATE_DB", raising=False)
+    assert default_db_path() == tmp_path / "state" / "loopgate" / "loopgate.db"
+    monkeypatch.setenv("LOOPGATE_DB", str(tmp_path / "env.db"))
+    assert default_db_path() == tmp_path / "env.db"
+    assert default_db_path(explicit=str(tmp_path / "flag.db")) == tmp_path / "flag.db"

@@ -1,0 +1,75 @@
+"""House rules that are facts about the tree: the engine is pure; the wheel ships its data."""
+
+from __future__ import annotations
+
+import ast
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import REPO_ROOT
+
+FORBIDDEN_IN_ENGINE = (
+    "slack_bolt", "slack_sdk", "github", "gql", "graphql", "requests", "urllib3", "http",
+    "flask", "waitress", "jinja2", "aiohttp", "httpx", "socket", "bridges", "bot",
+)
+
+
+def _imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text("utf-8"), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def test_engine_imports_no_network_slack_github_or_template_code() -> None:
+    offenders = []
+    for path in sorted((REPO_ROOT / "engine").rglob("*.py")):
+        for name in _imported_modules(path):
+            if name.split(".")[0] in FORBIDDEN_IN_ENGINE:
+                offenders.append(f"{path.relative_to(REPO_ROOT)} imports {name}")
+    assert offenders == []
+
+
+@pytest.mark.slow
+def test_non_editable_install_finds_the_shipped_graph(tmp_path: Path) -> None:
+    """Issue 2 §1: a non-editable `pip install .` run from another directory must find the
+    shipped graph and templates (package data, read through importlib.resources)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    # Dependencies come from this interpreter's site-packages through a .pth line (the
+    # .pth files *inside* that folder, such as an editable install's finder, are not run),
+    # so only loopgate itself is installed, non-editable, from a wheel build.
+    purelib = subprocess.run([str(py), "-c", "import sysconfig;print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    Path(purelib, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    env = {**os.environ, "PIP_NO_INPUT": "1"}
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--no-deps", str(REPO_ROOT)],
+        check=True, cwd=tmp_path, env=env,
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    out = subprocess.run(
+        [str(venv / "bin" / "loopgate"), "graph", "show", "--format", "json"],
+        check=True, cwd=elsewhere, capture_output=True, text=True, env=env,
+    ).stdout
+    assert '"name": "pdlc-work-item-loop"' in out
+    probe = (
+        "import engine, importlib.resources as r;"
+        "print(engine.__file__);"
+        "print(r.files('templates').joinpath('explainer/page.html.j2').is_file())"
+    )
+    where = subprocess.run([str(py), "-c", probe], check=True, cwd=elsewhere,
+                           capture_output=True, text=True).stdout.split()
+    assert "site-packages" in where[0]
+    assert where[1] == "True"
