@@ -1,0 +1,436 @@
+"""Compile a graph document into the frozen :class:`~engine.graph.model.Graph`.
+
+Structure is checked first by the JSON Schema (:mod:`engine.graph.loader`); the meaning
+is checked here by small ``_check_*`` functions run in the fixed order of ``_CHECKS``.
+Each refusal raises :class:`~engine.errors.GraphConfigError` whose message names the
+offending node, edge or skip set (issue #2 §2). Findings that do not stop a graph
+(a repeated ``(from, on)`` pair, an outcome nobody emits, ...) become ``Graph.warnings``.
+
+Rules (issue #2 §2; opt-in design "model.py — the vocabulary"):
+
+* ``optIn: true`` implies ``skippable``; ``required`` + ``optIn`` is refused before
+  ``required`` + ``skippable`` so the message names the marker the author wrote.
+* Every skippable node (opt-in ones included) declares its own ``on: skipped`` edge.
+* Skip-set members are declared, skippable, and not opt-in.
+* ``produces``/``validates`` entries are one name or exactly two alternatives ``a|b``
+  ("exactly one of two names"); more than two alternatives are refused, so the gate's
+  rule stays "one of these two", never a longer list nobody reviews.
+* Hooks must be registered, and every ``with:`` key must be one the hook accepts.
+* The first edge of a repeated ``(from, on)`` pair wins; cycles are legal.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from importlib.abc import Traversable
+from types import MappingProxyType
+from typing import Any, NoReturn
+
+from engine import outcomes
+from engine.errors import GraphConfigError
+from engine.graph.loader import load_file, undo_bool_keys, validate_structure
+from engine.graph.model import Edge, Graph, HookRef, Node, frozen_mapping
+from engine.hooks.base import REGISTRY, HookRegistry
+
+__all__ = [
+    "DEFAULT_GRAPH",
+    "compile_graph",
+    "compile_file",
+    "shipped_graph",
+    "shipped_graph_path",
+    "shipped_graph_names",
+]
+
+DEFAULT_GRAPH = "pdlc-work-item-loop"
+_CHAINS = ("entry", "exit")
+_SHIPPED_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+
+
+@dataclass
+class _Doc:
+    """The document under compilation plus where it came from (for messages)."""
+
+    data: Mapping[str, Any]
+    source: str
+    registry: HookRegistry
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def nodes(self) -> list[Mapping[str, Any]]:
+        return list(self.data.get("nodes") or [])
+
+    @property
+    def edges(self) -> list[Mapping[str, Any]]:
+        return list(self.data.get("edges") or [])
+
+    @property
+    def skip_sets(self) -> Mapping[str, list[str]]:
+        return self.data.get("skipSets") or {}
+
+    def ids(self) -> dict[str, Mapping[str, Any]]:
+        return {n["id"]: n for n in self.nodes}
+
+    def refuse(self, message: str) -> NoReturn:
+        raise GraphConfigError(f"{self.source}: {message}")
+
+
+def _is_skippable(node: Mapping[str, Any]) -> bool:
+    return bool(node.get("skippable")) or bool(node.get("optIn"))
+
+
+def _edge_text(index: int, edge: Mapping[str, Any]) -> str:
+    return f"edge #{index + 1} {{from: {edge['from']}, to: {edge['to']}, on: {edge['on']}}}"
+
+
+# -- refusals, in order ----------------------------------------------------------------
+def _check_has_nodes(doc: _Doc) -> None:
+    if not doc.nodes:
+        doc.refuse(f"graph {doc.data.get('name')!r} declares no nodes")
+
+
+def _check_unique_ids(doc: _Doc) -> None:
+    seen: set[str] = set()
+    for index, node in enumerate(doc.nodes):
+        if node["id"] in seen:
+            doc.refuse(f"node #{index + 1}: duplicate id {node['id']!r}")
+        seen.add(node["id"])
+
+
+def _check_start_declared(doc: _Doc) -> None:
+    if doc.data["start"] not in doc.ids():
+        doc.refuse(f"start {doc.data['start']!r} is not a declared node")
+
+
+def _check_opt_in_not_required(doc: _Doc) -> None:
+    for node in doc.nodes:
+        if node.get("required") and node.get("optIn"):
+            doc.refuse(
+                f"node {node['id']!r} is both required and optIn: an optIn node is off "
+                "unless ticked at phase-selection, a required node always runs; drop one"
+            )
+
+
+def _check_required_not_skippable(doc: _Doc) -> None:
+    for node in doc.nodes:
+        if node.get("required") and node.get("skippable"):
+            doc.refuse(f"node {node['id']!r} is both required and skippable; drop one")
+
+
+def _check_artifact_names(doc: _Doc) -> None:
+    for node in doc.nodes:
+        for key in ("produces", "validates"):
+            for entry in _as_list(node.get(key)):
+                if _split_alternatives(entry) is None:
+                    doc.refuse(
+                        f"node {node['id']!r}: {key} {entry!r} is malformed: give one name "
+                        "or exactly two different alternatives 'a.md|b.md'"
+                    )
+
+
+def _check_hooks_registered(doc: _Doc) -> None:
+    for node, chain, name, _ in _hook_uses(doc):
+        if name not in doc.registry:
+            known = ", ".join(doc.registry.names()) or "none"
+            doc.refuse(
+                f"node {node['id']!r}: {chain} hook {name!r} is not registered "
+                f"(registered hooks: {known})"
+            )
+
+
+def _check_hook_params(doc: _Doc) -> None:
+    for node, chain, name, params in _hook_uses(doc):
+        accepted = doc.registry.get(name).params
+        for key in params:
+            if key not in accepted:
+                takes = ", ".join(sorted(accepted)) if accepted else "no parameters"
+                doc.refuse(
+                    f"node {node['id']!r}: {chain} hook {name!r} has no parameter "
+                    f"{key!r} (it accepts: {takes})"
+                )
+
+
+def _check_edges_declared(doc: _Doc) -> None:
+    ids = doc.ids()
+    for index, edge in enumerate(doc.edges):
+        for end in ("from", "to"):
+            if edge[end] not in ids:
+                doc.refuse(
+                    f"{_edge_text(index, edge)}: {end} {edge[end]!r} is not a declared node"
+                )
+
+
+def _check_skipped_edges(doc: _Doc) -> None:
+    sources = {e["from"] for e in doc.edges if e["on"] == outcomes.SKIPPED}
+    for node in doc.nodes:
+        if not _is_skippable(node) or node["id"] in sources:
+            continue
+        kind = "opt-in (which implies skippable)" if node.get("optIn") else "skippable"
+        target = _suggest_skip_target(doc, node["id"])
+        doc.refuse(
+            f"node {node['id']!r} is {kind} but has no `on: skipped` edge of its own: "
+            f"add {{from: {node['id']}, to: {target}, on: skipped}}"
+        )
+
+
+def _check_skip_sets(doc: _Doc) -> None:
+    ids = doc.ids()
+    for name, members in doc.skip_sets.items():
+        for member in members:
+            node = ids.get(member)
+            if node is None:
+                doc.refuse(f"skip set {name!r}: member {member!r} is not a declared node")
+            elif not _is_skippable(node):
+                doc.refuse(
+                    f"skip set {name!r}: member {member!r} is not a skippable node "
+                    "(mark it skippable: true or take it out of the set)"
+                )
+            elif node.get("optIn"):
+                doc.refuse(
+                    f"skip set {name!r}: member {member!r} is opt-in: it is already off "
+                    "unless ticked at phase-selection, so a skip set cannot hold it"
+                )
+
+
+# -- warnings --------------------------------------------------------------------------
+def _warn_duplicate_routes(doc: _Doc) -> None:
+    first: dict[tuple[str, str], tuple[int, Mapping[str, Any]]] = {}
+    for index, edge in enumerate(doc.edges):
+        key = (edge["from"], edge["on"])
+        if key not in first:
+            first[key] = (index, edge)
+            continue
+        kept_index, kept = first[key]
+        doc.warnings.append(
+            f"{_edge_text(index, edge)} repeats (from {edge['from']}, on {edge['on']}) of "
+            f"{_edge_text(kept_index, kept)}: the first edge wins, this one is ignored"
+        )
+
+
+def _warn_unknown_outcomes(doc: _Doc) -> None:
+    for index, edge in enumerate(doc.edges):
+        if edge["on"] not in outcomes.ALL_OUTCOMES:
+            doc.warnings.append(
+                f"{_edge_text(index, edge)}: {edge['on']!r} is not a known outcome "
+                f"({', '.join(outcomes.ALL_OUTCOMES)}); only a hook returning it takes it"
+            )
+
+
+def _warn_dead_ends(doc: _Doc) -> None:
+    sources = {e["from"] for e in doc.edges}
+    for node in doc.nodes:
+        if not node.get("terminal") and node["id"] not in sources:
+            doc.warnings.append(
+                f"node {node['id']!r} is not terminal but no edge leaves it: "
+                "a work item reaching it stops there"
+            )
+
+
+def _warn_opt_in_without_description(doc: _Doc) -> None:
+    for node in doc.nodes:
+        if node.get("optIn") and not str(node.get("description") or "").strip():
+            doc.warnings.append(
+                f"node {node['id']!r} is opt-in but has no description for its checklist row"
+            )
+
+
+def _warn_set_shadows_node(doc: _Doc) -> None:
+    ids = doc.ids()
+    for name in doc.skip_sets:
+        if name in ids:
+            doc.warnings.append(
+                f"skip set {name!r} has the name of a node: as a skip token the set wins, "
+                "so the node cannot be named on its own"
+            )
+
+
+_CHECKS: tuple[Callable[[_Doc], None], ...] = (
+    _check_has_nodes,
+    _check_unique_ids,
+    _check_start_declared,
+    _check_opt_in_not_required,
+    _check_required_not_skippable,
+    _check_artifact_names,
+    _check_hooks_registered,
+    _check_hook_params,
+    _check_edges_declared,
+    _check_skipped_edges,
+    _check_skip_sets,
+    _warn_duplicate_routes,
+    _warn_unknown_outcomes,
+    _warn_dead_ends,
+    _warn_opt_in_without_description,
+    _warn_set_shadows_node,
+)
+
+
+# -- helpers ---------------------------------------------------------------------------
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return list(value) if isinstance(value, list | tuple) else [value]
+
+
+def _split_alternatives(entry: str) -> tuple[str, ...] | None:
+    """``"a.md"`` -> ``("a.md",)``; ``"a.md|b.md"`` -> both; None when malformed."""
+    names = tuple(part.strip() for part in entry.split("|"))
+    if not all(names) or len(names) > 2 or len(set(names)) != len(names):
+        return None
+    return names
+
+
+def _hook_uses(doc: _Doc) -> Iterable[tuple[Mapping[str, Any], str, str, Mapping[str, Any]]]:
+    """Every hook use: (node, chain, hook name, ``with:`` mapping)."""
+    for node in doc.nodes:
+        for chain in _CHAINS:
+            for item in node.get(chain) or []:
+                if isinstance(item, str):
+                    yield node, chain, item, {}
+                else:
+                    yield node, chain, item["hook"], item.get("with") or {}
+
+
+def _suggest_skip_target(doc: _Doc, node_id: str) -> str:
+    """Where a skipped ``node_id`` should go: where its pass (or approval) edge goes."""
+    leaving = [e for e in doc.edges if e["from"] == node_id]
+    for wanted in (outcomes.PASS, outcomes.APPROVED, outcomes.SELECTED):
+        for edge in leaving:
+            if edge["on"] == wanted:
+                return edge["to"]
+    if leaving:
+        return leaving[0]["to"]
+    ids = [n["id"] for n in doc.nodes]
+    position = ids.index(node_id)
+    return ids[position + 1] if position + 1 < len(ids) else "<the node that follows it>"
+
+
+# -- building the frozen graph ---------------------------------------------------------
+def _hook_ref(item: str | Mapping[str, Any]) -> HookRef:
+    if isinstance(item, str):
+        return HookRef(item)
+    return HookRef(item["hook"], frozen_mapping(item.get("with") or {}))
+
+
+def _artifacts(value: Any) -> tuple[tuple[str, ...], ...]:
+    return tuple(_split_alternatives(entry) or () for entry in _as_list(value))
+
+
+def _build_node(data: Mapping[str, Any]) -> Node:
+    opt_in = bool(data.get("optIn", False))
+    return Node(
+        id=data["id"],
+        phase=data.get("phase", ""),
+        actor=data.get("actor", "agent"),
+        session=data.get("session", "new"),
+        produces=_artifacts(data.get("produces")),
+        validates=_artifacts(data.get("validates")),
+        command=data.get("command", ""),
+        stage=data.get("stage", ""),
+        required=bool(data.get("required", False)),
+        optional=bool(data.get("optional", False)),
+        skippable=bool(data.get("skippable", False)) or opt_in,  # optIn implies skippable
+        opt_in=opt_in,
+        description=" ".join(str(data.get("description", "")).split()),
+        max_attempts=int(data.get("maxAttempts", 3)),
+        terminal=bool(data.get("terminal", False)),
+        entry=tuple(_hook_ref(h) for h in data.get("entry") or []),
+        exit=tuple(_hook_ref(h) for h in data.get("exit") or []),
+    )
+
+
+def _build(doc: _Doc) -> Graph:
+    return Graph(
+        version=int(doc.data["version"]),
+        name=doc.data["name"],
+        start=doc.data["start"],
+        nodes=tuple(_build_node(n) for n in doc.nodes),
+        edges=tuple(Edge(e["from"], e["to"], e["on"]) for e in doc.edges),
+        skip_sets=MappingProxyType({k: tuple(v) for k, v in doc.skip_sets.items()}),
+        warnings=tuple(doc.warnings),
+    )
+
+
+def _complete_registry(registry: HookRegistry) -> HookRegistry:
+    """Import every shipped hook module before the process-wide registry is consulted."""
+    if registry is REGISTRY:
+        import engine.hooks  # noqa: F401 - registers the shipped hooks (import side effect)
+    return registry
+
+
+# -- public API ------------------------------------------------------------------------
+def compile_graph(
+    mapping: Mapping[str, Any], registry: HookRegistry = REGISTRY, *, source: str = "<graph>"
+) -> Graph:
+    """Compile a parsed graph document into a frozen :class:`Graph`.
+
+    The input is not modified. Boolean keys left by a YAML 1.1 loader (``on:`` read as
+    ``True``) are turned back into ``on``/``off`` first.
+
+    Args:
+        mapping: the parsed graph file (see ``graphs/graph.schema.json``).
+        registry: the hooks the graph may name; the default, the process-wide
+            :data:`~engine.hooks.base.REGISTRY`, is completed by importing
+            :mod:`engine.hooks` first.
+        source: where the document came from, prefixed to every message.
+
+    Returns:
+        The compiled graph; non-fatal findings are in ``Graph.warnings``.
+
+    Raises:
+        GraphConfigError: a structural or semantic fault, naming the node, edge or set.
+    """
+    document = undo_bool_keys(mapping)
+    validate_structure(document, source)
+    doc = _Doc(document, source, _complete_registry(registry))
+    for check in _CHECKS:
+        check(doc)
+    return _build(doc)
+
+
+def compile_file(
+    path: str | os.PathLike[str] | Traversable, registry: HookRegistry = REGISTRY
+) -> Graph:
+    """Load and compile the graph file at ``path``.
+
+    Args:
+        path: a filesystem path or a package resource.
+        registry: as for :func:`compile_graph`.
+
+    Raises:
+        GraphConfigError: unreadable, not YAML, or refused by the compiler.
+    """
+    return compile_graph(load_file(path), registry, source=str(path))
+
+
+def shipped_graph_names() -> list[str]:
+    """Names of the graphs shipped in the ``graphs`` package, sorted."""
+    files = resources.files("graphs").iterdir()
+    return sorted(f.name[: -len(".yaml")] for f in files if f.name.endswith(".yaml"))
+
+
+def shipped_graph_path(name: str = DEFAULT_GRAPH) -> Traversable:
+    """The package resource of shipped graph ``name`` (``graphs/<name>.yaml``).
+
+    Raises:
+        GraphConfigError: no shipped graph has that name (the message lists them).
+    """
+    resource = resources.files("graphs").joinpath(f"{name}.yaml")
+    if not _SHIPPED_NAME.match(name) or not resource.is_file():
+        shipped = ", ".join(shipped_graph_names()) or "none"
+        raise GraphConfigError(f"no shipped graph is named {name!r} (shipped: {shipped})")
+    return resource
+
+
+@functools.cache
+def shipped_graph(name: str = DEFAULT_GRAPH) -> Graph:
+    """Compile shipped graph ``name`` once per process (later calls return the same object).
+
+    Raises:
+        GraphConfigError: unknown name, or the shipped file does not compile against the
+            registered hooks.
+    """
+    return compile_file(shipped_graph_path(name), REGISTRY)
