@@ -426,11 +426,19 @@ def shipped_graph_path(name: str = DEFAULT_GRAPH) -> Traversable:
 
 
 @functools.cache
+def _compile_shipped(name: str) -> Graph:
+    return compile_file(shipped_graph_path(name), REGISTRY)
+
+
 def shipped_graph(name: str = DEFAULT_GRAPH) -> Graph:
-    """Compile shipped graph ``name`` once per process (later calls return the same object).
+    """Compile shipped graph ``name`` once per process (later calls return the same object,
+    whether the name is given or defaulted). ``shipped_graph.cache_clear()`` forgets them.
 
     Raises:
         GraphConfigError: unknown name, or the shipped file does not compile against the
             registered hooks.
     """
-    return compile_file(shipped_graph_path(name), REGISTRY)
+    return _compile_shipped(name)
+
+
+shipped_graph.cache_clear = _compile_shipped.cache_clear  # type: ignore[attr-defined]
