@@ -1,0 +1,336 @@
+"""Hooks every node family uses, and helpers the other hook modules share.
+
+Hooks: ``set-phase-label``, ``log-entry``, ``deliver-assignment``, ``request-review``,
+``notify`` (issue #2 §3). None of them gates: a tracker or notifier failure is logged as
+``graph.hook_degraded`` and the hook passes (a label or a notice is not a gate).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from engine.graph.model import Graph, HookRef, Node
+from engine.hooks.base import HookContext, HookResult, hook
+from engine.hooks.markers import assignment_marker, review_marker, with_self_marker
+from engine.ports import SELF_MARKER, Comment, TrackerError
+from engine.settings import EngineSettings, normalize_login
+from engine.state import ItemState
+
+__all__ = [
+    "PHASE_LABEL_PREFIX",
+    "START_LABEL",
+    "degrade",
+    "safe_notify",
+    "at_login",
+    "is_self_authored",
+    "event_comments",
+    "authorized_comments",
+    "latest",
+    "trusted_skipped_ids",
+    "node_entered",
+    "has_marker",
+    "assignment_text",
+    "review_text",
+    "notify_data",
+    "set_phase_label",
+    "log_entry",
+    "deliver_assignment",
+    "request_review",
+    "notify",
+]
+
+log = logging.getLogger(__name__)
+
+PHASE_LABEL_PREFIX = "loop:"
+#: The default start label (``github.startLabel``); never removed by ``set-phase-label``.
+START_LABEL = "loop:start"
+
+
+# -- shared helpers ---------------------------------------------------------------------
+def degrade(ctx: HookContext, hook_name: str, reason: str) -> None:
+    """Log ``graph.hook_degraded {node, hook, reason}``: best-effort work did not happen."""
+    log.warning("hook %s degraded on %s at %s: %s", hook_name, ctx.ref, ctx.node.id, reason)
+    ctx.log("graph.hook_degraded", {"node": ctx.node.id, "hook": hook_name, "reason": reason})
+
+
+def safe_notify(ctx: HookContext, hook_name: str, event: str, data: Mapping[str, Any]) -> bool:
+    """Send ``event`` through the notifier; never raises.
+
+    Returns:
+        True when the notifier accepted the event, False when it failed (logged as
+        ``graph.hook_degraded``).
+    """
+    try:
+        ctx.ports.notifier.send(ctx.ref, event, dict(data))
+    except Exception as exc:  # noqa: BLE001 - a notice never gates or crashes a transition
+        degrade(ctx, hook_name, f"notifier failed to send {event}: {type(exc).__name__}")
+        return False
+    return True
+
+
+def at_login(login: str) -> str:
+    """``@login`` for a login given with or without the ``@``."""
+    return "@" + (login or "").strip().lstrip("@")
+
+
+def is_self_authored(comment: Comment, settings: EngineSettings) -> bool:
+    """True for a comment loopgate posted: it carries :data:`SELF_MARKER`, or its author is
+    the configured ``bot_login``."""
+    if SELF_MARKER in (comment.body or ""):
+        return True
+    bot = normalize_login(settings.bot_login)
+    return bool(bot) and normalize_login(comment.author) == bot
+
+
+def event_comments(ctx: HookContext) -> list[Comment]:
+    """The triggering event's comments (``ctx.event["comments"]``), ignoring non-comments."""
+    return [c for c in (ctx.event.get("comments") or ()) if isinstance(c, Comment)]
+
+
+def authorized_comments(ctx: HookContext) -> list[Comment]:
+    """Event comments that are not self-authored and whose author is authorized."""
+    return [
+        c
+        for c in event_comments(ctx)
+        if not is_self_authored(c, ctx.settings) and ctx.settings.is_authorized(c.author)
+    ]
+
+
+def latest(comments: Sequence[Comment]) -> Comment | None:
+    """The latest comment: by ``created_at`` (ISO strings), ties keep the given order."""
+    if not comments:
+        return None
+    indexed = sorted(enumerate(comments), key=lambda pair: (pair[1].created_at or "", pair[0]))
+    return indexed[-1][1]
+
+
+def trusted_skipped_ids(graph: Graph, state: ItemState) -> set[str]:
+    """Nodes that will not run or did not run: recorded ``skipped`` outcomes, trusted skip
+    declarations and unselected opt-in nodes.
+
+    Mirrors the runtime's one trusted read (issue #2 §4): a declaration counts only on a
+    compiled skippable, non-required node; an ``optIns`` entry only on an opt-in node.
+    """
+    out = {node_id for node_id, rec in state.nodes.items() if rec.outcome == "skipped"}
+    for node in graph.ordered():
+        if node.id in state.skips and node.skippable and not node.required:
+            out.add(node.id)
+        elif node.opt_in and node.id not in state.opt_ins:
+            out.add(node.id)
+    return out
+
+
+def node_entered(state: ItemState, node_id: str) -> bool:
+    """True when ``node_id`` was entered or left already (a selection cannot change it)."""
+    rec = state.nodes.get(node_id)
+    return rec is not None and bool(rec.entered_at or rec.outcome or rec.exited_at)
+
+
+def has_marker(comments: Sequence[Comment], marker: str, settings: EngineSettings) -> bool:
+    """True when a self-authored comment among ``comments`` carries ``marker``."""
+    return any(marker in (c.body or "") and is_self_authored(c, settings) for c in comments)
+
+
+def _post_once(ctx: HookContext, hook_name: str, marker: str, body: str) -> HookResult:
+    # Idempotent post: skip when a self-authored comment already carries the marker.
+    try:
+        if has_marker(ctx.ports.tracker.list_comments(ctx.ref), marker, ctx.settings):
+            return HookResult.passed(f"{hook_name}: already posted")
+        posted = ctx.ports.tracker.add_comment(ctx.ref, with_self_marker(body, marker))
+    except TrackerError as exc:
+        degrade(ctx, hook_name, f"tracker error: {exc}")
+        return HookResult.passed(f"{hook_name}: degraded")
+    return HookResult.passed(f"{hook_name}: posted {posted.url or posted.id}")
+
+
+def _entered_at(ctx: HookContext) -> str:
+    rec = ctx.state.nodes.get(ctx.node.id)
+    return rec.entered_at if rec is not None else ""
+
+
+def _code(names: Sequence[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def _alternatives(entries: Sequence[Sequence[str]]) -> list[str]:
+    return [" or ".join(f"`{a}`" for a in alts) for alts in entries]
+
+
+# -- set-phase-label --------------------------------------------------------------------
+@hook("set-phase-label")
+def set_phase_label(ctx: HookContext) -> HookResult:
+    """Label the item ``loop:<phase>`` and drop the other phase labels of this graph.
+
+    Other labels, including the start label, are never touched. A node without a phase is
+    a skip. Tracker failure: ``graph.hook_degraded`` and pass (issue #2 §3).
+    """
+    phase = ctx.node.phase
+    if not phase:
+        return HookResult.skip(f"{ctx.node.id} has no phase label")
+    wanted = PHASE_LABEL_PREFIX + phase
+    others = {PHASE_LABEL_PREFIX + n.phase for n in ctx.graph.ordered() if n.phase} - {
+        wanted,
+        START_LABEL,
+    }
+    tracker = ctx.ports.tracker
+    try:
+        current = set(tracker.labels(ctx.ref))
+        for label in sorted(current & others):
+            tracker.remove_label(ctx.ref, label)
+        if wanted not in current:
+            tracker.add_label(ctx.ref, wanted)
+    except TrackerError as exc:
+        degrade(ctx, "set-phase-label", f"tracker error: {exc}")
+        return HookResult.passed("phase label not set (tracker error)")
+    return HookResult.passed(f"labelled {wanted}")
+
+
+# -- log-entry --------------------------------------------------------------------------
+@hook("log-entry")
+def log_entry(ctx: HookContext) -> HookResult:
+    """Append ``graph.node_entered {node, actor}`` to the item's event log."""
+    ctx.log("graph.node_entered", {"node": ctx.node.id, "actor": ctx.node.actor})
+    return HookResult.passed()
+
+
+# -- deliver-assignment -----------------------------------------------------------------
+def _gate_checks(node: Node) -> list[str]:
+    # What validate-artifacts in the exit chain will check, in words.
+    lines = []
+    for ref in node.exit:
+        if ref.name == "validate-artifacts":
+            lines.extend(_validate_params_text(ref))
+    return lines
+
+
+def _validate_params_text(ref: HookRef) -> list[str]:
+    params = ref.params
+    out = []
+    validates = params.get("validates")
+    if validates:
+        names = [validates] if isinstance(validates, str) else list(validates)
+        out.append(f"Checked at the gate: {_code(names)}")
+    if params.get("sections"):
+        out.append(
+            "Required non-empty sections: " + ", ".join(f"`## {s}`" for s in params["sections"])
+        )
+    if params.get("locked"):
+        out.append("Front matter must say `status: approved`")
+    if params.get("checkmarks") == "complete":
+        out.append("Every `- [ ]` checkbox must be ticked")
+    return out
+
+
+def assignment_text(ctx: HookContext) -> str:
+    """The assignment comment body for ``ctx.node`` (without markers)."""
+    node = ctx.node
+    phase = f" (phase `{node.phase}`)" if node.phase else ""
+    if node.is_human:
+        who = ", ".join(at_login(u) for u in ctx.settings.authorized_users) or "an authorized user"
+        return (
+            f"🧑‍⚖️ **`{node.id}`{phase} — human gate: do not claim.**\n\n"
+            f"No session works this node. It waits for {who} to answer on this thread."
+        )
+    if node.actor == "code":
+        return f"⚙️ **`{node.id}`{phase}** runs automatically; there is nothing to claim."
+    lines = [f"🛠️ **Assignment — `{node.id}`**{phase}", ""]
+    if node.description:
+        lines += [node.description, ""]
+    if node.produces:
+        lines.append("- Produce: " + ", ".join(_alternatives(node.produces)))
+    if node.validates:
+        lines.append("- Checked at the gate: " + ", ".join(_alternatives(node.validates)))
+    lines += [f"- {line}" for line in _gate_checks(node)]
+    if node.command:
+        lines.append(f"- Command: `{node.command}`")
+    lines.append(f"- When done, claim it: `loopgate complete {ctx.ref} --node {node.id}`")
+    return "\n".join(lines)
+
+
+@hook("deliver-assignment")
+def deliver_assignment(ctx: HookContext) -> HookResult:
+    """Post who works this node, what to produce, the command and the claim command.
+
+    Human nodes get "human gate: do not claim" instead. Idempotent per (node, entry time)
+    through the assignment marker. Tracker failure: ``graph.hook_degraded`` and pass.
+    """
+    marker = assignment_marker(ctx.node.id, _entered_at(ctx))
+    return _post_once(ctx, "deliver-assignment", marker, assignment_text(ctx))
+
+
+# -- request-review ---------------------------------------------------------------------
+def review_text(ctx: HookContext) -> str:
+    """The review-request comment body for ``ctx.node`` (without markers)."""
+    node = ctx.node
+    who = ", ".join(at_login(u) for u in ctx.settings.authorized_users) or "Reviewers"
+    subject = ", ".join(_alternatives(node.validates)) if node.validates else "the work so far"
+    return "\n".join(
+        [
+            f"👀 **Review requested — `{node.id}`**",
+            "",
+            f"{who}: please review {subject} and reply on this thread with one of:",
+            "",
+            "- `approved`",
+            "- `approved with comments` — followed by your comments (recorded with the decision)",
+            "- `changes requested` — followed by what to change",
+            "",
+            "Only replies from authorized users count.",
+        ]
+    )
+
+
+@hook("request-review")
+def request_review(ctx: HookContext) -> HookResult:
+    """Ask the authorized users to review (approve / approve with comments / request
+    changes) and send ``phase-approval-pending``. Never gates."""
+    marker = review_marker(ctx.node.id, _entered_at(ctx))
+    result = _post_once(ctx, "request-review", marker, review_text(ctx))
+    safe_notify(
+        ctx,
+        "request-review",
+        "phase-approval-pending",
+        {
+            "workItem": str(ctx.ref),
+            "node": ctx.node.id,
+            "phase": ctx.node.phase,
+            "reviewers": list(ctx.settings.authorized_users),
+        },
+    )
+    return result
+
+
+# -- notify -----------------------------------------------------------------------------
+def notify_data(ctx: HookContext, event: str) -> dict[str, Any]:
+    """The data sent with ``event``: work item, node, phase, and for a quiz node what
+    ``post-quiz-attestation`` recorded in ``state.surface["quiz"][node]``."""
+    data: dict[str, Any] = {
+        "workItem": str(ctx.ref),
+        "node": ctx.node.id,
+        "phase": ctx.node.phase,
+        "event": event,
+    }
+    quiz = (ctx.state.surface.get("quiz") or {}).get(ctx.node.id)
+    if isinstance(quiz, Mapping):
+        comments = [c for c in quiz.get("comments") or () if isinstance(c, Mapping)]
+        data["commentUrls"] = [c.get("url", "") for c in comments]
+        data["location"] = quiz.get("location", "")
+        data["viewCommands"] = list(quiz.get("viewCommands") or ())
+        data["digest"] = quiz.get("digest", "-")
+        data["kind"] = quiz.get("kind", "")
+    return data
+
+
+@hook("notify", params=("event",))
+def notify(ctx: HookContext) -> HookResult:
+    """Send the ``event`` param (e.g. ``quiz-pending``) through the notifier.
+
+    Never gates: a notifier failure is logged as ``graph.hook_degraded`` and passes.
+    """
+    event = str(ctx.params.get("event") or "")
+    if not event:
+        degrade(ctx, "notify", "no event param")
+        return HookResult.passed("notify: no event")
+    sent = safe_notify(ctx, "notify", event, notify_data(ctx, event))
+    return HookResult.passed(f"notify: {event} {'sent' if sent else 'not sent'}")

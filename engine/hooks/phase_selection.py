@@ -1,0 +1,540 @@
+"""Phase selection: the checklist comment and its gate (issue #2 §6, opt-in design,
+explainer design C2).
+
+Hooks: ``post-phase-selection`` (entry) posts the checklist once; ``classify-phase-selection``
+(exit) waits for an authorized reply carrying the execute keyword and turns the ticked rows
+into skips and opt-ins.
+
+Pure functions the Slack bot reuses: :func:`checklist_rows`, :func:`render_checklist`,
+:func:`parse_rows`, :func:`selection_from_rows`, :func:`parse_selection`,
+:func:`selection_records`, :func:`reply_body`, :func:`confirmation_text`,
+:func:`frozen_graph`.
+
+Row parsing (issue #2 §6):
+
+======================  ==========  =================  ================
+row                     ticked      unticked           absent
+======================  ==========  =================  ================
+default-on (skippable)  runs        declared skip      runs
+opt-in                  selected    not selected       not selected
+protected               runs        refused, named     runs
+``explainer`` setting   on          off (4 skips)      on
+======================  ==========  =================  ================
+
+Unknown tokens are ignored. Bullets ``-``/``*``, marks ``[x]``/``[X]``/``[ ]``, optional
+backticks around the token and CRLF line endings are accepted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from engine.graph.model import EXPLAINER_SET, Graph, Node
+from engine.hooks.base import HookContext, HookResult, hook
+from engine.hooks.common import (
+    at_login,
+    degrade,
+    event_comments,
+    is_self_authored,
+    latest,
+    node_entered,
+    trusted_skipped_ids,
+)
+from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER, with_self_marker
+from engine.outcomes import SELECTED
+from engine.ports import Comment, TrackerError
+from engine.refs import WorkItemRef
+from engine.settings import EngineSettings, normalize_login
+
+__all__ = [
+    "EXPLAINER_TOKEN",
+    "OPTIONAL_HEADING",
+    "SETTINGS_HEADING",
+    "EXPLAINER_ROW",
+    "ChecklistRows",
+    "Row",
+    "Selection",
+    "DEFAULT_SELECTION",
+    "checklist_rows",
+    "render_checklist",
+    "parse_rows",
+    "selection_from_rows",
+    "parse_selection",
+    "selection_records",
+    "reply_body",
+    "confirmation_text",
+    "explainer_line",
+    "frozen_graph",
+    "find_checklist",
+    "post_phase_selection",
+    "classify_phase_selection",
+]
+
+#: The checklist's non-phase token for the explainer setting (explainer design C2).
+EXPLAINER_TOKEN = EXPLAINER_SET
+OPTIONAL_HEADING = "**Optional phases — off unless you tick them.**"
+SETTINGS_HEADING = "#### 🎓 Explain the change and quiz the author?"
+SETTINGS_DEFAULT_LINE = "**Default:** yes, already ticked. Untick it to skip all three."
+EXPLAINER_ROW = (
+    "- [x] `explainer` — a spec explainer and quiz before code generation, an explainer of "
+    "the change for the reviewer, and a code quiz before review is requested."
+)
+
+_ROW = re.compile(
+    r"^[ \t]*[-*][ \t]+\[(?P<mark>[ xX])\][ \t]+`?(?P<token>[A-Za-z0-9][A-Za-z0-9_-]*)`?(?=\s|$)"
+)
+
+
+# -- rows -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class ChecklistRows:
+    """The checklist's sections.
+
+    Attributes:
+        default_on: skippable, non-opt-in nodes outside the explainer set (ticked rows).
+        opt_in: opt-in nodes (unticked rows with their description).
+        protected: nodes that always run (plain bullets).
+        explainer: the graph defines the ``explainer`` skip set (Settings section shown).
+    """
+
+    default_on: list[Node]
+    opt_in: list[Node]
+    protected: list[Node]
+    explainer: bool
+
+
+def _explainer_members(graph: Graph) -> tuple[str, ...]:
+    return (
+        tuple(graph.skip_sets.get(EXPLAINER_SET, ())) if graph.has_skip_set(EXPLAINER_SET) else ()
+    )
+
+
+def checklist_rows(graph: Graph) -> ChecklistRows:
+    """Split the graph's nodes into the checklist's sections (issue #2 §6)."""
+    hidden = set(_explainer_members(graph))
+    default_on = [
+        n
+        for n in graph.ordered()
+        if n.skippable and not n.opt_in and not n.terminal and not n.required and n.id not in hidden
+    ]
+    opt_in = [n for n in graph.opt_in_nodes() if n.id not in hidden]
+    return ChecklistRows(
+        default_on, opt_in, list(graph.protected()), graph.has_skip_set(EXPLAINER_SET)
+    )
+
+
+def render_checklist(graph: Graph, settings: EngineSettings) -> str:
+    """The checklist comment body, markers included (issue #2 §6, explainer design C2).
+
+    Args:
+        graph: the compiled graph.
+        settings: for the execute keyword.
+
+    Returns:
+        Markdown ending with the phase-selection marker and the self-authored marker.
+    """
+    rows = checklist_rows(graph)
+    keyword = settings.execute_keyword
+    parts = [
+        f"### 🔁 Phase selection — `{graph.name}`",
+        "",
+        f"Choose the phases this work item walks, then reply **`{keyword}`** to start. "
+        "Untick a phase to skip it; tick an optional phase to run it. Tick the boxes here "
+        f"and reply with just `{keyword}`, or paste this checklist into your reply (a "
+        "checklist in the reply wins). Only replies from authorized users count.",
+        "",
+        *[f"- [x] {n.id}" for n in rows.default_on],
+    ]
+    if rows.opt_in:
+        parts += ["", f"{OPTIONAL_HEADING} These do not run by default:", ""]
+        parts += [f"- [ ] {n.id} — {n.description}".rstrip(" —") for n in rows.opt_in]
+    if rows.protected:
+        parts += ["", "**Always run** (protected; unticking them is refused):", ""]
+        parts += [f"- {n.id}" for n in rows.protected]
+    if rows.explainer:
+        parts += ["", SETTINGS_HEADING, "", SETTINGS_DEFAULT_LINE, "", EXPLAINER_ROW]
+    return with_self_marker("\n".join(parts), PHASE_SELECTION_MARKER)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One checkbox row: its token (node id or ``explainer``) and whether it is ticked."""
+
+    token: str
+    ticked: bool
+
+
+def parse_rows(text: str | None) -> list[Row]:
+    """Every checkbox row of ``text`` in order (any token; CRLF accepted)."""
+    rows = []
+    for line in (text or "").splitlines():
+        match = _ROW.match(line)
+        if match:
+            rows.append(Row(match["token"], match["mark"] in "xX"))
+    return rows
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a checklist says.
+
+    Attributes:
+        skips: default-on nodes left unticked (declaration order).
+        opt_ins: opt-in nodes ticked (declaration order).
+        refused: protected nodes left unticked (named back; they run).
+        explainer_on: False only when the explainer row is present and unticked.
+        readable: at least one row named a checklist token of this graph.
+    """
+
+    skips: list[str] = field(default_factory=list)
+    opt_ins: list[str] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)
+    explainer_on: bool = True
+    readable: bool = False
+
+    def skipped_nodes(self, graph: Graph) -> list[str]:
+        """``skips`` plus the explainer set's members when the explainer row is off."""
+        extra = [] if self.explainer_on else list(_explainer_members(graph))
+        return [*self.skips, *[n for n in extra if n not in self.skips]]
+
+
+#: The full default process: nothing skipped, nothing opted in, explainer on.
+DEFAULT_SELECTION = Selection()
+
+
+def selection_from_rows(rows: Iterable[Row], graph: Graph) -> Selection:
+    """Apply the row rules of issue #2 §6 to ``rows`` (a later row for a token wins).
+
+    Args:
+        rows: rows parsed from a comment, or built by the Slack bot from its checkboxes.
+        graph: the compiled graph.
+
+    Returns:
+        The :class:`Selection`; ``readable`` is False when no row named a token of the
+        checklist.
+    """
+    sections = checklist_rows(graph)
+    known = {n.id for n in (*sections.default_on, *sections.opt_in, *sections.protected)}
+    if sections.explainer:
+        known.add(EXPLAINER_TOKEN)
+    ticks = {row.token: row.ticked for row in rows if row.token in known}
+    return Selection(
+        skips=[n.id for n in sections.default_on if ticks.get(n.id) is False],
+        opt_ins=[n.id for n in sections.opt_in if ticks.get(n.id) is True],
+        refused=[n.id for n in sections.protected if ticks.get(n.id) is False],
+        explainer_on=ticks.get(EXPLAINER_TOKEN) is not False,
+        readable=bool(ticks),
+    )
+
+
+def parse_selection(text: str | None, graph: Graph) -> Selection:
+    """:func:`selection_from_rows` over :func:`parse_rows` of ``text``."""
+    return selection_from_rows(parse_rows(text), graph)
+
+
+def selection_records(
+    selection: Selection, graph: Graph, actor: str, *, exclude: Iterable[str] = ()
+) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+    """The skip and opt-in records a selection declares.
+
+    Args:
+        selection: the parsed selection.
+        graph: the compiled graph.
+        actor: the login that answered (with or without ``@``).
+        exclude: node ids not to touch (already entered).
+
+    Returns:
+        ``(skips, opt_ins)``: ``{node: {via: "selection", token, by: "@actor", reason: ""}}``
+        (token ``explainer`` for the explainer set's members) and
+        ``{node: {via: "selection", by: "@actor"}}``.
+    """
+    by = at_login(actor)
+    skip_out = set(exclude)
+    skips: dict[str, dict[str, str]] = {}
+    for node_id in selection.skipped_nodes(graph):
+        if node_id in skip_out:
+            continue
+        token = node_id if node_id in selection.skips else EXPLAINER_TOKEN
+        skips[node_id] = {"via": "selection", "token": token, "by": by, "reason": ""}
+    opt_ins = {n: {"via": "selection", "by": by} for n in selection.opt_ins if n not in skip_out}
+    return skips, opt_ins
+
+
+def reply_body(graph: Graph, settings: EngineSettings, selection: Selection) -> str:
+    """A reply carrying the execute keyword and a full checklist stating ``selection``
+    (what the Slack bot feeds as the answering user's comment)."""
+    rows = checklist_rows(graph)
+    skipped = set(selection.skips)
+    chosen = set(selection.opt_ins)
+    lines = [settings.execute_keyword, ""]
+    lines += [f"- [{' ' if n.id in skipped else 'x'}] {n.id}" for n in rows.default_on]
+    lines += [f"- [{'x' if n.id in chosen else ' '}] {n.id}" for n in rows.opt_in]
+    if rows.explainer:
+        lines.append(f"- [{'x' if selection.explainer_on else ' '}] `{EXPLAINER_TOKEN}`")
+    return "\n".join(lines) + "\n"
+
+
+# -- confirmation and frozen graph ------------------------------------------------------
+_VIA_TEXT = {
+    "reply": "from the checklist in the reply",
+    "checklist": "from the checklist ticked in place",
+    "slack": "from Slack",
+    "default": "the checklist could not be read, so the full default process runs",
+}
+
+
+def _names(ids: Iterable[str]) -> str:
+    return ", ".join(f"`{i}`" for i in ids)
+
+
+def explainer_line(graph: Graph, explainer_on: bool, actor: str) -> str:
+    """``Explainer and quizzes: on`` or ``… off, as declared by @x — <members> skipped``."""
+    if explainer_on:
+        return "Explainer and quizzes: on"
+    members = ", ".join(_explainer_members(graph))
+    return f"Explainer and quizzes: off, as declared by {at_login(actor)} — {members} skipped"
+
+
+def confirmation_text(
+    graph: Graph,
+    selection: Selection,
+    actor: str,
+    *,
+    via: str,
+    not_changed: Sequence[str] = (),
+) -> str:
+    """The confirmation comment body (issue #2 §6), without markers.
+
+    Args:
+        graph: the compiled graph.
+        selection: what was selected.
+        actor: who answered (login, with or without ``@``).
+        via: ``reply``, ``checklist``, ``slack`` or ``default``.
+        not_changed: nodes a row asked to skip or select that were already entered.
+
+    Returns:
+        Markdown, one statement per paragraph, with exactly one "Explainer and quizzes" line
+        when the graph defines the explainer set.
+    """
+    by = at_login(actor)
+    lines = [f"✅ **Phase selection recorded** by {by} — {_VIA_TEXT.get(via, via)}."]
+    skips = [s for s in selection.skips if s not in not_changed]
+    lines.append(f"Skipped by {by}: {_names(skips)}." if skips else "Skipped: none.")
+    offered = [n.id for n in checklist_rows(graph).opt_in]
+    chosen = [n for n in selection.opt_ins if n not in not_changed]
+    if chosen:
+        lines.append(f"Also running: {_names(chosen)}.")
+    unchosen = [n for n in offered if n not in chosen]
+    if unchosen:
+        lines.append(f"Not running (offered, not selected): {_names(unchosen)}.")
+    if selection.refused:
+        lines.append(f"Refused: {_names(selection.refused)} — protected phases always run.")
+    if not_changed:
+        lines.append(f"Not changed (already entered): {_names(not_changed)}.")
+    if graph.has_skip_set(EXPLAINER_SET):
+        lines.append(explainer_line(graph, selection.explainer_on, actor))
+    return "\n\n".join(lines)
+
+
+def frozen_graph(
+    graph: Graph, ref: WorkItemRef, skipped: Iterable[str], opt_ins: Iterable[str]
+) -> dict[str, Any]:
+    """The portable record of the walk as selected (issue #2 §6, opt-in design).
+
+    Args:
+        graph: the compiled graph.
+        ref: the work item.
+        skipped: node ids that will not run by declaration.
+        opt_ins: opt-in node ids that were selected.
+
+    Returns:
+        ``{loop, workItem, nodes: [{id, phase, skipped, selectable, optIn}]}``; an
+        unselected opt-in node is ``skipped: true, optIn: true`` ("nobody asked for it"),
+        a removed default phase ``skipped: true, optIn: false``.
+    """
+    skipped_ids = set(skipped)
+    chosen = set(opt_ins)
+    nodes = []
+    for node in graph.ordered():
+        is_skipped = node.id in skipped_ids or (node.opt_in and node.id not in chosen)
+        nodes.append(
+            {
+                "id": node.id,
+                "phase": node.phase,
+                "skipped": bool(is_skipped),
+                "selectable": bool(node.skippable and not node.required and not node.terminal),
+                "optIn": bool(node.opt_in),
+            }
+        )
+    return {"loop": graph.name, "workItem": str(ref), "nodes": nodes}
+
+
+# -- post-phase-selection ---------------------------------------------------------------
+def find_checklist(
+    comments: Sequence[Comment], settings: EngineSettings, comment_id: int | None = None
+) -> Comment | None:
+    """loopgate's checklist comment among ``comments``.
+
+    The id recorded when it was posted wins; otherwise the earliest self-authored comment
+    carrying the phase-selection marker (authored by ``bot_login`` when that is known), so
+    a later look-alike cannot replace it.
+    """
+    marked = [c for c in comments if PHASE_SELECTION_MARKER in (c.body or "")]
+    if comment_id is not None:
+        for comment in marked:
+            if comment.id == comment_id:
+                return comment
+    bot = normalize_login(settings.bot_login)
+    for comment in marked:
+        if is_self_authored(comment, settings) and (
+            not bot or normalize_login(comment.author) == bot
+        ):
+            return comment
+    return None
+
+
+def _surface_entry(comment: Comment) -> dict[str, Any]:
+    return {"phaseSelection": {"commentId": comment.id, "url": comment.url}}
+
+
+@hook("post-phase-selection")
+def post_phase_selection(ctx: HookContext) -> HookResult:
+    """Post the checklist once (marker scan). Records ``surface.phaseSelection``
+    ``{commentId, url}``. Tracker failure: ``graph.hook_degraded``, never a crash."""
+    tracker = ctx.ports.tracker
+    try:
+        existing = find_checklist(tracker.list_comments(ctx.ref), ctx.settings)
+    except TrackerError as exc:
+        # Entry runs once: better a possible duplicate than no checklist at all.
+        degrade(ctx, "post-phase-selection", f"could not scan for the checklist: {exc}")
+        existing = None
+    if existing is not None:
+        return HookResult.passed("checklist already posted", surface=_surface_entry(existing))
+    try:
+        posted = tracker.add_comment(ctx.ref, render_checklist(ctx.graph, ctx.settings))
+    except TrackerError as exc:
+        degrade(ctx, "post-phase-selection", f"could not post the checklist: {exc}")
+        return HookResult.passed("checklist not posted (tracker error)")
+    return HookResult.passed("checklist posted", surface=_surface_entry(posted))
+
+
+# -- classify-phase-selection -----------------------------------------------------------
+def _wait_reason(ctx: HookContext, others: Sequence[Comment], keyword: str) -> str:
+    who = ", ".join(at_login(u) for u in ctx.settings.authorized_users) or "an authorized user"
+    reason = f"waiting for {who} to reply `{ctx.settings.execute_keyword}`"
+    ignored = sorted(
+        {
+            at_login(c.author or "unknown")
+            for c in others
+            if not ctx.settings.is_authorized(c.author) and keyword in (c.body or "").lower()
+        }
+    )
+    if ignored:
+        reason += f" (ignored {', '.join(ignored)}: not authorized)"
+    return reason
+
+
+def _checklist_selection(ctx: HookContext) -> Selection | None:
+    # The posted checklist's current body; None when it cannot be found or read.
+    recorded = (ctx.state.surface.get("phaseSelection") or {}).get("commentId")
+    comments = ctx.ports.tracker.list_comments(ctx.ref)  # TrackerError propagates: wait
+    checklist = find_checklist(comments, ctx.settings, recorded)
+    if checklist is None:
+        return None
+    selection = parse_selection(checklist.body, ctx.graph)
+    return selection if selection.readable else None
+
+
+def _choose_selection(ctx: HookContext, reply: Comment) -> tuple[Selection, str]:
+    in_reply = parse_selection(reply.body, ctx.graph)
+    if in_reply.readable:
+        selection, via = in_reply, "reply"
+    else:
+        from_checklist = _checklist_selection(ctx)
+        if from_checklist is not None:
+            selection, via = from_checklist, "checklist"
+        else:
+            selection, via = DEFAULT_SELECTION, "default"
+    if ctx.event.get("via") == "slack":
+        via = "slack"
+    return selection, via
+
+
+def _selection_decision(
+    ctx: HookContext,
+    reply: Comment,
+    via: str,
+    selection: Selection,
+    skips: Mapping[str, Any],
+    opt_ins: Mapping[str, Any],
+) -> dict[str, Any]:
+    skipped = (trusted_skipped_ids(ctx.graph, ctx.state) - set(opt_ins)) | set(skips)
+    return {
+        "by": at_login(reply.author),
+        "via": via,
+        "at": ctx.now_iso(),
+        "comment": reply.url,
+        "commentId": reply.id,
+        "skips": list(skips),
+        "optIns": list(opt_ins),
+        "refused": list(selection.refused),
+        "explainer": bool(ctx.graph.has_skip_set(EXPLAINER_SET) and selection.explainer_on),
+        "frozenGraph": frozen_graph(ctx.graph, ctx.ref, skipped, opt_ins),
+    }
+
+
+def _post_confirmation(ctx: HookContext, text: str) -> None:
+    try:
+        ctx.ports.tracker.add_comment(ctx.ref, with_self_marker(text, CONFIRMATION_MARKER))
+    except TrackerError as exc:
+        degrade(ctx, "classify-phase-selection", f"could not post the confirmation: {exc}")
+
+
+@hook("classify-phase-selection")
+def classify_phase_selection(ctx: HookContext) -> HookResult:
+    """Turn the latest authorized reply carrying the execute keyword into a selection.
+
+    Reads only the triggering event's comments; a checklist inside the reply wins
+    (``via: reply``), else the posted checklist's current body (``via: checklist``), else
+    the full default process (``via: default``). A tracker failure while reading the
+    checklist waits — never a default selection. Nodes already entered are not changed.
+
+    Returns:
+        pass with outcome ``selected`` and data ``skips``, ``optIns``, ``refused``,
+        ``decision``; or wait naming what is awaited.
+    """
+    keyword = ctx.settings.execute_keyword.strip().lower()
+    others = [c for c in event_comments(ctx) if not is_self_authored(c, ctx.settings)]
+    decisive = [
+        c
+        for c in others
+        if ctx.settings.is_authorized(c.author) and keyword in (c.body or "").lower()
+    ]
+    reply = latest(decisive)
+    if reply is None:
+        return HookResult.wait(_wait_reason(ctx, others, keyword))
+    try:
+        selection, via = _choose_selection(ctx, reply)
+    except TrackerError as exc:
+        return HookResult.wait(
+            f"could not read the phase-selection checklist ({exc}); "
+            f"reply `{ctx.settings.execute_keyword}` again once the tracker answers"
+        )
+    touched = [*selection.skipped_nodes(ctx.graph), *selection.opt_ins]
+    not_changed = [n for n in touched if node_entered(ctx.state, n)]
+    skips, opt_ins = selection_records(selection, ctx.graph, reply.author, exclude=not_changed)
+    decision = _selection_decision(ctx, reply, via, selection, skips, opt_ins)
+    _post_confirmation(
+        ctx, confirmation_text(ctx.graph, selection, reply.author, via=via, not_changed=not_changed)
+    )
+    return HookResult.passed(
+        f"selected by {at_login(reply.author)} via {via}",
+        outcome=SELECTED,
+        skips=skips,
+        optIns=opt_ins,
+        refused=list(selection.refused),
+        decision=decision,
+    )

@@ -1,0 +1,524 @@
+"""The quiz gates: ``post-quiz-attestation`` and ``quiz-attested`` (explainer design C3/C4,
+issue #3 §5), pure over the ports.
+
+``post-quiz-attestation`` (entry) posts loopgate's checkbox comment, marked
+``<!-- the-loop:quiz <node> digest=<hex12|-> -->`` plus the self-authored marker, on the
+issue (``on: ticket``) or on every delivering pull request (``on: pull-requests``, falling
+back to the issue). It records what it posted in ``state.surface["quiz"][node]``.
+
+``quiz-attested`` (exit) passes only when the tracker's edit history says an authorized,
+named person made the latest edit of that comment with the box ticked — or when an
+authorized person typed the ticked attestation line in a new comment. A changed spec
+digest answers ``stale``. Everything else waits (fail closed; design "Security design").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from engine.hooks.artifacts import split_alternatives
+from engine.hooks.base import PASS, HookContext, HookResult, hook
+from engine.hooks.common import (
+    at_login,
+    authorized_comments,
+    degrade,
+    is_self_authored,
+    latest,
+    safe_notify,
+)
+from engine.hooks.markers import (
+    SELF_MARKER,
+    attestation_line,
+    attestation_ticked,
+    has_quiz_marker,
+    quiz_kind,
+    quiz_marker,
+    with_self_marker,
+)
+from engine.outcomes import STALE
+from engine.ports import Comment, CommentEdits, TrackerError
+from engine.refs import WorkItemRef
+from engine.settings import normalize_login
+
+__all__ = [
+    "NO_DIGEST",
+    "spec_digest",
+    "record_location",
+    "view_commands",
+    "quiz_comment_body",
+    "latest_editor",
+    "post_quiz_attestation",
+    "quiz_attested",
+]
+
+#: The marker's digest when the quiz binds no spec files.
+NO_DIGEST = "-"
+
+_SECTIONS = {"evidence/spec-explainer.md": "Spec explainer", "evidence/explainer.md": "Explainer"}
+# Only these characters reach a shell line (design "Security design": no ticket text).
+_SAFE_PATH = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/-]*$")
+_URL = re.compile(r"^https?://[^\s<>()\[\]`'\"\\]+$")
+_LOCATION_ROW = re.compile(r"^\s*\|\s*\**location\**\s*\|\s*(?P<value>[^|]*?)\s*\|", re.IGNORECASE)
+
+
+class _RecordError(Exception):
+    """The quiz record is missing, unreadable or has no usable Location."""
+
+
+# -- digest -----------------------------------------------------------------------------
+def spec_digest(ctx: HookContext, entries: Any) -> str:
+    """First 12 hex characters of sha256 over the listed files' bytes, in order.
+
+    Args:
+        ctx: for the artifact store and the work item.
+        entries: the ``digest:`` param: a list of names, ``a|b`` meaning whichever exists
+            (the first that does); an absent file contributes nothing.
+
+    Returns:
+        The 12-hex digest, or ``-`` when ``entries`` is empty/None.
+
+    Raises:
+        TrackerError, OSError: the artifact store failed (callers fail closed).
+        ValueError: an entry is not a name.
+    """
+    alternatives = split_alternatives(entries)
+    if not alternatives:
+        return NO_DIGEST
+    digest = hashlib.sha256()
+    for alts in alternatives:
+        for name in alts:
+            data = ctx.ports.artifacts.read(ctx.ref, name)
+            if data is not None:
+                digest.update(data)
+                break
+    return digest.hexdigest()[:12]
+
+
+# -- the record -------------------------------------------------------------------------
+def _fallback_location(text: str) -> str:
+    for line in text.splitlines():
+        match = _LOCATION_ROW.match(line)
+        if match:
+            return match["value"].strip().strip("`").strip("<>")
+    return ""
+
+
+def record_location(text: str, record: str) -> str:
+    """The ``Location`` of an explainer record (design C6), "" when it has none.
+
+    Uses :func:`engine.evidence.parse_record` when available, else reads the
+    ``| Location | … |`` row directly.
+
+    Raises:
+        _RecordError: the record's section is missing.
+    """
+    section = _SECTIONS.get(record, "")
+    try:
+        from engine.evidence import EvidenceError, parse_record
+    except ImportError:
+        return _fallback_location(text)
+    if not section:
+        return _fallback_location(text)
+    try:
+        return parse_record(text, section).location.strip()
+    except EvidenceError as exc:
+        raise _RecordError(f"{record}: {exc}") from exc
+
+
+def _read_location(ctx: HookContext, record: str) -> str:
+    try:
+        data = ctx.ports.artifacts.read(ctx.ref, record)
+    except (TrackerError, OSError) as exc:
+        raise _RecordError(f"the quiz record {record} could not be read: {exc}") from exc
+    if data is None:
+        raise _RecordError(f"the quiz record {record} is missing")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _RecordError(f"the quiz record {record} is not UTF-8 text") from exc
+    location = record_location(text, record)
+    if not location:
+        raise _RecordError(f"the quiz record {record} has no Location")
+    return location
+
+
+def _safe_segment(value: str) -> bool:
+    parts = value.split("/")
+    return bool(_SAFE_PATH.match(value)) and ".." not in parts and "" not in parts
+
+
+def view_commands(ref: WorkItemRef, branch: str, path: str) -> list[str]:
+    """The two copy-paste commands that open a committed explainer page (design C3).
+
+    Only the owner, repository, branch and path are interpolated, and each must be made of
+    ``[A-Za-z0-9._/-]`` (no ``..``, no leading ``-``), so no ticket text reaches a shell.
+
+    Returns:
+        ``[gh api …, curl …]``, or ``[]`` when the branch or path is not safe to quote.
+    """
+    path = path[2:] if path.startswith("./") else path
+    if not (_safe_segment(path) and _safe_segment(branch)):
+        return []
+    out = f"/tmp/issue-{ref.number}-explainer.html"
+    owner, repo = ref.owner, ref.repo
+    return [
+        f"gh api -H 'Accept: application/vnd.github.raw' "
+        f"'repos/{owner}/{repo}/contents/{path}?ref={branch}' > {out} "
+        f"&& python3 -m webbrowser {out}",
+        f"curl -fsSL 'https://raw.githubusercontent.com/{owner}/{repo}/{branch}/{path}' "
+        f"-o {out} && python3 -m webbrowser {out}",
+    ]
+
+
+_WORDING = {
+    "spec": (
+        "🎓 **Spec quiz** — read the spec explainer and take its quiz before code "
+        "generation starts",
+        "open the spec explainer",
+    ),
+    "code": (
+        "🎓 **Code quiz** — read the explainer of the change and take its quiz before "
+        "review is requested",
+        "open the explainer",
+    ),
+}
+
+
+def _where(location: str, commands: Sequence[str], link_text: str) -> str:
+    if _URL.match(location):
+        return f": [{link_text}]({location})"
+    if commands:
+        blocks = "\n\n".join(f"```sh\n{c}\n```" for c in commands)
+        return (
+            ". Open it with one of these commands (the first works for any repository, "
+            f"the second for a public one):\n\n{blocks}"
+        )
+    return f": it is committed at `{location}` on the work item's branch"
+
+
+def quiz_comment_body(
+    kind: str, node: str, digest: str, location: str, commands: Sequence[str]
+) -> str:
+    """The checkbox comment of design C3, markers included.
+
+    Args:
+        kind: ``spec`` or ``code`` (:func:`~engine.hooks.markers.quiz_kind`).
+        node: the quiz node id (goes into the marker).
+        digest: 12 hex or ``-``.
+        location: the record's Location (a URL becomes a link).
+        commands: view commands for a repository path (from :func:`view_commands`).
+    """
+    title, link_text = _WORDING[kind]
+    body = "\n".join(
+        [
+            title + _where(location, commands, link_text),
+            "",
+            attestation_line(kind),
+            "",
+            "Ticking the box is enough — no reply needed. Only a user authorized for this "
+            "repository's loopgate can tick it for the work item to move on.",
+        ]
+    )
+    return with_self_marker(body, quiz_marker(node, digest))
+
+
+# -- post-quiz-attestation --------------------------------------------------------------
+def _targets(ctx: HookContext, on: str) -> list[WorkItemRef]:
+    if on != "pull-requests":
+        return [ctx.ref]
+    try:
+        prs = ctx.ports.tracker.delivering_pull_requests(ctx.ref)
+    except TrackerError as exc:
+        degrade(ctx, "post-quiz-attestation", f"could not list pull requests: {exc}")
+        prs = []
+    refs = [WorkItemRef(ctx.ref.owner, ctx.ref.repo, pr.number) for pr in prs]
+    return refs or [ctx.ref]
+
+
+def _genuine_author(comment_author: str, ctx: HookContext) -> bool:
+    bot = normalize_login(ctx.settings.bot_login)
+    return not bot or normalize_login(comment_author) == bot
+
+
+def _existing_quiz_comment(
+    ctx: HookContext, comments: Sequence[Comment], node: str, digest: str
+) -> Comment | None:
+    for comment in comments:
+        if (
+            has_quiz_marker(comment.body, node, digest)
+            and is_self_authored(comment, ctx.settings)
+            and _genuine_author(comment.author, ctx)
+        ):
+            return comment
+    return None
+
+
+def _post_on(
+    ctx: HookContext, target: WorkItemRef, node: str, digest: str, body: str
+) -> Comment | None:
+    tracker = ctx.ports.tracker
+    try:
+        existing = _existing_quiz_comment(ctx, tracker.list_comments(target), node, digest)
+        return existing or tracker.add_comment(target, body)
+    except TrackerError as exc:
+        degrade(ctx, "post-quiz-attestation", f"could not post the quiz comment on {target}: {exc}")
+        return None
+
+
+def _branch(ctx: HookContext) -> str:
+    try:
+        return ctx.ports.artifacts.branch(ctx.ref)
+    except (TrackerError, OSError):
+        return ""  # no branch: no commands, the path is still named
+
+
+def _surface_with(ctx: HookContext, key: str, node: str, value: Any) -> dict[str, Any]:
+    # The runtime merges surface keys shallowly: carry the other nodes' entries along.
+    current = ctx.state.surface.get(key)
+    merged = dict(current) if isinstance(current, Mapping) else {}
+    merged[node] = value
+    return {key: merged}
+
+
+@hook("post-quiz-attestation", params=("node", "record", "on", "digest"))
+def post_quiz_attestation(ctx: HookContext) -> HookResult:
+    """Post the quiz's checkbox comment (design C3); idempotent per node and digest.
+
+    Returns:
+        pass with ``surface.quiz[node] = {digest, kind, record, comments: [{id, url,
+        target}], location, viewCommands}``; block naming the record when it is missing or
+        unreadable (or the digest files cannot be read).
+    """
+    node = str(ctx.params.get("node") or ctx.node.id)
+    record = str(ctx.params.get("record") or "")
+    on = str(ctx.params.get("on") or "ticket")
+    kind = quiz_kind(node)
+    if not record:
+        return HookResult.block("post-quiz-attestation: no record param", retriable=False)
+    if on not in ("ticket", "pull-requests"):
+        return HookResult.block(f"post-quiz-attestation: unknown on: {on!r}", retriable=False)
+    try:
+        location = _read_location(ctx, record)
+        digest = spec_digest(ctx, ctx.params.get("digest"))
+    except _RecordError as exc:
+        return HookResult.block(str(exc), retriable=True)
+    except (TrackerError, OSError, ValueError) as exc:
+        return HookResult.block(f"could not compute the spec digest: {exc}", retriable=True)
+    commands = [] if _URL.match(location) else view_commands(ctx.ref, _branch(ctx), location)
+    body = quiz_comment_body(kind, node, digest, location, commands)
+    posted = []
+    for target in _targets(ctx, on):
+        comment = _post_on(ctx, target, node, digest, body)
+        if comment is not None:
+            posted.append({"id": comment.id, "url": comment.url, "target": str(target)})
+    entry = {
+        "digest": digest,
+        "kind": kind,
+        "record": record,
+        "comments": posted,
+        "location": location,
+        "viewCommands": commands,
+    }
+    return HookResult.passed(
+        f"quiz comment on {len(posted)} thread(s), digest {digest}",
+        surface=_surface_with(ctx, "quiz", node, entry),
+    )
+
+
+# -- quiz-attested ----------------------------------------------------------------------
+def _when(value: str | None) -> datetime | None:
+    # ISO-8601 (``Z`` accepted); a time without zone is UTC, so all compare.
+    try:
+        parsed = datetime.fromisoformat(value) if value else None
+    except ValueError:
+        return None
+    if parsed is not None and parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def latest_editor(edits: CommentEdits) -> tuple[str, str, str, str]:
+    """Who made the latest edit, cross-checked (issue #3 §1: never trust the order).
+
+    Returns:
+        ``(editor, editor_type, edited_at, problem)``: ``problem`` is "" when the editor is
+        known, else a sentence (never edited, no login, unparsable times, or the history
+        disagrees with the comment's ``editor``/``last_edited_at``).
+    """
+    if not edits.edits:
+        return "", "", "", "the comment was never edited"
+    timed = [(_when(e.edited_at), e) for e in edits.edits]
+    if any(at is None for at, _ in timed):
+        return "", "", "", "an edit has no readable time"
+    last = max(enumerate(timed), key=lambda item: (item[1][0], item[0]))[1][1]
+    if not last.editor:
+        return "", "", last.edited_at, "the latest edit names no editor"
+    if not edits.editor or normalize_login(edits.editor) != normalize_login(last.editor):
+        return "", "", last.edited_at, "the edit history disagrees with the comment's editor"
+    newest = _when(edits.last_edited_at)
+    if edits.last_edited_at and (newest is None or newest > _when(last.edited_at)):
+        return "", "", last.edited_at, "the edit history misses the latest edit"
+    kind = "Bot" if "Bot" in (last.editor_type, edits.editor_type) else last.editor_type
+    return last.editor, kind, last.edited_at, ""
+
+
+def _posted(ctx: HookContext, node: str) -> Mapping[str, Any]:
+    entry = (ctx.state.surface.get("quiz") or {}).get(node)
+    return entry if isinstance(entry, Mapping) else {}
+
+
+def _unverified(ctx: HookContext, node: str, comment_id: Any, problem: str) -> HookResult:
+    ctx.log("graph.quiz_unverified", {"node": node, "commentId": comment_id, "reason": problem})
+    return HookResult.wait(f"the quiz tick on {node} could not be verified: {problem}")
+
+
+def _refused(ctx: HookContext, node: str, editor: str, body: str, why: str) -> HookResult:
+    # Logged once per body hash: the poller and webhook may both deliver the same tick.
+    body_hash = hashlib.sha256(body.encode("utf-8")).hexdigest()[:16]
+    seen = list((ctx.state.surface.get("quizRefused") or {}).get(node) or ())
+    data: dict[str, Any] = {}
+    if body_hash not in seen:
+        ctx.log("graph.quiz_refused", {"node": node, "editor": editor})
+        data["surface"] = _surface_with(ctx, "quizRefused", node, [*seen, body_hash])
+    return HookResult.wait(
+        f"the quiz box on {node} was last edited by {at_login(editor)}, {why}; an authorized "
+        "user must tick it",
+        **data,
+    )
+
+
+def _attested(ctx: HookContext, node: str, decision: dict[str, Any]) -> HookResult:
+    ctx.log(
+        "graph.quiz_attested",
+        {"node": node, "by": decision["attestedBy"], "comment": decision["comment"]},
+    )
+    safe_notify(
+        ctx,
+        "quiz-attested",
+        "quiz-attested",
+        {
+            "workItem": str(ctx.ref),
+            "node": node,
+            "attestedBy": decision["attestedBy"],
+            "comment": decision["comment"],
+        },
+    )
+    return HookResult.passed(f"attested by {decision['attestedBy']}", decision=decision)
+
+
+def _genuine(ctx: HookContext, node: str, edits: CommentEdits) -> bool:
+    # Abuse case 6: loopgate's own comment — its marker, its author, the id it posted.
+    if SELF_MARKER not in (edits.body or "") or not _genuine_author(edits.author, ctx):
+        return False
+    ids = {c.get("id") for c in _posted(ctx, node).get("comments") or () if isinstance(c, Mapping)}
+    return not ids or edits.comment_id in ids
+
+
+def _check_marked(ctx: HookContext, node: str, digest: str, edits: CommentEdits) -> str:
+    # "" when the comment is this node's genuine, current, ticked quiz comment.
+    if not has_quiz_marker(edits.body, node, digest):
+        return f"comment {edits.comment_id} is not the current quiz comment of {node}"
+    if not _genuine(ctx, node, edits):
+        return f"comment {edits.comment_id} is not loopgate's own quiz comment"
+    if not attestation_ticked(edits.body, quiz_kind(node)):
+        return f"the box of comment {edits.comment_id} is not ticked"
+    return ""
+
+
+def _check_attestation(
+    ctx: HookContext, node: str, digest: str, att: Mapping[str, Any]
+) -> HookResult:
+    comment_id = att.get("comment_id")
+    if not isinstance(comment_id, int) or isinstance(comment_id, bool):
+        return _unverified(ctx, node, comment_id, "the attestation names no comment id")
+    try:
+        found = ctx.ports.tracker.comment_edits([comment_id])
+    except TrackerError as exc:
+        return _unverified(ctx, node, comment_id, f"the edit lookup failed ({exc})")
+    edits = found.get(comment_id)
+    if edits is None:
+        return _unverified(ctx, node, comment_id, f"comment {comment_id} was not found")
+    problem = _check_marked(ctx, node, digest, edits)
+    if problem:
+        return HookResult.wait(problem)
+    editor, editor_type, edited_at, problem = latest_editor(edits)
+    if problem:
+        return _unverified(ctx, node, comment_id, problem)
+    if editor_type == "Bot":
+        return _refused(ctx, node, editor, edits.body, "a bot")
+    if not ctx.settings.is_authorized(editor):
+        return _refused(ctx, node, editor, edits.body, "who is not authorized")
+    decision = {
+        "at": ctx.now_iso(),
+        "attestedBy": at_login(editor),
+        "attestedAt": edited_at,
+        "comment": edits.url,
+        "commentId": comment_id,
+        "via": "tick",
+    }
+    return _attested(ctx, node, decision)
+
+
+def _typed(ctx: HookContext, node: str) -> HookResult | None:
+    kind = quiz_kind(node)
+    typed = [c for c in authorized_comments(ctx) if attestation_ticked(c.body, kind)]
+    comment = latest(typed)
+    if comment is None:
+        return None
+    decision = {
+        "at": ctx.now_iso(),
+        "attestedBy": at_login(comment.author),
+        "attestedAt": comment.created_at or ctx.now_iso(),
+        "comment": comment.url,
+        "commentId": comment.id,
+        "via": "typed",
+    }
+    return _attested(ctx, node, decision)
+
+
+def _stale(ctx: HookContext, node: str, posted: str, current: str) -> HookResult:
+    safe_notify(
+        ctx,
+        "quiz-attested",
+        "quiz-stale",
+        {"workItem": str(ctx.ref), "node": node, "posted": posted, "current": current},
+    )
+    return HookResult.passed(
+        f"the spec changed since the quiz was posted (digest {posted} → {current})",
+        outcome=STALE,
+    )
+
+
+@hook("quiz-attested", params=("digest",))
+def quiz_attested(ctx: HookContext) -> HookResult:
+    """Gate a quiz node on an attributed tick (design C4).
+
+    Returns:
+        pass with outcome ``stale`` when the spec digest moved; pass with decision
+        ``{at, attestedBy, attestedAt, comment, commentId, via}`` for an authorized tick
+        (or typed line); otherwise wait with the reason.
+    """
+    node = ctx.node.id
+    try:
+        digest = spec_digest(ctx, ctx.params.get("digest"))
+    except (TrackerError, OSError, ValueError) as exc:
+        return HookResult.wait(f"could not read the spec files to check the quiz digest: {exc}")
+    posted = str(_posted(ctx, node).get("digest") or "")
+    if digest != NO_DIGEST and posted and posted != digest:
+        return _stale(ctx, node, posted, digest)
+    att = ctx.event.get("attestation")
+    result = _check_attestation(ctx, node, digest, att) if isinstance(att, Mapping) else None
+    if result is not None and result.kind == PASS:
+        return result
+    typed = _typed(ctx, node)
+    if typed is not None:
+        return typed
+    if result is not None:
+        return result
+    return HookResult.wait(
+        f"waiting for an authorized user to tick the {quiz_kind(node)} quiz box on {node}"
+    )

@@ -1,0 +1,295 @@
+"""In-memory test doubles of the tracker and artifact store ports.
+
+:class:`MemoryTracker` keeps each thread's comments, labels, pull requests and issue info
+in dictionaries, and records every edit so :meth:`MemoryTracker.comment_edits` answers
+like GitHub's GraphQL ``userContentEdits`` (creation entry dropped, oldest first).
+Outages are simulated with :attr:`MemoryTracker.down`, :attr:`MemoryTracker.fail_next`
+and :attr:`MemoryTracker.failing`.
+
+:class:`MemoryArtifactStore` holds a work item's spec files as bytes.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+
+from engine.ports import (
+    Comment,
+    CommentEdit,
+    CommentEdits,
+    IssueInfo,
+    PullRequest,
+    TrackerError,
+)
+from engine.refs import WorkItemRef
+
+__all__ = ["MemoryTracker", "MemoryArtifactStore"]
+
+_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@dataclass
+class _Stored:
+    comment: Comment
+    ref: WorkItemRef
+    edits: list[CommentEdit] = field(default_factory=list)
+
+
+class MemoryTracker:
+    """A :class:`~engine.ports.Tracker` that lives in memory (tests, demos).
+
+    Timestamps come from a counter (one second per write from 2026-01-01T00:00:00Z) unless
+    a call passes ``at``, so ordering is deterministic.
+
+    Attributes:
+        bot_login: the author of comments posted through :meth:`add_comment`.
+        down: while True every port call raises :class:`TrackerError`.
+        fail_next: the next ``fail_next`` port calls raise :class:`TrackerError`.
+        failing: names of port methods (e.g. ``{"comment_edits"}``) that always raise.
+        calls: ``(method, args)`` of every port call, in order (for assertions).
+    """
+
+    def __init__(self, bot_login: str = "loopgate-bot") -> None:
+        self.bot_login = bot_login
+        self.down = False
+        self.fail_next = 0
+        self.failing: set[str] = set()
+        self.calls: list[tuple[str, tuple[object, ...]]] = []
+        self._comments: dict[int, _Stored] = {}
+        self._threads: dict[WorkItemRef, list[int]] = {}
+        self._labels: dict[WorkItemRef, list[str]] = {}
+        self._prs: dict[WorkItemRef, list[PullRequest]] = {}
+        self._issues: dict[WorkItemRef, IssueInfo] = {}
+        self._next_id = 1001
+        self._tick = 0
+        self._lock = threading.RLock()
+
+    # -- failure simulation --------------------------------------------------------------
+    def _enter(self, method: str, *args: object) -> None:
+        self.calls.append((method, args))
+        if self.down or method in self.failing:
+            raise TrackerError(f"{method}: tracker unavailable (simulated)")
+        if self.fail_next > 0:
+            self.fail_next -= 1
+            raise TrackerError(f"{method}: tracker call failed (simulated)")
+
+    def _now(self, at: str | None) -> str:
+        if at:
+            return at
+        self._tick += 1
+        return (_EPOCH + timedelta(seconds=self._tick)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+    # -- Tracker port --------------------------------------------------------------------
+    def list_comments(self, ref: WorkItemRef) -> list[Comment]:
+        """All comments on ``ref``, oldest first."""
+        with self._lock:
+            self._enter("list_comments", ref)
+            return [self._comments[i].comment for i in self._threads.get(ref, [])]
+
+    def add_comment(self, ref: WorkItemRef, body: str) -> Comment:
+        """Post ``body`` on ``ref`` as :attr:`bot_login`."""
+        with self._lock:
+            self._enter("add_comment", ref)
+            return self._create(ref, self.bot_login, body, None)
+
+    def add_label(self, ref: WorkItemRef, label: str) -> None:
+        """Add ``label`` (no duplicate)."""
+        with self._lock:
+            self._enter("add_label", ref, label)
+            labels = self._labels.setdefault(ref, [])
+            if label not in labels:
+                labels.append(label)
+
+    def remove_label(self, ref: WorkItemRef, label: str) -> None:
+        """Remove ``label`` if present."""
+        with self._lock:
+            self._enter("remove_label", ref, label)
+            labels = self._labels.get(ref, [])
+            if label in labels:
+                labels.remove(label)
+
+    def labels(self, ref: WorkItemRef) -> list[str]:
+        """The item's labels, in the order they were added."""
+        with self._lock:
+            self._enter("labels", ref)
+            return list(self._labels.get(ref, []))
+
+    def delivering_pull_requests(self, ref: WorkItemRef) -> list[PullRequest]:
+        """Pull requests registered with :meth:`add_pull_request`, oldest first."""
+        with self._lock:
+            self._enter("delivering_pull_requests", ref)
+            return list(self._prs.get(ref, []))
+
+    def issue_info(self, ref: WorkItemRef) -> IssueInfo:
+        """The info set with :meth:`set_issue`, or a generated one."""
+        with self._lock:
+            self._enter("issue_info", ref)
+            return self._issues.get(ref) or IssueInfo(
+                ref, f"Issue {ref.number}", self._issue_url(ref), "octocat"
+            )
+
+    def comment_edits(self, comment_ids: Sequence[int]) -> dict[int, CommentEdits]:
+        """Edit histories of the known ``comment_ids`` (unknown ids are absent)."""
+        with self._lock:
+            self._enter("comment_edits", tuple(comment_ids))
+            out = {}
+            for cid in comment_ids:
+                stored = self._comments.get(cid)
+                if stored is not None:
+                    out[cid] = self._edits_of(stored)
+            return out
+
+    # -- test helpers --------------------------------------------------------------------
+    def add_comment_as(
+        self, ref: WorkItemRef, author: str, body: str, at: str | None = None
+    ) -> Comment:
+        """Post ``body`` on ``ref`` as ``author`` (not subject to failure switches)."""
+        with self._lock:
+            return self._create(ref, author, body, at)
+
+    def edit_comment(
+        self,
+        comment_id: int,
+        body: str,
+        editor: str | None,
+        editor_type: str = "User",
+        at: str | None = None,
+    ) -> Comment:
+        """Replace a comment's body and record the edit (``editor`` None = ghost).
+
+        Raises:
+            KeyError: no comment has that id.
+        """
+        with self._lock:
+            stored = self._comments[comment_id]
+            when = self._now(at)
+            stored.edits.append(CommentEdit(editor, editor_type, when))
+            stored.comment = replace(stored.comment, body=body, updated_at=when)
+            return stored.comment
+
+    def get_comment(self, comment_id: int) -> Comment:
+        """The comment as stored now.
+
+        Raises:
+            KeyError: no comment has that id.
+        """
+        return self._comments[comment_id].comment
+
+    def add_pull_request(
+        self, ref: WorkItemRef, number: int, head_branch: str = "", state: str = "open"
+    ) -> PullRequest:
+        """Register a pull request delivering ``ref``."""
+        url = f"https://github.com/{ref.owner}/{ref.repo}/pull/{number}"
+        pr = PullRequest(number, url, head_branch or f"issue-{ref.number}", state)
+        with self._lock:
+            self._prs.setdefault(ref, []).append(pr)
+        return pr
+
+    def set_issue(self, ref: WorkItemRef, title: str, author: str = "octocat") -> IssueInfo:
+        """Set the item's title and author."""
+        info = IssueInfo(ref, title, self._issue_url(ref), author)
+        with self._lock:
+            self._issues[ref] = info
+        return info
+
+    def set_labels(self, ref: WorkItemRef, labels: Sequence[str]) -> None:
+        """Replace the item's labels (set-up only)."""
+        with self._lock:
+            self._labels[ref] = list(labels)
+
+    def comments_on(self, ref: WorkItemRef) -> list[Comment]:
+        """Like :meth:`list_comments` but never fails and is not recorded."""
+        with self._lock:
+            return [self._comments[i].comment for i in self._threads.get(ref, [])]
+
+    # -- internals -----------------------------------------------------------------------
+    @staticmethod
+    def _issue_url(ref: WorkItemRef) -> str:
+        return f"https://github.com/{ref.owner}/{ref.repo}/issues/{ref.number}"
+
+    def _create(self, ref: WorkItemRef, author: str, body: str, at: str | None) -> Comment:
+        cid = self._next_id
+        self._next_id += 1
+        when = self._now(at)
+        comment = Comment(
+            id=cid,
+            author=author,
+            body=body,
+            created_at=when,
+            updated_at=when,
+            node_id=f"IC_{cid}",
+            url=f"{self._issue_url(ref)}#issuecomment-{cid}",
+            issue_number=ref.number,
+        )
+        self._comments[cid] = _Stored(comment, ref)
+        self._threads.setdefault(ref, []).append(cid)
+        return comment
+
+    @staticmethod
+    def _edits_of(stored: _Stored) -> CommentEdits:
+        edits = tuple(sorted(stored.edits, key=lambda e: e.edited_at))
+        last = edits[-1] if edits else None
+        return CommentEdits(
+            comment_id=stored.comment.id,
+            body=stored.comment.body,
+            url=stored.comment.url,
+            author=stored.comment.author,
+            editor=last.editor if last else None,
+            editor_type=last.editor_type if last else "",
+            last_edited_at=last.edited_at if last else None,
+            edits=edits,
+        )
+
+
+class MemoryArtifactStore:
+    """An :class:`~engine.ports.ArtifactStore` holding spec files in memory.
+
+    Attributes:
+        files: ``ref -> {name relative to the spec dir: bytes}``.
+        repo_paths: paths (relative to the repository root) that exist.
+        branch_name: what :meth:`branch` answers.
+        fail: while True, reads raise :class:`OSError` (a failing store).
+    """
+
+    def __init__(self, spec_dir: str = "docs/specs", branch: str = "main") -> None:
+        self.files: dict[WorkItemRef, dict[str, bytes]] = {}
+        self.repo_paths: set[str] = set()
+        self.branch_name = branch
+        self.fail = False
+        self._spec_dir = spec_dir
+
+    def write(self, ref: WorkItemRef, name: str, content: str | bytes) -> None:
+        """Create or replace ``name``; also marks its repository path as existing."""
+        data = content.encode("utf-8") if isinstance(content, str) else content
+        self.files.setdefault(ref, {})[name] = data
+        self.repo_paths.add(f"{self.spec_dir(ref)}/{name}")
+
+    def delete(self, ref: WorkItemRef, name: str) -> None:
+        """Remove ``name`` if present."""
+        self.files.get(ref, {}).pop(name, None)
+        self.repo_paths.discard(f"{self.spec_dir(ref)}/{name}")
+
+    def read(self, ref: WorkItemRef, name: str) -> bytes | None:
+        """Bytes of ``name`` or None."""
+        if self.fail:
+            raise OSError(f"cannot read {name} (simulated)")
+        return self.files.get(ref, {}).get(name)
+
+    def list(self, ref: WorkItemRef) -> list[str]:
+        """Every file name, sorted."""
+        return sorted(self.files.get(ref, {}))
+
+    def repo_path_exists(self, ref: WorkItemRef, path: str) -> bool:
+        """True for a path written or added to :attr:`repo_paths`."""
+        return path in self.repo_paths
+
+    def spec_dir(self, ref: WorkItemRef) -> str:
+        """``<spec_dir>/issue-<n>``."""
+        return f"{self._spec_dir}/issue-{ref.number}"
+
+    def branch(self, ref: WorkItemRef) -> str:
+        """:attr:`branch_name`."""
+        return self.branch_name
