@@ -27,7 +27,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
-from importlib.abc import Traversable
+from importlib.resources.abc import Traversable
 from types import MappingProxyType
 from typing import Any, NoReturn
 

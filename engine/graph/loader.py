@@ -21,7 +21,7 @@ import re
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from importlib import resources
-from importlib.abc import Traversable
+from importlib.resources.abc import Traversable
 from typing import Any
 
 import jsonschema
