@@ -1,0 +1,417 @@
+"""post-phase-selection and classify-phase-selection (issue #2 §6, opt-in design, explainer
+design C2)."""
+
+from __future__ import annotations
+
+from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER, SELF_MARKER
+from engine.hooks.phase_selection import (
+    EXPLAINER_ROW,
+    OPTIONAL_HEADING,
+    SETTINGS_HEADING,
+    Row,
+    checklist_rows,
+    confirmation_text,
+    frozen_graph,
+    parse_selection,
+    render_checklist,
+    reply_body,
+    selection_from_rows,
+)
+from engine.ports import Comment
+from engine.settings import EngineSettings
+from engine.state import NodeRecord
+from tests.engine.test_hooks_support import REF, Harness, mini_graph
+
+EXPLAINER_NODES = ["spec-explainer", "spec-quiz", "code-explainer", "code-quiz"]
+
+
+def _posted(h: Harness) -> Comment:
+    h.enter("phase-selection")
+    result = h.run("phase-selection", "post-phase-selection", chain="entry")
+    assert result.kind == "pass"
+    return next(c for c in h.tracker.comments_on(REF) if PHASE_SELECTION_MARKER in c.body)
+
+
+def _reply(h: Harness, author: str, body: str) -> Comment:
+    return h.tracker.add_comment_as(REF, author, body)
+
+
+def _classify(h: Harness, *comments: Comment, **event):
+    return h.run(
+        "phase-selection", "classify-phase-selection", event={"comments": list(comments), **event}
+    )
+
+
+def _confirmation(h: Harness) -> str:
+    found = [c.body for c in h.tracker.comments_on(REF) if CONFIRMATION_MARKER in c.body]
+    assert len(found) == 1
+    return found[0]
+
+
+# -- the checklist ------------------------------------------------------------------------
+def test_checklist_is_posted_once() -> None:
+    h = Harness()
+    _posted(h)
+    again = h.run("phase-selection", "post-phase-selection", chain="entry")
+    assert again.kind == "pass"
+    marked = [c for c in h.tracker.comments_on(REF) if PHASE_SELECTION_MARKER in c.body]
+    assert len(marked) == 1
+    assert h.state.surface["phaseSelection"]["commentId"] == marked[0].id
+
+
+def test_checklist_names_the_execute_keyword() -> None:
+    h = Harness(settings=EngineSettings(authorized_users=("alice",), execute_keyword="Go Now"))
+    body = _posted(h).body
+    assert "reply **`Go Now`** to start" in body
+
+
+def test_checklist_ticks_default_on_rows_and_hides_explainer_nodes() -> None:
+    body = _posted(Harness()).body
+    lines = body.splitlines()
+    for node in [
+        "brainstorming",
+        "requirements-definition",
+        "requirements-approval",
+        "design",
+        "test-planning",
+        "design-approval",
+        "tasks-breakdown",
+        "implementation",
+        "verification",
+        "self-review",
+        "critic-review",
+        "security-review",
+        "evidence",
+        "capability-docs",
+        "reviewer-briefing",
+    ]:
+        assert f"- [x] {node}" in lines
+    for node in EXPLAINER_NODES:
+        assert not any(node in line and "[" in line for line in lines), node
+
+
+def test_checklist_offers_opt_in_rows_unticked_with_description() -> None:
+    body = _posted(Harness()).body
+    assert OPTIONAL_HEADING in body
+    assert (
+        "- [ ] design-critic-review — a different model reviews the locked design.md against "
+        "the requirements, before the testing plan and task DAG are derived from it"
+    ) in body.splitlines()
+    assert "- [x] design-critic-review" not in body
+
+
+def test_checklist_lists_protected_nodes_as_plain_bullets() -> None:
+    lines = _posted(Harness()).body.splitlines()
+    assert "- phase-selection" in lines
+    assert "- human-approval" in lines
+    assert "- complete" not in lines  # terminal nodes are not phases to run
+
+
+def test_checklist_has_the_settings_row_and_ends_with_markers() -> None:
+    body = _posted(Harness()).body
+    assert SETTINGS_HEADING in body
+    assert "**Default:** yes, already ticked." in body
+    assert EXPLAINER_ROW in body.splitlines()
+    assert body.rstrip().endswith(f"{PHASE_SELECTION_MARKER}\n{SELF_MARKER}")
+
+
+def test_checklist_without_explainer_set_or_opt_ins_has_neither_section() -> None:
+    graph = mini_graph(
+        nodes=[
+            {"id": "phase-selection", "actor": "human", "required": True},
+            {"id": "a", "skippable": True},
+            {"id": "done", "actor": "code", "terminal": True},
+        ],
+        edges=[
+            {"from": "phase-selection", "to": "a", "on": "selected"},
+            {"from": "a", "to": "done", "on": "pass"},
+            {"from": "a", "to": "done", "on": "skipped"},
+        ],
+    )
+    body = render_checklist(graph, EngineSettings())
+    assert SETTINGS_HEADING not in body
+    assert "explainer" not in body
+    assert OPTIONAL_HEADING not in body
+    assert "- [x] a" in body.splitlines()
+
+
+def test_checklist_post_failure_degrades_without_crashing() -> None:
+    h = Harness()
+    h.tracker.down = True
+    h.enter("phase-selection")
+    result = h.run("phase-selection", "post-phase-selection", chain="entry")
+    assert result.kind == "pass"
+    assert h.kinds().count("graph.hook_degraded") == 2  # the scan and the post
+    assert h.tracker.comments_on(REF) == []
+
+
+def test_checklist_rows_split_the_graph() -> None:
+    rows = checklist_rows(mini_graph())
+    assert [n.id for n in rows.default_on] == ["a"]
+    assert [n.id for n in rows.opt_in] == ["b"]
+    assert [n.id for n in rows.protected] == ["phase-selection", "gate"]
+    assert rows.explainer is False
+
+
+# -- the gate: who may answer ---------------------------------------------------------------
+def test_unauthorized_reply_never_selects() -> None:
+    h = Harness()
+    _posted(h)
+    reply = _reply(h, "mallory", "the-loop execute\n- [ ] brainstorming")
+    result = _classify(h, reply)
+    assert result.kind == "wait"
+    assert "@mallory" in result.reason and "not authorized" in result.reason
+    assert not [c for c in h.tracker.comments_on(REF) if CONFIRMATION_MARKER in c.body]
+
+
+def test_reply_without_keyword_waits() -> None:
+    h = Harness()
+    _posted(h)
+    result = _classify(h, _reply(h, "alice", "looks good, go ahead"))
+    assert result.kind == "wait"
+    assert "`the-loop execute`" in result.reason
+
+
+def test_self_authored_and_empty_author_comments_never_count() -> None:
+    h = Harness(settings=EngineSettings(authorized_users=("alice", ""), bot_login="loopgate-bot"))
+    _posted(h)
+    forged = _reply(h, "alice", f"the-loop execute\n{SELF_MARKER}")
+    bot = _reply(h, "loopgate-bot", "the-loop execute")
+    ghost = _reply(h, "", "the-loop execute")
+    assert _classify(h, forged, bot, ghost).kind == "wait"
+
+
+def test_keyword_and_login_match_case_insensitively() -> None:
+    h = Harness()  # authorized: alice, @Bob
+    _posted(h)
+    result = _classify(h, _reply(h, "BOB", "The-Loop EXECUTE please"))
+    assert result.kind == "pass"
+    assert result.data["outcome"] == "selected"
+    assert result.data["decision"]["by"] == "@BOB"
+
+
+# -- the gate: what is selected ------------------------------------------------------------
+def test_tick_in_place_plus_bare_keyword_reply_selects_via_checklist() -> None:
+    h = Harness()
+    checklist = _posted(h)
+    edited = checklist.body.replace("- [x] brainstorming", "- [ ] brainstorming").replace(
+        "- [ ] design-critic-review", "- [x] design-critic-review"
+    )
+    h.tracker.edit_comment(checklist.id, edited, "alice")
+    result = _classify(h, _reply(h, "alice", "the-loop execute"))
+    assert result.kind == "pass"
+    assert result.data["decision"]["via"] == "checklist"
+    assert result.data["skips"] == {
+        "brainstorming": {
+            "via": "selection",
+            "token": "brainstorming",
+            "by": "@alice",
+            "reason": "",
+        }
+    }
+    assert result.data["optIns"] == {"design-critic-review": {"via": "selection", "by": "@alice"}}
+    text = _confirmation(h)
+    assert "Skipped by @alice: `brainstorming`." in text
+    assert "Also running: `design-critic-review`." in text
+
+
+def test_checklist_in_reply_wins_via_reply() -> None:
+    h = Harness()
+    checklist = _posted(h)
+    h.tracker.edit_comment(
+        checklist.id, checklist.body.replace("- [x] design\n", "- [ ] design\n"), "alice"
+    )
+    reply = _reply(h, "alice", "the-loop execute\r\n- [ ] test-planning\r\n- [x] design\r\n")
+    result = _classify(h, reply)
+    assert result.data["decision"]["via"] == "reply"
+    assert list(result.data["skips"]) == ["test-planning"]
+    text = _confirmation(h)
+    assert "Not running (offered, not selected): `design-critic-review`." in text
+
+
+def test_latest_decisive_comment_wins() -> None:
+    h = Harness()
+    _posted(h)
+    first = h.tracker.add_comment_as(
+        REF, "alice", "the-loop execute\n- [ ] design", at="2026-03-01T10:00:00Z"
+    )
+    second = h.tracker.add_comment_as(
+        REF, "bob", "the-loop execute\n- [ ] verification", at="2026-03-01T10:05:00Z"
+    )
+    chatter = h.tracker.add_comment_as(REF, "alice", "thanks!", at="2026-03-01T10:06:00Z")
+    result = _classify(h, second, first, chatter)
+    assert list(result.data["skips"]) == ["verification"]
+    assert result.data["decision"]["by"] == "@bob"
+
+
+def test_unticking_a_protected_phase_is_refused_and_said() -> None:
+    h = Harness()
+    _posted(h)
+    result = _classify(
+        h, _reply(h, "alice", "the-loop execute\n- [ ] human-approval\n- [x] design")
+    )
+    assert result.kind == "pass"
+    assert result.data["refused"] == ["human-approval"]
+    assert "human-approval" not in result.data["skips"]
+    assert result.data["decision"]["refused"] == ["human-approval"]
+    assert "Refused: `human-approval` — protected phases always run." in _confirmation(h)
+
+
+def test_explainer_row_unticked_skips_all_four_nodes_with_token_explainer() -> None:
+    h = Harness()
+    _posted(h)
+    result = _classify(h, _reply(h, "alice", "the-loop execute\n- [ ] `explainer`"))
+    assert result.data["skips"] == {
+        node: {"via": "selection", "token": "explainer", "by": "@alice", "reason": ""}
+        for node in EXPLAINER_NODES
+    }
+    assert result.data["decision"]["explainer"] is False
+    text = _confirmation(h)
+    lines = [line for line in text.splitlines() if line.startswith("Explainer and quizzes")]
+    assert lines == [
+        "Explainer and quizzes: off, as declared by @alice — spec-explainer, spec-quiz, "
+        "code-explainer, code-quiz skipped"
+    ]
+
+
+def test_explainer_row_absent_keeps_them_on() -> None:
+    h = Harness()
+    _posted(h)
+    result = _classify(h, _reply(h, "alice", "the-loop execute\n- [ ] brainstorming"))
+    assert result.data["decision"]["via"] == "reply"
+    assert not set(EXPLAINER_NODES) & set(result.data["skips"])
+    assert result.data["decision"]["explainer"] is True
+    lines = [ln for ln in _confirmation(h).splitlines() if ln.startswith("Explainer and quizzes")]
+    assert lines == ["Explainer and quizzes: on"]
+
+
+def test_tracker_outage_leaves_the_gate_waiting() -> None:
+    h = Harness()
+    _posted(h)
+    reply = _reply(h, "alice", "the-loop execute")
+    h.tracker.down = True
+    result = _classify(h, reply)
+    assert result.kind == "wait"
+    assert "could not read the phase-selection checklist" in result.reason
+    assert "skips" not in result.data
+
+
+def test_unreadable_checklist_means_the_full_default_process() -> None:
+    h = Harness()
+    h.enter("phase-selection")  # no checklist was ever posted
+    result = _classify(h, _reply(h, "alice", "the-loop execute"))
+    assert result.kind == "pass"
+    assert result.data["decision"]["via"] == "default"
+    assert result.data["skips"] == {} and result.data["optIns"] == {}
+    assert result.data["decision"]["explainer"] is True
+
+
+def test_a_look_alike_checklist_does_not_replace_the_posted_one() -> None:
+    h = Harness()
+    checklist = _posted(h)
+    fake = checklist.body.replace("- [x] design\n", "- [ ] design\n")
+    _reply(h, "mallory", fake)
+    result = _classify(h, _reply(h, "alice", "the-loop execute"))
+    assert result.data["decision"]["via"] == "checklist"
+    assert result.data["skips"] == {}
+
+
+def test_selection_cannot_skip_or_select_nodes_already_entered() -> None:
+    h = Harness()
+    _posted(h)
+    h.state.nodes["brainstorming"] = NodeRecord(entered_at="2026-03-01T09:00:00Z", outcome="pass")
+    h.state.nodes["design-critic-review"] = NodeRecord(entered_at="2026-03-01T09:30:00Z")
+    body = "the-loop execute\n- [ ] brainstorming\n- [ ] design\n- [x] design-critic-review"
+    result = _classify(h, _reply(h, "alice", body))
+    assert list(result.data["skips"]) == ["design"]
+    assert result.data["optIns"] == {}
+    assert (
+        "Not changed (already entered): `brainstorming`, `design-critic-review`."
+        in _confirmation(h)
+    )
+
+
+def test_confirmation_failure_still_selects() -> None:
+    h = Harness()
+    _posted(h)
+    reply = _reply(h, "alice", "the-loop execute\n- [ ] design")
+    h.tracker.failing = {"add_comment"}
+    result = _classify(h, reply)
+    assert result.kind == "pass"
+    assert list(result.data["skips"]) == ["design"]
+    assert "graph.hook_degraded" in h.kinds()
+
+
+def test_slack_event_records_via_slack() -> None:
+    h = Harness()
+    _posted(h)
+    result = _classify(h, _reply(h, "alice", "the-loop execute\n- [x] design"), via="slack")
+    assert result.data["decision"]["via"] == "slack"
+
+
+def test_decision_carries_the_frozen_graph() -> None:
+    h = Harness()
+    _posted(h)
+    reply = _reply(h, "alice", "the-loop execute\n- [ ] brainstorming")
+    decision = _classify(h, reply).data["decision"]
+    assert decision["at"] == "2026-03-01T12:00:00Z"
+    assert decision["comment"] == reply.url and decision["commentId"] == reply.id
+    nodes = {n["id"]: n for n in decision["frozenGraph"]["nodes"]}
+    assert decision["frozenGraph"]["loop"] == "pdlc-work-item-loop"
+    assert decision["frozenGraph"]["workItem"] == "acme/widgets#7"
+    assert nodes["brainstorming"] == {
+        "id": "brainstorming",
+        "phase": "brainstorming",
+        "skipped": True,
+        "selectable": True,
+        "optIn": False,
+    }
+    assert nodes["design-critic-review"]["skipped"] is True
+    assert nodes["design-critic-review"]["optIn"] is True
+    assert nodes["human-approval"]["selectable"] is False
+
+
+# -- pure parsing -------------------------------------------------------------------------
+def test_parse_accepts_star_bullets_capital_x_backticks_and_crlf() -> None:
+    graph = mini_graph()
+    text = "* [X] `b`\r\n-  [ ]  a \r\n- [ ] gate\r\n- [ ] nonsense\r\n"
+    selection = parse_selection(text, graph)
+    assert selection.skips == ["a"]
+    assert selection.opt_ins == ["b"]
+    assert selection.refused == ["gate"]
+    assert selection.readable is True
+
+
+def test_parse_ignores_unknown_tokens_and_reads_absent_rows_as_default() -> None:
+    graph = mini_graph()
+    assert parse_selection("- [ ] nothing-here\n- [x] other", graph).readable is False
+    selection = parse_selection("- [x] a", graph)
+    assert selection.skips == [] and selection.opt_ins == [] and selection.explainer_on
+
+
+def test_explainer_member_rows_are_not_phase_rows() -> None:
+    graph = Harness().graph
+    selection = selection_from_rows([Row("spec-quiz", False), Row("explainer", True)], graph)
+    assert selection.skips == [] and selection.explainer_on is True
+
+
+def test_reply_body_round_trips_through_the_parser() -> None:
+    h = Harness()
+    selection = parse_selection(
+        "- [ ] design\n- [x] design-critic-review\n- [ ] explainer", h.graph
+    )
+    again = parse_selection(reply_body(h.graph, h.settings, selection), h.graph)
+    assert again == selection
+    assert reply_body(h.graph, h.settings, selection).startswith("the-loop execute\n")
+
+
+def test_confirmation_text_default_process_and_frozen_graph_of_unselected_opt_in() -> None:
+    graph = mini_graph()
+    selection = parse_selection("", graph)
+    text = confirmation_text(graph, selection, "alice", via="default")
+    assert "Skipped: none." in text
+    assert "Not running (offered, not selected): `b`." in text
+    assert "Explainer and quizzes" not in text
+    frozen = frozen_graph(graph, REF, skipped=[], opt_ins=[])
+    b = next(n for n in frozen["nodes"] if n["id"] == "b")
+    assert b == {"id": "b", "phase": "", "skipped": True, "selectable": True, "optIn": True}
