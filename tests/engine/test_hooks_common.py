@@ -1,0 +1,151 @@
+"""set-phase-label, log-entry, deliver-assignment, request-review, notify (issue #2 §3)."""
+
+from __future__ import annotations
+
+from engine.hooks.markers import SELF_MARKER, assignment_marker
+from tests.engine.test_hooks_support import REF, Harness
+
+
+# -- set-phase-label ------------------------------------------------------------------------
+def test_set_phase_label_replaces_other_phase_labels_only() -> None:
+    h = Harness()
+    h.tracker.set_labels(REF, ["bug", "loop:start", "loop:requirements", "loop:elsewhere"])
+    result = h.run("design", "set-phase-label", chain="entry")
+    assert result.kind == "pass"
+    assert h.tracker.labels(REF) == ["bug", "loop:start", "loop:elsewhere", "loop:design"]
+
+
+def test_set_phase_label_is_idempotent() -> None:
+    h = Harness()
+    h.run("design", "set-phase-label", chain="entry")
+    h.run("design", "set-phase-label", chain="entry")
+    assert h.tracker.labels(REF) == ["loop:design"]
+
+
+def test_set_phase_label_skips_a_node_without_phase() -> None:
+    h = Harness()
+    h.tracker.set_labels(REF, ["loop:test-planning"])
+    result = h.run("spec-quiz", "set-phase-label", chain="entry")
+    assert result.kind == "skip"
+    assert h.tracker.labels(REF) == ["loop:test-planning"]
+
+
+def test_set_phase_label_degrades_on_tracker_failure() -> None:
+    h = Harness()
+    h.tracker.down = True
+    result = h.run("design", "set-phase-label", chain="entry")
+    assert result.kind == "pass"
+    assert h.log == [
+        (
+            "graph.hook_degraded",
+            {
+                "node": "design",
+                "hook": "set-phase-label",
+                "reason": "tracker error: labels: tracker unavailable (simulated)",
+            },
+        )
+    ]
+
+
+# -- log-entry ------------------------------------------------------------------------------
+def test_log_entry_appends_node_entered() -> None:
+    h = Harness()
+    assert h.run("design", "log-entry", chain="entry").kind == "pass"
+    assert h.log == [("graph.node_entered", {"node": "design", "actor": "agent"})]
+
+
+# -- deliver-assignment ---------------------------------------------------------------------
+def test_deliver_assignment_names_artifacts_command_and_claim() -> None:
+    h = Harness()
+    h.enter("requirements-definition", at="2026-03-01T10:00:00Z")
+    assert h.run("requirements-definition", "deliver-assignment", chain="entry").kind == "pass"
+    [comment] = h.tracker.comments_on(REF)
+    assert "Produce: `requirements.md` or `bugfix.md`" in comment.body
+    assert "Command: `requirements`" in comment.body
+    assert "`loopgate complete acme/widgets#7 --node requirements-definition`" in comment.body
+    assert "Required non-empty sections: `## Requirements`" in comment.body
+    assert assignment_marker("requirements-definition", "2026-03-01T10:00:00Z") in comment.body
+    assert SELF_MARKER in comment.body
+
+
+def test_deliver_assignment_tells_a_human_gate_not_to_claim() -> None:
+    h = Harness()
+    h.enter("requirements-approval")
+    h.run("requirements-approval", "deliver-assignment", chain="entry")
+    [comment] = h.tracker.comments_on(REF)
+    assert "human gate: do not claim" in comment.body
+    assert "loopgate complete" not in comment.body
+    assert "@alice, @Bob" in comment.body
+
+
+def test_deliver_assignment_is_idempotent_per_entry() -> None:
+    h = Harness()
+    h.enter("design", at="2026-03-01T10:00:00Z")
+    h.run("design", "deliver-assignment", chain="entry")
+    h.run("design", "deliver-assignment", chain="entry")
+    assert len(h.tracker.comments_on(REF)) == 1
+    h.enter("design", at="2026-03-02T10:00:00Z")  # re-entered after changes requested
+    h.run("design", "deliver-assignment", chain="entry")
+    assert len(h.tracker.comments_on(REF)) == 2
+
+
+def test_deliver_assignment_degrades_on_tracker_failure() -> None:
+    h = Harness()
+    h.enter("design")
+    h.tracker.failing = {"add_comment"}
+    assert h.run("design", "deliver-assignment", chain="entry").kind == "pass"
+    assert h.kinds() == ["graph.hook_degraded"]
+
+
+# -- request-review -------------------------------------------------------------------------
+def test_request_review_asks_reviewers_and_notifies() -> None:
+    h = Harness()
+    h.enter("design-approval")
+    assert h.run("design-approval", "request-review", chain="entry").kind == "pass"
+    [comment] = h.tracker.comments_on(REF)
+    assert "@alice, @Bob: please review `design.md`, `testing-plan.md`" in comment.body
+    for words in ("`approved`", "`approved with comments`", "`changes requested`"):
+        assert words in comment.body
+    [(ref, event, data)] = h.notifier.sent
+    assert (ref, event) == (REF, "phase-approval-pending")
+    assert data["node"] == "design-approval"
+    assert data["reviewers"] == ["alice", "@Bob"]
+
+
+def test_request_review_survives_a_failing_notifier() -> None:
+    h = Harness()
+    h.enter("design-approval")
+    h.notifier.fail = True
+    assert h.run("design-approval", "request-review", chain="entry").kind == "pass"
+    assert h.kinds() == ["graph.hook_degraded"]
+    assert len(h.tracker.comments_on(REF)) == 1
+
+
+# -- notify ---------------------------------------------------------------------------------
+def test_notify_sends_the_event_with_quiz_details() -> None:
+    h = Harness()
+    h.state.surface["quiz"] = {
+        "spec-quiz": {
+            "digest": "0123456789ab",
+            "kind": "spec",
+            "comments": [{"id": 5, "url": "https://x/5", "target": "acme/widgets#7"}],
+            "location": "docs/specs/issue-7/explainer/explainer.html",
+            "viewCommands": ["gh api ...", "curl ..."],
+        }
+    }
+    assert h.run("spec-quiz", "notify", chain="entry").kind == "pass"
+    [(_, event, data)] = h.notifier.sent
+    assert event == "quiz-pending"
+    assert data["commentUrls"] == ["https://x/5"]
+    assert data["location"] == "docs/specs/issue-7/explainer/explainer.html"
+    assert data["viewCommands"] == ["gh api ...", "curl ..."]
+    assert data["workItem"] == "acme/widgets#7" and data["node"] == "spec-quiz"
+
+
+def test_notify_never_gates_when_the_notifier_fails() -> None:
+    h = Harness()
+    h.notifier.fail = True
+    result = h.run("requirements-approval", "notify", chain="entry")
+    assert result.kind == "pass"
+    assert h.log[0][0] == "graph.hook_degraded"
+    assert "phase-approval-pending" in h.log[0][1]["reason"]
