@@ -1,0 +1,129 @@
+"""The SQLite schema as forward migrations (``sqlite_utils.Migrations``, set ``loopgate-engine``).
+
+Every table stores JSON text (never pickles). Each migration is applied once and recorded
+in sqlite-utils' ``_sqlite_migrations`` table; a database written by an older loopgate is
+brought forward on open. Never edit an applied migration: add a new one.
+
+Tables (issue 2 §5):
+
+* ``items`` — one row per work item: pointer, status, parked, surface, revision.
+* ``node_records`` — attempts, outcome, enteredAt, exitedAt, lastBlock, forced per node.
+* ``skips``, ``opt_ins``, ``decisions``, ``completions`` — node id -> JSON entry.
+* ``forced_moves`` — the list of forced moves, in order.
+* ``events`` — the event log: ``seq, item, at, kind, data``.
+* ``comments``, ``comment_edits`` — the local thread (the offline tracker).
+* ``kv`` — ``(namespace, key) -> value`` JSON for bridges (labels, pull requests, polls).
+"""
+
+from __future__ import annotations
+
+from sqlite_utils import Database, Migrations
+
+__all__ = ["MIGRATIONS", "MIGRATION_SET"]
+
+MIGRATION_SET = "loopgate-engine"
+MIGRATIONS = Migrations(MIGRATION_SET)
+
+# Child tables keyed by (item, node) holding one JSON entry; ``ord`` keeps insertion order.
+_NODE_KEYED = ("skips", "opt_ins", "decisions", "completions")
+
+
+@MIGRATIONS(name="0001_item_state")
+def _item_state(db: Database) -> None:
+    db["items"].create(
+        {
+            "item": str,
+            "owner": str,
+            "repo": str,
+            "number": int,
+            "loop": str,
+            "current_node": str,
+            "status": str,
+            "parked": str,
+            "surface": str,
+            "started_at": str,
+            "revision": int,
+            "updated_at": str,
+        },
+        pk="item",
+        not_null={"owner", "repo", "number"},
+    )
+    db["items"].create_index(["owner", "repo", "number"])
+    db["node_records"].create(
+        {
+            "item": str,
+            "node": str,
+            "ord": int,
+            "attempts": int,
+            "outcome": str,
+            "entered_at": str,
+            "exited_at": str,
+            "last_block": str,
+            "forced": int,
+        },
+        pk=("item", "node"),
+    )
+    for table in _NODE_KEYED:
+        # ``via`` is kept as a column beside the exact JSON entry so it can be queried.
+        columns = {"item": str, "node": str, "ord": int, "data": str}
+        if table in ("skips", "opt_ins"):
+            columns["via"] = str
+        db[table].create(columns, pk=("item", "node"))
+    db["forced_moves"].create(
+        {
+            "item": str,
+            "ord": int,
+            "from_node": str,
+            "to_node": str,
+            "by": str,
+            "reason": str,
+            "at": str,
+            "data": str,
+        },
+        pk=("item", "ord"),
+    )
+
+
+@MIGRATIONS(name="0002_event_log")
+def _event_log(db: Database) -> None:
+    db["events"].create(
+        {"seq": int, "item": str, "at": str, "kind": str, "data": str},
+        pk="seq",
+    )
+    db["events"].create_index(["item", "seq"])
+
+
+@MIGRATIONS(name="0003_local_thread")
+def _local_thread(db: Database) -> None:
+    db["comments"].create(
+        {
+            "id": int,
+            "item": str,
+            "author": str,
+            "body": str,
+            "created_at": str,
+            "updated_at": str,
+        },
+        pk="id",
+    )
+    db["comments"].create_index(["item", "id"])
+    db["comment_edits"].create(
+        {
+            "id": int,
+            "comment_id": int,
+            "editor": str,
+            "editor_type": str,
+            "edited_at": str,
+            "previous_body": str,
+        },
+        pk="id",
+    )
+    db["comment_edits"].create_index(["comment_id", "id"])
+
+
+@MIGRATIONS(name="0004_kv")
+def _kv(db: Database) -> None:
+    db["kv"].create(
+        {"namespace": str, "key": str, "value": str, "updated_at": str},
+        pk=("namespace", "key"),
+    )
