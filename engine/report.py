@@ -1,0 +1,261 @@
+"""The ``check`` report of one work item: node status words and provenance lines.
+
+Status words (issue 2 §4): ``passed``, ``skipped`` (with provenance), ``not selected``,
+``waiting``, ``blocked`` (reason), ``escalated``, ``not reached``, ``current``, and
+``forced past`` for a node the pointer was moved off by ``force`` (never a pass).
+
+Rules the report keeps (opt-in design, "Security design"):
+
+* a skipped node is never reported as passed;
+* "not selected" is never dressed as a declaration, and a declaration never as "not
+  selected": each has its own provenance line;
+* an opt-in node without a selection reads "not selected" in both modes, whatever its
+  records say (deleting a selection reverts to not selected, never pass);
+* a forged skip on a node that cannot be skipped is inert (the node is walked) and is
+  listed under ``invalidSkips`` as "not skippable".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from engine.graph.model import Graph, Node
+from engine.outcomes import SKIPPED
+from engine.runtime import ESCALATED_NODE, NOT_SELECTED, declared_skips, is_selected
+from engine.state import ItemState, ItemStatus
+
+__all__ = [
+    "NOT_SELECTED_LINE",
+    "SATISFIED",
+    "build_report",
+    "skip_provenance",
+    "render_table",
+]
+
+NOT_SELECTED_LINE = "not selected — an opt-in phase, off unless it is ticked at phase-selection"
+NO_DECLARATION_LINE = "recorded as skipped, but no declaration is on record"
+NOT_STARTED = "not started"
+#: Status words that satisfy a node (anything else on a non-terminal node is unmet).
+SATISFIED = ("passed", "skipped", "not selected")
+
+
+def skip_provenance(skip: Mapping[str, Any]) -> str:
+    """The provenance line of one trusted skip entry (from ``declared_skips``).
+
+    Returns:
+        ``NOT_SELECTED_LINE`` for ``via: not-selected``, else
+        "skipped by declaration — via <via>, token '<t>', by <who>, reason: <r>".
+    """
+    if skip.get("via") == NOT_SELECTED:
+        return NOT_SELECTED_LINE
+    via = skip.get("via") or "unknown"
+    token = skip.get("token") or ""
+    by = skip.get("by") or "unknown"
+    reason = skip.get("reason") or ""
+    return f"skipped by declaration — via {via}, token '{token}', by {by}, reason: {reason}"
+
+
+@dataclass(frozen=True)
+class _Line:
+    status: str
+    detail: str = ""
+    satisfied: bool = False
+
+
+def _skip_line(skip: Mapping[str, Any]) -> _Line:
+    if skip.get("via") == NOT_SELECTED:
+        return _Line("not selected", NOT_SELECTED_LINE, True)
+    return _Line("skipped", skip_provenance(skip), True)
+
+
+def _decision_note(decision: Any) -> str:
+    if not isinstance(decision, Mapping):
+        return ""
+    if decision.get("attestedBy"):
+        return f"; attested by {decision['attestedBy']}"
+    if decision.get("by"):
+        via = f" via {decision['via']}" if decision.get("via") else ""
+        return f"; decided by {decision['by']}{via}"
+    return ""
+
+
+class _Reader:
+    """Computes each node's line for one state, in one mode."""
+
+    def __init__(self, graph: Graph, state: ItemState, recompute: bool) -> None:
+        self.graph = graph
+        self.state = state
+        self.recompute = recompute
+        self.declared = declared_skips(graph, state)
+
+    def line(self, node: Node) -> _Line:
+        state = self.state
+        if node.id == state.current_node:
+            return self._current(node)
+        if node.opt_in and not is_selected(self.graph, state, node.id):
+            return _Line("not selected", NOT_SELECTED_LINE, True)
+        record = state.nodes.get(node.id)
+        skip = self.declared.get(node.id)
+        if self.recompute and skip is not None:
+            return _skip_line(skip)
+        if record is not None and record.outcome == SKIPPED:
+            return _skip_line(skip) if skip is not None else _Line("skipped", NO_DECLARATION_LINE)
+        if record is not None and record.outcome == ESCALATED_NODE:
+            return _Line("escalated", record.last_block)
+        if record is not None and record.exited_at and record.outcome:
+            note = _decision_note(state.decisions.get(node.id))
+            return _Line("passed", f"outcome {record.outcome}{note}", True)
+        if record is not None and record.exited_at and record.forced:
+            return _Line("forced past", "moved past by force: never passed")
+        if skip is not None:
+            return _skip_line(skip)  # planned: the walk will route around it
+        return _Line("not reached")
+
+    def _current(self, node: Node) -> _Line:
+        state = self.state
+        parked = state.parked if state.parked.get("node") == node.id else {}
+        reason = str(parked.get("reason") or "")
+        if node.terminal:
+            if node.id == ESCALATED_NODE or state.status == ItemStatus.ESCALATED:
+                return _Line("escalated", "the item was escalated to a person")
+            return _Line("current", "the walk is complete")
+        if state.status == ItemStatus.ESCALATED:
+            return _Line("escalated", reason)
+        if parked.get("blocked"):
+            return _Line("blocked", reason)
+        if state.status == ItemStatus.PARKED:
+            return _Line("waiting", reason)
+        return _Line("current")
+
+
+def _invalid_skips(graph: Graph, state: ItemState) -> list[dict[str, Any]]:
+    out = []
+    for node_id, entry in state.skips.items():
+        if not graph.has_node(node_id):
+            out.append({"node": node_id, "reason": "unknown node", "entry": entry})
+            continue
+        node = graph.node(node_id)
+        if not node.skippable or node.required:
+            out.append({"node": node_id, "reason": "not skippable", "entry": entry})
+    return out
+
+
+def _invalid_opt_ins(graph: Graph, state: ItemState) -> list[dict[str, Any]]:
+    return [
+        {"node": node_id, "reason": "not an opt-in phase", "entry": entry}
+        for node_id, entry in state.opt_ins.items()
+        if not is_selected(graph, state, node_id)
+    ]
+
+
+def _attestations(state: ItemState) -> list[dict[str, Any]]:
+    return [
+        {"node": node_id, "attestedBy": d.get("attestedBy"), "attestedAt": d.get("attestedAt"),
+         "comment": d.get("comment")}
+        for node_id, d in state.decisions.items()
+        if isinstance(d, Mapping) and d.get("attestedBy")
+    ]
+
+
+def _phase_selection(graph: Graph, state: ItemState) -> dict[str, Any] | None:
+    decision = state.decisions.get(graph.start)
+    if not isinstance(decision, Mapping):
+        return None
+    return {"node": graph.start, "by": decision.get("by"), "via": decision.get("via"),
+            "at": decision.get("at")}
+
+
+def build_report(graph: Graph, state: ItemState, *, recompute: bool = False) -> dict[str, Any]:
+    """The ``check`` report of one item.
+
+    Args:
+        graph: the compiled graph the item walks.
+        state: the item's committed state.
+        recompute: derive statuses from :func:`engine.runtime.declared_skips` and the
+            records instead of the stored outcomes (both modes agree on "not selected").
+
+    Returns:
+        ``{workItem, loop, currentNode, status, ok, recompute, unmet, nodes, decisions,
+        parked, forced, skips, optIns, invalidSkips, invalidOptIns, attestations,
+        phaseSelection, completions, document}``; ``nodes`` is ``[{id, status, detail,
+        outcome, attempts, forced}]`` in graph order; ``skips`` is the trusted view with
+        a ``provenance`` line per node; ``ok`` is true only for a complete item with
+        nothing unmet.
+    """
+    reader = _Reader(graph, state, recompute)
+    nodes, unmet = [], []
+    for node in graph.ordered():
+        line = reader.line(node)
+        record = state.nodes.get(node.id)
+        nodes.append({
+            "id": node.id, "status": line.status, "detail": line.detail,
+            "outcome": record.outcome if record else "",
+            "attempts": record.attempts if record else 0,
+            "forced": bool(record and record.forced),
+        })
+        if not node.terminal and not line.satisfied:
+            unmet.append({"node": node.id, "status": line.status, "detail": line.detail})
+    status = state.status if state.current_node else NOT_STARTED
+    document = state.to_document()
+    return {
+        "workItem": str(state.ref),
+        "loop": state.loop or graph.name,
+        "currentNode": state.current_node,
+        "status": status,
+        "ok": status == ItemStatus.COMPLETE and not unmet,
+        "recompute": recompute,
+        "unmet": unmet,
+        "nodes": nodes,
+        "decisions": document["decisions"],
+        "parked": dict(state.parked),
+        "forced": [dict(m) for m in state.forced],
+        "skips": {k: {**v, "provenance": skip_provenance(v)} for k, v in reader.declared.items()},
+        "optIns": {k: dict(v) for k, v in state.opt_ins.items() if is_selected(graph, state, k)},
+        "invalidSkips": _invalid_skips(graph, state),
+        "invalidOptIns": _invalid_opt_ins(graph, state),
+        "attestations": _attestations(state),
+        "phaseSelection": _phase_selection(graph, state),
+        "completions": document["completions"],
+        "document": document,
+    }
+
+
+def render_table(report: Mapping[str, Any]) -> str:
+    """The ``check --format table`` text of one report.
+
+    Returns:
+        A heading line, one aligned row per node (id, status, detail), then unmet nodes,
+        forced moves, invalid skips and attestations when there are any.
+    """
+    ok = "yes" if report["ok"] else "no"
+    at = f" at {report['currentNode']}" if report["currentNode"] else ""
+    lines = [f"{report['workItem']} — {report['loop']} — {report['status']}{at} — ok: {ok}"]
+    width_id = max((len(n["id"]) for n in report["nodes"]), default=4)
+    width_status = max((len(n["status"]) for n in report["nodes"]), default=6)
+    for n in report["nodes"]:
+        row = f"  {n['id']:<{width_id}}  {n['status']:<{width_status}}  {n['detail']}"
+        lines.append(row.rstrip())
+    lines.extend(_table_footer(report))
+    return "\n".join(lines)
+
+
+def _table_footer(report: Mapping[str, Any]) -> list[str]:
+    lines = []
+    if report["unmet"]:
+        lines.append("unmet: " + ", ".join(u["node"] for u in report["unmet"]))
+    for move in report["forced"]:
+        lines.append(f"forced: {move.get('from')} → {move.get('to')} by {move.get('by')}, "
+                     f"reason: {move.get('reason')}")
+    for bad in report["invalidSkips"]:
+        lines.append(f"invalid skip: {bad['node']} ({bad['reason']}; inert)")
+    for bad in report["invalidOptIns"]:
+        lines.append(f"invalid opt-in: {bad['node']} ({bad['reason']}; inert)")
+    for att in report["attestations"]:
+        lines.append(f"attested: {att['node']} by {att['attestedBy']} at {att['attestedAt']} "
+                     f"({att['comment']})")
+    selection = report.get("phaseSelection")
+    if selection and selection.get("by"):
+        lines.append(f"phase selection: by {selection['by']} via {selection.get('via')}")
+    return lines

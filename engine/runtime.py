@@ -1,0 +1,667 @@
+"""The engine runtime: walks one work item through a compiled graph.
+
+Contract: docs/ARCHITECTURE.md "Runtime semantics" and issue 2 §4. Every operation runs
+inside ONE ``store.transaction(ref)``; hooks call the ports inside it and append to the
+event log through their context. The runtime never imports a hook module by name: it
+looks hooks up in the registry (``engine.hooks`` registers every shipped hook).
+
+Skips (opt-in design, "runtime.py — default, route, record, report"): an unselected
+opt-in node is expressed as a skip with ``via: not-selected``, so routing, ``check`` and
+``--recompute`` all read skips through the one trusted function :func:`declared_skips`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import engine.hooks  # noqa: F401  -- registers every shipped hook in REGISTRY
+from engine.errors import ClaimRefused, LoopgateError
+from engine.graph.model import Graph, HookRef, Node
+from engine.hooks.base import (
+    BLOCK,
+    PASS,
+    REGISTRY,
+    SKIP,
+    WAIT,
+    HookContext,
+    HookRegistry,
+    HookResult,
+)
+from engine.outcomes import PASS as OUTCOME_PASS
+from engine.outcomes import SKIPPED
+from engine.ports import Ports
+from engine.refs import WorkItemRef
+from engine.settings import EngineSettings
+from engine.state import ItemState, ItemStatus
+from engine.store.base import Store, Transaction
+
+__all__ = [
+    "Runtime",
+    "declared_skips",
+    "is_selected",
+    "NOT_SELECTED",
+    "DECLARATION",
+    "ESCALATED_NODE",
+    "AMNESTY",
+]
+
+logger = logging.getLogger(__name__)
+
+#: ``via`` of the implicit skip of an opt-in node nobody ticked (opt-in design).
+NOT_SELECTED = "not-selected"
+#: ``via`` of a skip declared with ``loopgate skip`` / :meth:`Runtime.declare_skips`.
+DECLARATION = "declaration"
+#: The node blocks escalate to, when the graph defines it.
+ESCALATED_NODE = "escalated"
+#: Why a skip of a node already entered is refused (issue 2 §4).
+AMNESTY = "a skip is a plan, not an amnesty"
+
+_KINDS = (PASS, WAIT, BLOCK, SKIP)
+
+
+# -- the ONE trusted read of skips -------------------------------------------------------
+def is_selected(graph: Graph, state: ItemState, node_id: str) -> bool:
+    """True when ``node_id`` is a compiled opt-in node with a selection on record.
+
+    A forged ``optIns`` entry on any other node is inert (opt-in design R1.7).
+    """
+    return node_id in state.opt_ins and graph.has_node(node_id) and graph.node(node_id).opt_in
+
+
+def declared_skips(graph: Graph, state: ItemState) -> dict[str, dict[str, Any]]:
+    """The skips that count: ``node id -> {via, token?, by?, reason?, at?}``.
+
+    Keeps a recorded declaration only for a compiled skippable, non-required node (a
+    forged skip on a protected node is inert), then adds ``{via: "not-selected"}`` for
+    every opt-in node that is not selected. Routing, ``check`` and ``--recompute`` read
+    skips only through this function (opt-in design, "declared_skips").
+
+    Args:
+        graph: the compiled graph.
+        state: the item's state.
+
+    Returns:
+        A fresh mapping in graph order for the defaults, declaration order otherwise.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    for node_id, decl in state.skips.items():
+        if not graph.has_node(node_id):
+            continue
+        node = graph.node(node_id)
+        if node.skippable and not node.required:
+            out[node_id] = dict(decl) if isinstance(decl, Mapping) else {}
+    for node in graph.opt_in_nodes():
+        if node.id not in out and not is_selected(graph, state, node.id):
+            out[node.id] = {"via": NOT_SELECTED}
+    return out
+
+
+def entered(state: ItemState, node_id: str) -> bool:
+    """True when the pointer is on ``node_id`` or has ever entered (or skipped) it."""
+    record = state.nodes.get(node_id)
+    return node_id == state.current_node or bool(record and record.entered_at)
+
+
+def _jsonable(value: Any) -> Any:
+    # Hook data must be stored as JSON: thaw read-only mappings and tuples, flatten
+    # dataclasses (e.g. a Comment), and stringify anything else rather than fail a commit.
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return _jsonable(dataclasses.asdict(value))
+    if value is None or isinstance(value, bool | int | float | str):
+        return value
+    return str(value)
+
+
+def _stamp(ports: Ports) -> str:
+    return ports.clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+@dataclass
+class _Walk:
+    """One operation's working set: the transaction, the state and the clock."""
+
+    tx: Transaction
+    state: ItemState
+    ports: Ports
+
+    def now(self) -> str:
+        return _stamp(self.ports)
+
+    def log(self, kind: str, data: Mapping[str, Any]) -> None:
+        self.tx.log(kind, _jsonable(data), at=self.now())  # type: ignore[call-arg]
+
+
+class Runtime:
+    """Walks work items through ``graph``, persisting to ``store``.
+
+    Args:
+        graph: the compiled graph.
+        store: the state store (:class:`MemoryStore` or :class:`SqliteStore`).
+        ports: tracker, artifact store, notifier, clock handed to hooks.
+        settings: engine settings (authorized users, keywords, spec dir).
+        registry: where hook names are looked up (default: the process-wide registry).
+    """
+
+    def __init__(
+        self,
+        graph: Graph,
+        store: Store,
+        ports: Ports,
+        settings: EngineSettings | None = None,
+        *,
+        registry: HookRegistry | None = None,
+    ) -> None:
+        self.graph = graph
+        self.store = store
+        self.ports = ports
+        self.settings = settings or EngineSettings(loop=graph.name)
+        self.registry = registry or REGISTRY
+
+    # -- trusted reads -----------------------------------------------------------------
+    def declared_skips(self, state: ItemState) -> dict[str, dict[str, Any]]:
+        """See :func:`declared_skips` (the ONE trusted read of skips)."""
+        return declared_skips(self.graph, state)
+
+    def selected(self, state: ItemState, node_id: str) -> bool:
+        """See :func:`is_selected`."""
+        return is_selected(self.graph, state, node_id)
+
+    # -- verbs -------------------------------------------------------------------------
+    def start(self, ref: WorkItemRef) -> ItemState:
+        """Start ``ref`` at ``graph.start`` and run the walk as far as it goes.
+
+        Idempotent: a started item is never rewound. The started state (pointer on the
+        start node, status running) is committed in its own transaction BEFORE the entry
+        chain runs; the second transaction enters the start node unless someone already
+        did (so a crash between the two is repaired by calling ``start`` again).
+
+        Returns:
+            A copy of the committed state.
+
+        Raises:
+            StoreError: the store could not commit.
+        """
+        with self.store.transaction(ref) as tx:
+            state = tx.state
+            if state is None or not state.current_node:
+                state = state or tx.create(self.graph.name)
+                w = _Walk(tx, state, self.ports)
+                state.loop = self.graph.name
+                state.started_at = w.now()
+                state.status = ItemStatus.RUNNING
+                state.current_node = self.graph.start
+                w.log("graph.started", {"node": self.graph.start, "loop": self.graph.name})
+        with self.store.transaction(ref) as tx:
+            state = tx.state
+            assert state is not None  # committed just above; items are never deleted
+            first = state.nodes.get(self.graph.start)
+            if state.current_node == self.graph.start and not (first and first.entered_at):
+                self._arrive(_Walk(tx, state, self.ports), self.graph.start, "")
+        return state.copy()
+
+    def advance(self, ref: WorkItemRef, event: Mapping[str, Any] | None = None) -> ItemState:
+        """Re-evaluate the current node's exit chain with ``event``.
+
+        Agent nodes move only on a ``complete`` claim: there ``advance`` returns the state
+        unchanged and logs nothing. Finished items are returned unchanged.
+
+        Args:
+            ref: the work item.
+            event: ``{"comments": [Comment]}`` | ``{"attestation": {...}}`` | ``{}``.
+
+        Returns:
+            A copy of the committed state.
+
+        Raises:
+            ClaimRefused: ``not-started``.
+        """
+        with self.store.transaction(ref) as tx:
+            state = self._started(tx, ref)
+            node = self._current(state)
+            if not self._finished(state, node) and node.actor != "agent":
+                w = _Walk(tx, state, self.ports)
+                self._go(w, node, self._evaluate(w, node, dict(event or {})))
+        return state.copy()
+
+    def complete(self, ref: WorkItemRef, node_id: str, actor: str) -> ItemState:
+        """Claim that ``node_id`` is done, then evaluate its exit chain.
+
+        Args:
+            ref: the work item.
+            node_id: the node claimed complete; must be the current node.
+            actor: who claims (recorded in ``completions``).
+
+        Returns:
+            A copy of the committed state.
+
+        Raises:
+            ClaimRefused: ``not-started``; ``unknown-node``; ``already-past`` (the node is
+                behind the pointer); ``not-current`` (elsewhere); ``finished``.
+        """
+        with self.store.transaction(ref) as tx:
+            state = self._started(tx, ref)
+            node = self._claimable(state, node_id)
+            w = _Walk(tx, state, self.ports)
+            state.completions[node_id] = {"by": actor, "at": w.now()}
+            self._go(w, node, self._evaluate(w, node, {}))
+        return state.copy()
+
+    def declare_skips(
+        self, ref: WorkItemRef, tokens: Iterable[str], reason: str, actor: str
+    ) -> tuple[dict[str, str], dict[str, str]]:
+        """Declare nodes skipped (``loopgate skip``): a plan for nodes not yet entered.
+
+        Tokens are skip-set names or skippable node ids (opt-in nodes are refused: they are
+        already off). A node already entered is refused: a skip is a plan, not an amnesty.
+        An item never started gets a state with an empty pointer, so ``start`` later walks
+        around the declared nodes.
+
+        Args:
+            ref: the work item.
+            tokens: skip-set names or node ids.
+            reason: why (required, recorded).
+            actor: who declares.
+
+        Returns:
+            ``(accepted, rejected)``: ``accepted`` maps node id -> the token naming it;
+            ``rejected`` maps a token (or, for an entered node, its id) -> why.
+
+        Raises:
+            LoopgateError: no reason, or no token.
+        """
+        tokens = [t for t in tokens if t]
+        if not reason or not reason.strip():
+            raise LoopgateError("a skip needs a reason (--reason)")
+        if not tokens:
+            raise LoopgateError("name at least one node or skip set to skip")
+        expanded, bad = self.graph.expand_skip_tokens(tokens)
+        rejected = {t: self.graph.skip_token_refusal(t) for t in bad}
+        accepted: dict[str, str] = {}
+        with self.store.transaction(ref) as tx:
+            for node_id, token in expanded.items():
+                if tx.state is not None and entered(tx.state, node_id):
+                    rejected[node_id] = f"{AMNESTY}: {node_id} was already entered"
+                    continue
+                state = tx.state or tx.create(self.graph.name)
+                w = _Walk(tx, state, self.ports)
+                state.skips[node_id] = {"via": DECLARATION, "token": token, "by": actor,
+                                        "reason": reason.strip(), "at": w.now()}
+                accepted[node_id] = token
+            self._log_declaration(tx, accepted, rejected, reason.strip(), actor)
+        return accepted, rejected
+
+    def force(self, ref: WorkItemRef, to: str, reason: str, actor: str) -> ItemState:
+        """Move the pointer to ``to`` without running any hook.
+
+        A forced move never marks a gate satisfied: no decision or outcome is written for
+        the node left behind. It is recorded in ``forced`` and on both node records, and
+        ``check`` reports it.
+
+        Returns:
+            A copy of the committed state.
+
+        Raises:
+            LoopgateError: no reason.
+            ClaimRefused: ``not-started``; ``unknown-node``.
+        """
+        if not reason or not reason.strip():
+            raise LoopgateError("a forced move needs a reason (--reason)")
+        with self.store.transaction(ref) as tx:
+            state = self._started(tx, ref)
+            if not self.graph.has_node(to):
+                raise ClaimRefused("unknown-node", f"{to!r} is not a node of {self.graph.name}")
+            w = _Walk(tx, state, self.ports)
+            self._move_by_force(w, to, reason.strip(), actor)
+        return state.copy()
+
+    def status(self, ref: WorkItemRef, recompute: bool = False) -> dict[str, Any]:
+        """The ``check`` report of ``ref`` (see :func:`engine.report.build_report`).
+
+        Args:
+            ref: the work item.
+            recompute: derive node statuses from :func:`declared_skips` and the records
+                instead of the stored outcomes.
+
+        Raises:
+            ClaimRefused: ``not-started`` when the store holds nothing for ``ref``.
+        """
+        from engine.report import build_report  # report reads this module's functions
+
+        state = self.store.load(ref)
+        if state is None:
+            raise ClaimRefused("not-started", f"{ref} is not started")
+        return build_report(self.graph, state, recompute=recompute)
+
+    # -- verb helpers ------------------------------------------------------------------
+    def _started(self, tx: Transaction, ref: WorkItemRef) -> ItemState:
+        if tx.state is None or not tx.state.current_node:
+            raise ClaimRefused("not-started", f"{ref} is not started")
+        return tx.state
+
+    def _current(self, state: ItemState) -> Node:
+        if not self.graph.has_node(state.current_node):
+            raise LoopgateError(
+                f"{state.ref} is at {state.current_node!r}, which {self.graph.name} does not "
+                "define (move it with loopgate force)"
+            )
+        return self.graph.node(state.current_node)
+
+    def _finished(self, state: ItemState, node: Node) -> bool:
+        return node.terminal or state.status in (ItemStatus.COMPLETE, ItemStatus.ESCALATED)
+
+    def _claimable(self, state: ItemState, node_id: str) -> Node:
+        ref, current = state.ref, state.current_node
+        if not self.graph.has_node(node_id):
+            raise ClaimRefused("unknown-node", f"{node_id!r} is not a node of {self.graph.name}")
+        if node_id == current:
+            node = self._current(state)
+            if self._finished(state, node):
+                raise ClaimRefused("finished", f"{ref} is {state.status}: nothing to claim")
+            return node
+        record = state.nodes.get(node_id)
+        behind = bool(record and record.exited_at)
+        if not behind and self.graph.has_node(current):
+            behind = self.graph.position(node_id) < self.graph.position(current)
+        if behind:
+            raise ClaimRefused(
+                "already-past", f"{node_id} is behind the pointer: {ref} is at {current}"
+            )
+        raise ClaimRefused(
+            "not-current", f"{node_id} is not the current node: {ref} is at {current}"
+        )
+
+    def _log_declaration(
+        self, tx: Transaction, accepted: dict[str, str], rejected: dict[str, str],
+        reason: str, actor: str,
+    ) -> None:
+        at = _stamp(self.ports)
+        if accepted:
+            tx.log("graph.skips_declared",  # type: ignore[call-arg]
+                   {"via": DECLARATION, "skips": accepted, "by": actor, "reason": reason},
+                   at=at)
+        if rejected:
+            tx.log("graph.skips_rejected",  # type: ignore[call-arg]
+                   {"via": DECLARATION, "rejected": rejected, "by": actor}, at=at)
+
+    def _move_by_force(self, w: _Walk, to: str, reason: str, actor: str) -> None:
+        state, now = w.state, w.now()
+        source = state.current_node
+        state.forced.append({"from": source, "to": to, "reason": reason, "by": actor, "at": now})
+        left = state.record(source)
+        left.forced = True
+        if source != to:
+            left.exited_at = now  # left behind, but its outcome stays unset: never passed
+        target = state.record(to)
+        target.forced = True
+        target.entered_at, target.exited_at, target.outcome = now, "", ""
+        target.attempts, target.last_block = 0, ""
+        state.current_node = to
+        state.parked = {}
+        w.log("graph.forced", {"from": source, "to": to, "reason": reason, "by": actor})
+        node = self.graph.node(to)
+        if node.terminal:
+            state.status = (ItemStatus.ESCALATED if to == ESCALATED_NODE else ItemStatus.COMPLETE)
+        else:
+            self._park(w, node, _waiting_reason(node))
+
+    # -- the walk ----------------------------------------------------------------------
+    def _go(self, w: _Walk, source: Node, target: str | None) -> None:
+        if target is not None:
+            self._arrive(w, target, source.id)
+
+    def _arrive(self, w: _Walk, node_id: str, came_from: str) -> None:
+        """Move the pointer onto ``node_id`` and keep walking while nodes decide at once."""
+        hops = 0
+        limit = 4 * len(self.graph.nodes) + 4
+        target: str | None = node_id
+        while target is not None:
+            hops += 1
+            if hops > limit:  # a cycle of nodes that never wait: stop, do not spin
+                self._park(w, self.graph.node(target),
+                           f"the walk did not settle after {limit} moves")
+                return
+            node = self.graph.node(target)
+            w.state.current_node = node.id
+            skip = self.declared_skips(w.state).get(node.id)
+            if skip is not None:
+                nxt = self._skip_through(w, node, skip)
+            else:
+                nxt = self._enter(w, node, came_from)
+            came_from, target = node.id, nxt
+
+    def _skip_through(self, w: _Walk, node: Node, skip: Mapping[str, Any]) -> str | None:
+        # A skipped node runs no hook at all: no label, no log entry, no assignment.
+        record, now = w.state.record(node.id), w.now()
+        record.outcome, record.entered_at, record.exited_at = SKIPPED, now, now
+        data: dict[str, Any] = {"node": node.id, "via": skip.get("via", "")}
+        if skip.get("token"):
+            data["token"] = skip["token"]
+        w.log("graph.node_skipped", data)
+        return self._route(w, node, SKIPPED)
+
+    def _enter(self, w: _Walk, node: Node, came_from: str) -> str | None:
+        state = w.state
+        record = state.record(node.id)
+        if came_from != node.id:  # a self-loop keeps counting attempts
+            record.attempts, record.last_block = 0, ""
+        record.entered_at, record.exited_at, record.outcome = w.now(), "", ""
+        state.status, state.parked = ItemStatus.RUNNING, {}
+        w.log("graph.advanced", {"from": came_from, "to": node.id} if came_from
+              else {"to": node.id})
+        self._run_chain(w, node, "entry", {})
+        if node.terminal:
+            self._finish(w, node)
+            return None
+        if node.actor == "agent":
+            self._park(w, node, _waiting_reason(node))
+            return None
+        # code nodes decide at once; a human gate whose answer is already present passes.
+        return self._evaluate(w, node, {})
+
+    def _finish(self, w: _Walk, node: Node) -> None:
+        if node.id == ESCALATED_NODE:
+            w.state.status = ItemStatus.ESCALATED
+            return
+        w.state.status = ItemStatus.COMPLETE
+        w.log("graph.completed", {"node": node.id})
+
+    def _evaluate(self, w: _Walk, node: Node, event: Mapping[str, Any]) -> str | None:
+        """Run the exit chain; returns the node to move to, or None to stay."""
+        result = self._run_chain(w, node, "exit", event)
+        if result.kind == PASS:
+            return self._exit_pass(w, node, result.data)
+        if result.kind == WAIT:
+            self._park(w, node, result.reason or f"waiting at {node.id}")
+            return None
+        return self._block(w, node, result)
+
+    def _exit_pass(self, w: _Walk, node: Node, data: Mapping[str, Any]) -> str | None:
+        state = w.state
+        outcome = str(data.get("outcome") or OUTCOME_PASS)
+        decision = data.get("decision")
+        if decision is not None and node.id not in state.decisions:  # first answer wins
+            entry = _jsonable(decision) if isinstance(decision, Mapping) else {
+                "decision": _jsonable(decision)}
+            entry.setdefault("at", w.now())
+            state.decisions[node.id] = entry
+        self._record_plan(w, node, data)
+        record = state.record(node.id)
+        record.outcome, record.exited_at = outcome, w.now()
+        state.parked = {}
+        return self._route(w, node, outcome)
+
+    def _route(self, w: _Walk, node: Node, outcome: str) -> str | None:
+        edge = self.graph.route(node.id, outcome)
+        if edge is None:
+            w.log("graph.no_edge", {"node": node.id, "outcome": outcome})
+            self._park(w, node, f"no edge leaves {node.id} on {outcome!r}")
+            return None
+        return edge.target
+
+    def _park(self, w: _Walk, node: Node, reason: str, *, blocked: bool = False) -> None:
+        state = w.state
+        state.status = ItemStatus.PARKED
+        same = state.parked.get("node") == node.id and state.parked.get("reason") == reason
+        if same and bool(state.parked.get("blocked")) == blocked:
+            return  # the same wait again: say it once
+        state.parked = {"node": node.id, "reason": reason, "at": w.now()}
+        if blocked:
+            state.parked["blocked"] = True  # graph.blocked already said it
+        else:
+            w.log("graph.parked", {"node": node.id, "reason": reason})
+
+    def _block(self, w: _Walk, node: Node, result: HookResult) -> str | None:
+        record = w.state.record(node.id)
+        reason = result.reason or f"{node.id} is blocked"
+        repeated = record.last_block == reason
+        record.attempts += 1
+        record.last_block = reason
+        retriable = result.data.get("retriable", True) is not False
+        w.log("graph.blocked", {"node": node.id, "reason": reason, "attempts": record.attempts,
+                                "retriable": retriable})
+        if repeated or record.attempts >= node.max_attempts:
+            return self._escalate(w, node, reason)
+        self._park(w, node, reason, blocked=True)
+        return None
+
+    def _escalate(self, w: _Walk, node: Node, reason: str) -> str | None:
+        record = w.state.record(node.id)
+        w.log("graph.escalated", {"node": node.id, "reason": reason, "attempts": record.attempts})
+        record.outcome = ESCALATED_NODE
+        if self.graph.has_node(ESCALATED_NODE) and node.id != ESCALATED_NODE:
+            record.exited_at = w.now()
+            return ESCALATED_NODE
+        w.state.status = ItemStatus.ESCALATED
+        w.state.parked = {"node": node.id, "reason": reason, "at": w.now(), "blocked": True}
+        return None
+
+    # -- plans recorded by a gate ------------------------------------------------------
+    def _record_plan(self, w: _Walk, node: Node, data: Mapping[str, Any]) -> None:
+        """Record the ``skips`` / ``optIns`` a passing gate returned, for nodes not yet
+        entered only (a selection cannot skip or add a node already walked)."""
+        refused: dict[str, str] = {}
+        skips = self._plan_entries(w, data.get("skips"), "skip", refused)
+        opt_ins = self._plan_entries(w, data.get("optIns"), "optIn", refused)
+        for node_id, entry in skips.items():
+            w.state.skips.setdefault(node_id, entry)
+        for node_id, entry in opt_ins.items():
+            w.state.opt_ins.setdefault(node_id, entry)
+        if skips:
+            w.log("graph.skips_declared", {"node": node.id, "skips": skips})
+        if opt_ins:
+            w.log("graph.opt_ins_selected", {"node": node.id, "optIns": opt_ins})
+        if refused:
+            w.log("graph.skips_rejected", {"node": node.id, "rejected": refused})
+
+    def _plan_entries(
+        self, w: _Walk, raw: Any, kind: str, refused: dict[str, str]
+    ) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        if not isinstance(raw, Mapping):
+            return out
+        for node_id, entry in raw.items():
+            why = self._plan_refusal(w.state, str(node_id), kind)
+            if why:
+                refused[str(node_id)] = why
+                continue
+            record = _jsonable(entry) if isinstance(entry, Mapping) else {}
+            record.setdefault("via", "selection")
+            record.setdefault("at", w.now())
+            out[str(node_id)] = record
+        return out
+
+    def _plan_refusal(self, state: ItemState, node_id: str, kind: str) -> str:
+        if not self.graph.has_node(node_id):
+            return f"{node_id!r} is not a node of {self.graph.name}"
+        node = self.graph.node(node_id)
+        if entered(state, node_id):
+            if kind == "skip":
+                return f"{AMNESTY}: {node_id} was already entered"
+            return f"a selection cannot add {node_id}: it was already entered"
+        if kind == "skip" and (not node.skippable or node.required):
+            return f"{node_id} is not skippable"
+        if kind == "optIn" and not node.opt_in:
+            return f"{node_id} is not an opt-in phase"
+        return ""
+
+    # -- hook chains -------------------------------------------------------------------
+    def _run_chain(
+        self, w: _Walk, node: Node, chain: str, event: Mapping[str, Any]
+    ) -> HookResult:
+        """Run ``node``'s ``entry`` or ``exit`` chain.
+
+        Stops at the first result that is neither pass nor skip and returns it; otherwise
+        returns a pass whose data merges the passes' data (later ``outcome`` wins, the
+        first ``decision`` wins, ``skips``/``optIns`` are united). ``data["surface"]`` of
+        any result is merged into ``state.surface`` at once, so later hooks see it.
+        """
+        merged: dict[str, Any] = {}
+        for ref in node.entry if chain == "entry" else node.exit:
+            result = self._call(w, node, ref, chain, event)
+            surface = result.data.get("surface")
+            if isinstance(surface, Mapping):
+                w.state.surface.update(_jsonable(surface))
+            if result.kind == SKIP:
+                continue
+            if result.kind != PASS:
+                if chain == "entry" and "error" not in result.data:  # never gates: note it
+                    w.log("graph.hook_degraded", {"node": node.id, "hook": ref.name,
+                                                  "chain": chain, "kind": result.kind,
+                                                  "reason": result.reason})
+                return result
+            _merge_pass(merged, result.data)
+        return HookResult(PASS, "", merged)
+
+    def _call(
+        self, w: _Walk, node: Node, ref: HookRef, chain: str, event: Mapping[str, Any]
+    ) -> HookResult:
+        failed = HookResult(BLOCK, f"the {ref.name} hook failed to run", {"retriable": False})
+        if ref.name not in self.registry:
+            logger.error("hook %s at %s is not registered", ref.name, node.id)
+            return failed
+        ctx = HookContext(
+            ref=w.state.ref, graph=self.graph, node=node, params=ref.params, state=w.state,
+            event=event, ports=self.ports, settings=self.settings, chain=chain, log=w.log,
+        )
+        try:
+            result = self.registry.get(ref.name).fn(ctx)
+        except Exception as exc:  # noqa: BLE001 -- a hook failure is a block, never a crash
+            # The type only: a message may quote a token or a payload.
+            logger.warning("hook %s at %s (%s chain) raised %s", ref.name, node.id, chain,
+                           type(exc).__name__)
+            w.log("graph.hook_degraded", {"node": node.id, "hook": ref.name, "chain": chain,
+                                          "error": type(exc).__name__})
+            return HookResult(BLOCK, failed.reason,
+                              {"retriable": False, "error": type(exc).__name__})
+        if not isinstance(result, HookResult) or result.kind not in _KINDS:
+            logger.error("hook %s at %s returned %r", ref.name, node.id, type(result).__name__)
+            return failed
+        return result
+
+
+def _merge_pass(merged: dict[str, Any], data: Mapping[str, Any]) -> None:
+    for key, value in data.items():
+        if key in ("skips", "optIns") and isinstance(value, Mapping):
+            bucket = merged.setdefault(key, {})
+            for node_id, entry in value.items():
+                bucket.setdefault(node_id, entry)
+        elif key == "decision":
+            merged.setdefault("decision", value)
+        elif key != "surface":
+            merged[key] = value
+
+
+def _waiting_reason(node: Node) -> str:
+    if node.actor == "agent":
+        return f"waiting for {node.id} to be claimed complete"
+    if node.actor == "human":
+        return f"waiting for a decision at {node.id}"
+    return f"waiting to re-evaluate {node.id}"
