@@ -1,0 +1,202 @@
+"""The quiz gates end to end through the runtime: the four Gherkin scenarios of the
+explainer design's Testing strategy, on the shipped graph with in-memory ports."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+
+from engine.graph.compiler import shipped_graph
+from engine.hooks.markers import SELF_MARKER, attestation_line, quiz_marker
+from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
+from engine.ports import Comment, Ports
+from engine.runtime import Runtime
+from engine.settings import EngineSettings
+from engine.state import ItemState
+from engine.store.memory import MemoryStore
+from tests.engine.test_hooks_support import REF, FixedClock, RecordingNotifier
+
+EXPLAINER_NODES = ("spec-explainer", "spec-quiz", "code-explainer", "code-quiz")
+# Everything before the spec explainer, so a walk reaches it at once.
+SPEC_CHAIN = (
+    "brainstorming", "requirements-definition", "requirements-approval", "design",
+    "test-planning", "design-approval",
+)  # fmt: skip
+RECORD = """## Spec explainer
+
+| Field | Value |
+|---|---|
+| Depth | standard |
+| Location | docs/specs/issue-7/explainer/explainer.html |
+| Published as | committed HTML |
+| Questions | 3 |
+"""
+
+
+@dataclass
+class World:
+    runtime: Runtime
+    store: MemoryStore
+    tracker: MemoryTracker
+    artifacts: MemoryArtifactStore
+    notifier: RecordingNotifier
+
+    def select(self, *unticked: str) -> ItemState:
+        rows = "\n".join(f"- [ ] {token}" for token in unticked)
+        reply = self.tracker.add_comment_as(REF, "alice", f"the-loop execute\n{rows}")
+        return self.runtime.advance(REF, {"comments": [reply]})
+
+    def write_spec(self, design: str = "design v1\n") -> None:
+        self.artifacts.write(REF, "requirements.md", "requirements v1\n")
+        self.artifacts.write(REF, "design.md", design)
+        self.artifacts.write(REF, "testing-plan.md", "plan v1\n")
+        self.artifacts.write(REF, "explainer/explainer.html", "<html>quiz</html>")
+        self.artifacts.write(REF, "evidence/spec-explainer.md", RECORD)
+
+    def quiz_comments(self) -> list[Comment]:
+        return [c for c in self.tracker.comments_on(REF) if "the-loop:quiz spec-quiz" in c.body]
+
+    def tick(self, comment: Comment, editor: str) -> dict[str, object]:
+        body = comment.body.replace(attestation_line("spec"), attestation_line("spec", True))
+        self.tracker.edit_comment(comment.id, body, editor)
+        return {"attestation": {"comment_id": comment.id, "url": comment.url}}
+
+    def events(self, kind: str) -> list[dict[str, object]]:
+        return [e["data"] for e in self.store.events(REF) if e["kind"] == kind]
+
+
+@pytest.fixture
+def world() -> World:
+    tracker, artifacts, store = MemoryTracker(), MemoryArtifactStore(), MemoryStore()
+    notifier = RecordingNotifier()
+    ports = Ports(tracker, artifacts, notifier, FixedClock())
+    runtime = Runtime(shipped_graph(), store, ports, EngineSettings(authorized_users=("alice",)))
+    runtime.start(REF)
+    return World(runtime, store, tracker, artifacts, notifier)
+
+
+def _at_spec_quiz(world: World) -> Comment:
+    state = world.select(*SPEC_CHAIN)
+    assert state.current_node == "spec-explainer"
+    world.write_spec()
+    state = world.runtime.complete(REF, "spec-explainer", "agent")
+    assert state.current_node == "spec-quiz", state.parked
+    [comment] = world.quiz_comments()
+    return comment
+
+
+def test_a_tick_by_an_authorized_user_advances_the_spec_quiz(world: World) -> None:
+    """Scenario: a tick by an authorized user advances the spec quiz
+
+    Given a work item waiting at spec-quiz with loopgate's quiz comment posted
+    And the comment carries the spec digest and view commands for the committed page
+    When the authorized user "alice" ticks the attestation box
+    And the quiz_attestation event names that comment
+    Then the item moves on to tasks-breakdown
+    And the decision at spec-quiz records that "@alice" attested
+    """
+    comment = _at_spec_quiz(world)
+    assert SELF_MARKER in comment.body
+    assert "gh api -H 'Accept: application/vnd.github.raw'" in comment.body
+    pending = [d for _, e, d in world.notifier.sent if e == "quiz-pending"]
+    assert pending[0]["commentUrls"] == [comment.url]
+    assert len(pending[0]["viewCommands"]) == 2
+
+    state = world.runtime.advance(REF, world.tick(comment, "alice"))
+
+    assert state.current_node == "tasks-breakdown"
+    decision = state.decisions["spec-quiz"]
+    assert decision["attestedBy"] == "@alice"
+    assert decision["comment"] == comment.url
+    assert state.nodes["spec-quiz"].outcome == "pass"
+    assert world.events("graph.quiz_attested") == [
+        {"node": "spec-quiz", "by": "@alice", "comment": comment.url}
+    ]
+
+
+def test_a_tick_by_an_unauthorized_user_is_refused(world: World) -> None:
+    """Scenario: a tick by an unauthorized user is refused
+
+    Given a work item waiting at spec-quiz with loopgate's quiz comment posted
+    When "mallory", who is not an authorized user, ticks the attestation box
+    And the same tick is delivered twice (poller and webhook)
+    Then the item keeps waiting at spec-quiz
+    And no decision is recorded
+    And graph.quiz_refused is logged once, naming mallory
+    """
+    comment = _at_spec_quiz(world)
+    event = world.tick(comment, "mallory")
+
+    world.runtime.advance(REF, event)
+    state = world.runtime.advance(REF, event)
+
+    assert state.current_node == "spec-quiz"
+    assert state.status == "parked"
+    assert "spec-quiz" not in state.decisions
+    assert world.events("graph.quiz_refused") == [{"node": "spec-quiz", "editor": "mallory"}]
+
+
+def test_an_unticked_explainer_row_skips_all_four_nodes(world: World) -> None:
+    """Scenario: an unticked explainer row skips all four nodes
+
+    Given a work item at phase-selection
+    When "alice" replies with the execute keyword and the explainer row unticked
+    Then spec-explainer, spec-quiz, code-explainer and code-quiz are declared skipped
+      under the token "explainer", by "@alice"
+    And walking the item records each of them as skipped, with no quiz comment posted
+    And the confirmation says "Explainer and quizzes: off, as declared by @alice"
+    """
+    state = world.select(*SPEC_CHAIN, "explainer")
+
+    for node in EXPLAINER_NODES:
+        skip = state.skips[node]
+        assert (skip["via"], skip["token"], skip["by"], skip["reason"]) == (
+            "selection", "explainer", "@alice", "",
+        )  # fmt: skip
+    assert state.nodes["spec-explainer"].outcome == "skipped"
+    assert state.nodes["spec-quiz"].outcome == "skipped"
+    assert state.current_node == "tasks-breakdown"
+    assert world.quiz_comments() == []
+    confirmation = [
+        c.body for c in world.tracker.comments_on(REF) if "Phase selection recorded" in c.body
+    ]
+    assert (
+        "Explainer and quizzes: off, as declared by @alice — spec-explainer, spec-quiz, "
+        "code-explainer, code-quiz skipped"
+    ) in confirmation[0].splitlines()
+
+
+def test_a_changed_spec_sends_the_spec_quiz_back_to_the_explainer(world: World) -> None:
+    """Scenario: a changed spec sends the spec quiz back to the explainer
+
+    Given a work item waiting at spec-quiz with a quiz comment bound to the spec digest
+    When design.md changes and "alice" ticks the old comment
+    Then the spec quiz answers stale and the item goes back to spec-explainer
+    When the explainer is claimed complete again
+    Then a new quiz comment is posted with the new digest
+    And a tick on the old comment is ignored while a tick on the new one advances
+    """
+    old = _at_spec_quiz(world)
+    world.artifacts.write(REF, "design.md", "design v2\n")
+
+    state = world.runtime.advance(REF, world.tick(old, "alice"))
+
+    assert state.current_node == "spec-explainer"
+    assert state.nodes["spec-quiz"].outcome == "stale"
+    assert "spec-quiz" not in state.decisions
+    assert "quiz-stale" in world.notifier.events()
+
+    state = world.runtime.complete(REF, "spec-explainer", "agent")
+    assert state.current_node == "spec-quiz"
+    new = [c for c in world.quiz_comments() if c.id != old.id]
+    assert len(new) == 1
+    new_digest = state.surface["quiz"]["spec-quiz"]["digest"]
+    assert quiz_marker("spec-quiz", new_digest) in new[0].body
+    assert quiz_marker("spec-quiz", new_digest) not in old.body
+
+    attestation = {"attestation": {"comment_id": old.id, "url": old.url}}
+    assert world.runtime.advance(REF, attestation).current_node == "spec-quiz"
+    state = world.runtime.advance(REF, world.tick(new[0], "alice"))
+    assert state.current_node == "tasks-breakdown"
+    assert state.decisions["spec-quiz"]["comment"] == new[0].url
