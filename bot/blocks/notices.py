@@ -1,0 +1,171 @@
+"""Notices: quiz-pending DMs and thread lines, and the lines for other events (issue 4 §4).
+
+Each builder is pure and returns ``(text, blocks)``: ``text`` is the notification
+fallback Slack shows where blocks cannot be rendered, ``blocks`` the Block Kit body.
+A quiz notice is later rewritten in place (``chat.update``) to say who attested, or that
+the spec changed; the revision makes its block ids fresh each time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ContextBlock,
+    MarkdownTextObject,
+    SectionBlock,
+)
+
+from bot.blocks import ids
+from bot.blocks.card import escape, truncate, truncate_keep_lines
+from engine.refs import WorkItemRef
+
+__all__ = [
+    "quiz_name",
+    "comment_urls",
+    "quiz_pending_notice",
+    "quiz_attested_notice",
+    "quiz_stale_notice",
+    "event_line",
+]
+
+_QUIZ_NAMES = {"spec-quiz": "Spec quiz", "code-quiz": "Code quiz"}
+_QUIZ_SUBJECT = {
+    "spec-quiz": "read the spec explainer and take its quiz before code generation starts",
+    "code-quiz": "read the explainer of the change and take the code quiz before review",
+}
+_EVENT_LINES = {
+    "phase-approval-pending": "🧑‍⚖️ `{node}` waits for an approval on GitHub",
+    "pr-review-pending": "👀 a pull request review is requested (`{node}`)",
+    "conflict-escalated": "⚠️ escalated at `{node}`: a person has to decide",
+    "work-item-complete": "🏁 the work item is complete",
+}
+
+
+def quiz_name(node: str) -> str:
+    """``Spec quiz`` / ``Code quiz``, else the node id."""
+    return _QUIZ_NAMES.get(node, node)
+
+
+def comment_urls(data: Mapping[str, Any]) -> list[str]:
+    """The GitHub comment links of a quiz event: ``commentUrls`` (the notify hook's shape)
+    or ``comments: [{url}]``."""
+    urls = [str(u) for u in data.get("commentUrls") or () if u]
+    urls += [str(c.get("url")) for c in data.get("comments") or ()
+             if isinstance(c, Mapping) and c.get("url")]
+    return list(dict.fromkeys(urls))
+
+
+def _item(ref: WorkItemRef, url: str) -> str:
+    return f"<{url}|{ref}>" if url else str(ref)
+
+
+def _where(location: str, view_commands: Sequence[str]) -> str:
+    # A URL location is a link; a repo path comes with the copy-paste view commands
+    # (explainer design C3), shown in a code block so nothing is reformatted.
+    if view_commands:
+        code = "\n".join(str(c) for c in view_commands)
+        return "View it with one of these commands:\n```" + truncate_keep_lines(code, 2500) + "```"
+    if location.startswith(("https://", "http://")):
+        return f"The explainer: <{location}|open it>"
+    if location:
+        return f"The explainer: `{escape(location)}`"
+    return "The explainer link is on GitHub."
+
+
+def _button(url: str, revision: int, index: int) -> Block:
+    button = ButtonElement(text="Open the GitHub comment", url=url[:3000],
+                           action_id=ids.ACTION_OPEN_COMMENT, value="open")
+    return ActionsBlock(block_id=ids.block_id(ids.BLOCK_NOTICE, revision, index),
+                        elements=[button])
+
+
+def quiz_pending_notice(
+    ref: WorkItemRef,
+    node: str,
+    *,
+    item_url: str = "",
+    location: str = "",
+    view_commands: Sequence[str] = (),
+    comment_url_list: Sequence[str] = (),
+    revision: int = 0,
+) -> tuple[str, list[Block]]:
+    """A quiz waits: which quiz, where the explainer is, and a button to the comment.
+
+    Args:
+        ref: the work item.
+        node: ``spec-quiz`` or ``code-quiz``.
+        item_url: the issue link.
+        location: the explainer record's Location (URL or repo path).
+        view_commands: copy-paste commands for a committed HTML page.
+        comment_url_list: the GitHub comments where the box is ticked (first gets a button).
+        revision: the message revision.
+    """
+    name = quiz_name(node)
+    subject = _QUIZ_SUBJECT.get(node, "take the quiz")
+    text = f"🎓 {name} waiting on {ref}: {subject}, then tick the box on GitHub."
+    lines = [f"🎓 *{name}* waiting on {_item(ref, item_url)} — {subject}.",
+             _where(location, view_commands),
+             "Ticking the box on GitHub is enough; only an authorized user's tick counts."]
+    blocks: list[Block] = [SectionBlock(
+        text=MarkdownTextObject(text=truncate_keep_lines("\n".join(lines))),
+        block_id=ids.block_id(ids.BLOCK_NOTICE, revision, 0))]
+    if comment_url_list:
+        blocks.append(_button(comment_url_list[0], revision, 1))
+    return text, blocks
+
+
+def quiz_attested_notice(
+    ref: WorkItemRef,
+    node: str,
+    *,
+    attested_by: str,
+    attested_at: str,
+    item_url: str = "",
+    comment_url_list: Sequence[str] = (),
+    revision: int = 1,
+) -> tuple[str, list[Block]]:
+    """The quiz notice rewritten: "attested by @login at <time>"."""
+    who = attested_by if attested_by.startswith("@") else f"@{attested_by}"
+    text = f"✅ {quiz_name(node)} on {ref}: attested by {who} at {attested_at}"
+    body = (f"✅ *{quiz_name(node)}* on {_item(ref, item_url)} — attested by "
+            f"{escape(who)} at {escape(attested_at)}")
+    blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=body),
+                                        block_id=ids.block_id(ids.BLOCK_NOTICE, revision, 0))]
+    if comment_url_list:
+        blocks.append(_button(comment_url_list[0], revision, 1))
+    return text, blocks
+
+
+def quiz_stale_notice(
+    ref: WorkItemRef, node: str, *, item_url: str = "", revision: int = 1
+) -> tuple[str, list[Block]]:
+    """The quiz notice rewritten: the spec changed and a new quiz will follow."""
+    text = f"♻️ {quiz_name(node)} on {ref}: the spec changed and a new quiz will follow"
+    body = (f"♻️ *{quiz_name(node)}* on {_item(ref, item_url)} — the spec changed and a new "
+            "quiz will follow. The old box no longer counts.")
+    return text, [SectionBlock(text=MarkdownTextObject(text=body),
+                               block_id=ids.block_id(ids.BLOCK_NOTICE, revision, 0))]
+
+
+def event_line(
+    ref: WorkItemRef, event: str, data: Mapping[str, Any], *, item_url: str = ""
+) -> tuple[str, list[Block]]:
+    """A thread line for any other event (phase-approval-pending, pr-review-pending,
+    conflict-escalated, work-item-complete, or an unknown name said as it is)."""
+    node = escape(str(data.get("node") or ""))
+    template = _EVENT_LINES.get(event)
+    line = template.format(node=node) if template else f"🔔 {escape(event)} at `{node or '—'}`"
+    text = f"{ref}: {truncate(line, 200)}"
+    blocks: list[Block] = [
+        SectionBlock(text=MarkdownTextObject(text=f"{line} — {_item(ref, item_url)}")),
+    ]
+    reason = str(data.get("reason") or "")
+    if reason:
+        note = MarkdownTextObject(text=escape(truncate(reason, 2900)))
+        blocks.append(ContextBlock(elements=[note]))
+    return text, blocks

@@ -1,0 +1,22 @@
+"""``block_actions`` listeners: the card's checkboxes and link buttons (ack only) and the
+Execute button."""
+
+from __future__ import annotations
+
+from slack_bolt import App
+
+from bot.blocks import ids
+from bot.listeners.actions.execute import on_execute
+from bot.listeners.actions.ticks import on_tick
+
+__all__ = ["register"]
+
+_ACK_ONLY = (ids.ACTION_PHASES, ids.ACTION_OPT_INS, ids.ACTION_SETTINGS,
+             ids.ACTION_OPEN_COMMENT, ids.ACTION_OPEN_ITEM)
+
+
+def register(app: App) -> None:
+    """Wire the action listeners into ``app``."""
+    for action_id in _ACK_ONLY:
+        app.action(action_id)(on_tick)
+    app.action(ids.ACTION_EXECUTE)(on_execute)

@@ -1,0 +1,225 @@
+"""The Execute button of the phase-selection card (issue 4 §3).
+
+Ack at once; then read the selection from the message state, map the clicker to a GitHub
+login and feed the gate exactly as a GitHub reply by that login carrying the execute
+keyword and the checklist (``via: slack``). The engine posts its confirmation comment on
+the issue; the card is rewritten into the read-only confirmation. A clicker who is not
+linked or not authorized selects nothing (ephemeral refusal + ``slack.execute_refused``
+in the item's event log); a second click, or a click after someone answered on GitHub,
+gets "already selected by @x" and changes nothing (first answer wins).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.blocks import ids
+from bot.blocks.card import phase_selection_node_id, selection_from_state, status_card
+from bot.identity import resolve_login
+from bot.notifier import load_thread, save_thread
+from engine.errors import WorkItemRefError
+from engine.hooks.phase_selection import reply_body
+from engine.ports import Comment, IssueInfo, TrackerError
+from engine.refs import WorkItemRef
+from engine.settings import normalize_login
+
+__all__ = ["Click", "ExecuteOutcome", "on_execute", "execute", "parse_click", "REFUSED_EVENT"]
+
+log = logging.getLogger(__name__)
+
+#: The event-log kind of a refused click.
+REFUSED_EVENT = "slack.execute_refused"
+
+_LOCKS: dict[WorkItemRef, threading.Lock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+
+@contextmanager
+def _item_lock(ref: WorkItemRef) -> Iterator[None]:
+    # Two clicks on one card are handled one after the other in this process, so the
+    # second sees the first one's decision before it could feed the gate again.
+    with _LOCKS_GUARD:
+        lock = _LOCKS.setdefault(ref, threading.Lock())
+    with lock:
+        yield
+
+
+@dataclass(frozen=True)
+class Click:
+    """What an Execute ``block_actions`` payload says.
+
+    Attributes:
+        user: the clicker's Slack user id.
+        channel: the channel of the card.
+        ts: the card message's ts.
+        ref: the work item (the button's value).
+        values: ``state.values`` of the message.
+        revision: the highest block-id revision among the message's blocks.
+        interactive: the message still shows the Execute button.
+    """
+
+    user: str
+    channel: str
+    ts: str
+    ref: WorkItemRef
+    values: Mapping[str, Any] = field(default_factory=dict)
+    revision: int = 0
+    interactive: bool = True
+
+
+@dataclass(frozen=True)
+class ExecuteOutcome:
+    """The result of one click.
+
+    Attributes:
+        code: ``selected``, ``already-selected``, ``not-linked``, ``not-authorized``,
+            ``not-started``, ``not-waiting`` or ``not-accepted``.
+        message: the sentence told to the clicker (ephemeral) when not ``selected``.
+        decision: the phase-selection decision in force, if any.
+        login: the clicker's GitHub login, if linked.
+    """
+
+    code: str
+    message: str
+    decision: Mapping[str, Any] | None = None
+    login: str = ""
+
+
+def parse_click(body: Mapping[str, Any]) -> Click:
+    """Read a ``block_actions`` payload of the Execute button.
+
+    Raises:
+        WorkItemRefError: the button carries no work item reference.
+    """
+    container = body.get("container") or {}
+    message = body.get("message") or {}
+    action = next((a for a in body.get("actions") or ()
+                   if a.get("action_id") == ids.ACTION_EXECUTE), {})
+    revisions = [p.revision for p in (ids.parse_block_id(str(b.get("block_id") or ""))
+                                      for b in message.get("blocks") or ()) if p]
+    interactive = any(str(b.get("block_id") or "").startswith(ids.BLOCK_EXECUTE)
+                      for b in message.get("blocks") or ())
+    return Click(
+        user=str((body.get("user") or {}).get("id") or ""),
+        channel=str((body.get("channel") or {}).get("id") or container.get("channel_id") or ""),
+        ts=str(message.get("ts") or container.get("message_ts") or ""),
+        ref=WorkItemRef.parse(str(action.get("value") or "")),
+        values=(body.get("state") or {}).get("values") or {},
+        revision=max(revisions, default=0),
+        interactive=interactive or not message.get("blocks"),
+    )
+
+
+def on_execute(ack: Callable[..., Any], body: dict[str, Any], client: Any,
+               context: Mapping[str, Any]) -> None:
+    """Bolt listener: ack, then :func:`execute`."""
+    ack()
+    execute(context["services"], client, body)
+
+
+def execute(services: Any, client: Any, body: Mapping[str, Any]) -> ExecuteOutcome:
+    """Handle one Execute click (after the ack).
+
+    Args:
+        services: the wired services.
+        client: the Slack WebClient.
+        body: the ``block_actions`` payload.
+
+    Returns:
+        What happened; the clicker was told (ephemeral) unless it was ``selected``.
+    """
+    try:
+        click = parse_click(body)
+    except WorkItemRefError:
+        user = str((body.get("user") or {}).get("id") or "")
+        channel = str((body.get("channel") or {}).get("id") or "")
+        outcome = ExecuteOutcome("not-started", "This card names no work item.")
+        client.chat_postEphemeral(channel=channel, user=user, text=outcome.message)
+        return outcome
+    with _item_lock(click.ref):
+        outcome = _decide(services, click)
+    if outcome.decision and (outcome.code == "selected" or click.interactive):
+        _rewrite_card(services, client, click, outcome.decision)
+    if outcome.code != "selected":
+        client.chat_postEphemeral(channel=click.channel, user=click.user, text=outcome.message)
+    return outcome
+
+
+def _already(ref: WorkItemRef, decision: Mapping[str, Any]) -> ExecuteOutcome:
+    by = str(decision.get("by") or "someone")
+    via = f" (via {decision['via']})" if decision.get("via") else ""
+    return ExecuteOutcome("already-selected",
+                          f"Phase selection of {ref} was already selected by {by}{via}; "
+                          "nothing changed.", decision)
+
+
+def _decide(services: Any, click: Click) -> ExecuteOutcome:
+    ref = click.ref
+    node_id = phase_selection_node_id(services.graph)
+    state = services.store.load(ref)
+    if state is None:
+        return ExecuteOutcome("not-started", f"{ref} is not started.")
+    if state.decisions.get(node_id):
+        return _already(ref, state.decisions[node_id])
+    login = resolve_login(services, click.user) or ""
+    if not login:
+        return _refuse(services, click, "", "not-linked",
+                       "Your Slack account is not linked to a GitHub login, so nothing was "
+                       "selected. Run `/loop link <github-login>` first.")
+    if not services.settings.is_authorized(login):
+        return _refuse(services, click, login, "not-authorized",
+                       f"@{login} is not an authorized user for this work item, so nothing "
+                       "was selected.")
+    if state.current_node != node_id:
+        return ExecuteOutcome("not-waiting", f"{ref} is not waiting at {node_id} "
+                              f"(it is at {state.current_node or 'no node'}).", login=login)
+    selection = selection_from_state(services.graph, click.values)
+    text = reply_body(services.graph, services.settings, selection)
+    reply = Comment(id=0, author=login, body=text)
+    after = services.runtime.advance(ref, {"comments": [reply], "via": "slack"})
+    decision = after.decisions.get(node_id)
+    if not decision:
+        reason = str(after.parked.get("reason") or "no reason was given")
+        return ExecuteOutcome("not-accepted", f"The gate did not take the selection: {reason}.",
+                              login=login)
+    if normalize_login(str(decision.get("by") or "")) != login:
+        return _already(ref, decision)
+    log.info("phase selection of %s executed from Slack by @%s (%s)", ref, login, click.user)
+    return ExecuteOutcome("selected", "", decision, login)
+
+
+def _refuse(services: Any, click: Click, login: str, code: str, message: str) -> ExecuteOutcome:
+    log.info("execute on %s refused for %s: %s", click.ref, click.user, code)
+    with services.store.transaction(click.ref) as tx:
+        tx.log(REFUSED_EVENT, {"slackUser": click.user, "login": login, "reason": code})
+    return ExecuteOutcome(code, message, None, login)
+
+
+def _issue_info(services: Any, ref: WorkItemRef) -> IssueInfo:
+    try:
+        return services.ports.tracker.issue_info(ref)
+    except TrackerError:
+        return IssueInfo(ref=ref, title="", url="", author="")
+
+
+def _rewrite_card(services: Any, client: Any, click: Click, decision: Mapping[str, Any]) -> None:
+    """The card becomes the read-only confirmation (fresh block ids: a new revision)."""
+    store = services.store
+    thread = load_thread(store, click.ref)
+    parent = thread is None or thread["ts"] == click.ts
+    revision = max(click.revision, thread["revision"] if thread and parent else 0) + 1
+    state = store.load(click.ref)
+    info = _issue_info(services, click.ref)
+    blocks = status_card(services.graph, info, current_node=state.current_node,
+                         status=state.status, decision=decision, revision=revision)
+    client.chat_update(channel=click.channel, ts=click.ts,
+                       text=f"Phase selection of {click.ref} made by {decision.get('by')}",
+                       blocks=[b.to_dict() for b in blocks])
+    if parent:
+        save_thread(store, click.ref, channel=click.channel, ts=click.ts, revision=revision,
+                    kind="status", node=state.current_node, author=info.author)

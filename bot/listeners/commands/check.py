@@ -1,0 +1,70 @@
+"""``/loop check [owner/repo#N]`` (issue 4 §5)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from bot.blocks.card import phase_selection_node_id
+from bot.blocks.report import check_report_blocks, item_list_blocks
+from bot.identity import resolve_login
+from bot.listeners.commands.replies import Reply
+from bot.notifier import ensure_slack_tables
+from engine.refs import WorkItemRef
+from engine.report import build_report
+from engine.settings import normalize_login
+
+__all__ = ["check_item", "my_items", "run_check"]
+
+_AUTHOR_KEYS = ("issueAuthor", "author")
+
+
+def run_check(services: Any, user: str, args: Sequence[str]) -> Reply:
+    """``/loop check`` with zero or one argument."""
+    if not args:
+        return my_items(services, user)
+    if len(args) > 1:
+        return Reply("Usage: `/loop check owner/repo#N` (or `/loop check` for your items).")
+    return check_item(services, WorkItemRef.parse(args[0]))
+
+
+def check_item(services: Any, ref: WorkItemRef) -> Reply:
+    """The Block Kit report of one work item.
+
+    Raises:
+        WorkItemRefError: never here (the ref is parsed); kept for symmetry of callers.
+    """
+    state = services.store.load(ref)
+    if state is None:
+        return Reply(f"{ref} is not started.")
+    report = build_report(services.graph, state)
+    text = (f"{ref}: at {report['currentNode'] or '—'} ({report['status']}), "
+            f"{'ok' if report['ok'] else str(len(report['unmet'])) + ' unmet'}")
+    return Reply(text, [b.to_dict() for b in check_report_blocks(report)])
+
+
+def _recorded_authors(services: Any) -> dict[str, str]:
+    ensure_slack_tables(services.store)
+    rows = services.store.db().execute("SELECT item, author FROM slack_threads").fetchall()
+    return {str(item): normalize_login(author) for item, author in rows if author}
+
+
+def my_items(services: Any, user: str) -> Reply:
+    """The caller's work items: those whose phase selection they executed, or whose issue
+    they authored (as recorded when the card was posted, or in the item's surface)."""
+    login = resolve_login(services, user)
+    if not login:
+        return Reply("Your Slack account is not linked to a GitHub login yet: "
+                     "run `/loop link <github-login>` first.")
+    node_id = phase_selection_node_id(services.graph)
+    authors = _recorded_authors(services)
+    items: list[tuple[str, str, str]] = []
+    for state in services.store.load_all():
+        by = normalize_login(str((state.decisions.get(node_id) or {}).get("by") or ""))
+        author = authors.get(str(state.ref)) or next(
+            (normalize_login(str(state.surface[k])) for k in _AUTHOR_KEYS
+             if state.surface.get(k)), "")
+        if login in (by, author):
+            items.append((str(state.ref), state.current_node, state.status))
+    text = f"{len(items)} work item(s) involve @{login}."
+    return Reply(text, [b.to_dict() for b in item_list_blocks(login, items)])

@@ -1,0 +1,113 @@
+"""The ``/loop`` slash command: ack, run the sub-command, answer ephemerally (issue 4 §5).
+
+Unknown words get the help text; an error is one plain sentence, never a stack trace
+(anything unexpected goes to the app's one error handler, which logs it).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from bot.blocks.card import phase_selection_node_id
+from bot.identity import LinkError, create_link_code, resolve_login, unlink
+from bot.listeners.commands.check import run_check
+from bot.listeners.commands.replies import HELP_TEXT, Reply
+from bot.notifier import load_thread
+from engine.errors import LoopgateError
+from engine.refs import WorkItemRef
+
+__all__ = ["on_loop", "run_loop_command"]
+
+log = logging.getLogger(__name__)
+
+
+def on_loop(ack: Callable[..., Any], command: Mapping[str, Any], respond: Callable[..., Any],
+            context: Mapping[str, Any]) -> None:
+    """Bolt listener for ``/loop``."""
+    ack()
+    reply = run_loop_command(context["services"], str(command.get("user_id") or ""),
+                             str(command.get("text") or ""))
+    respond(**reply.kwargs())
+
+
+def run_loop_command(services: Any, user: str, text: str) -> Reply:
+    """Run ``/loop <text>`` for Slack user ``user``.
+
+    Returns:
+        The ephemeral reply. Refusals and bad input (a malformed reference, an unknown
+        item, a bad login) are plain sentences.
+    """
+    words = text.split()
+    name = words[0].lower() if words else "help"
+    handler = _HANDLERS.get(name, _help)
+    try:
+        return handler(services, user, words[1:])
+    except (LoopgateError, LinkError) as exc:
+        return Reply(str(exc))
+
+
+def _help(services: Any, user: str, args: Sequence[str]) -> Reply:
+    return Reply(HELP_TEXT)
+
+
+def _login_or_refusal(services: Any, user: str) -> tuple[str, Reply | None]:
+    login = resolve_login(services, user)
+    if not login:
+        return "", Reply("Your Slack account is not linked to a GitHub login: "
+                         "run `/loop link <github-login>` first.")
+    if not services.settings.is_authorized(login):
+        return login, Reply(f"@{login} is not an authorized user, so nothing was started.")
+    return login, None
+
+
+def _start(services: Any, user: str, args: Sequence[str]) -> Reply:
+    if len(args) != 1:
+        return Reply("Usage: `/loop start owner/repo#N`.")
+    ref = WorkItemRef.parse(args[0])
+    login, refusal = _login_or_refusal(services, user)
+    if refusal is not None:
+        return refusal
+    before = services.store.load(ref)
+    state = services.runtime.start(ref)
+    log.info("%s started from Slack by @%s (%s)", ref, login, user)
+    node_id = phase_selection_node_id(services.graph)
+    if state.current_node == node_id and not state.decisions.get(node_id) \
+            and load_thread(services.store, ref) is None:
+        # The card for the new item: the worker posts it (the engine may send it too; a
+        # second notice only rewrites the same message).
+        services.ports.notifier.send(ref, "phase-selection-pending", {"node": node_id})
+    if before is not None and before.current_node:
+        return Reply(f"{ref} was already started; it is at {state.current_node}.")
+    return Reply(f"Started {ref}; it is at {state.current_node}.")
+
+
+def _link(services: Any, user: str, args: Sequence[str]) -> Reply:
+    if len(args) != 1:
+        return Reply("Usage: `/loop link <github-login>`.")
+    code = create_link_code(services, user, args[0])
+    repos = services.config.section("github").get("repos") or []
+    where = ", ".join(repos) if repos else "a repository loopgate watches"
+    return Reply(
+        f"To link this Slack account to @{code.github_login}, comment "
+        f"`loopgate link {code.code}` as @{code.github_login} on any issue of {where} "
+        f"within 15 minutes (until {code.expires_at}). The code works once.")
+
+
+def _unlink(services: Any, user: str, args: Sequence[str]) -> Reply:
+    removed = unlink(services, user)
+    configured = user in (services.config.section("slack").get("identities") or {})
+    text = "Your link was removed." if removed else "You had no stored link."
+    if configured:
+        text += " The mapping in loopgate.yaml (slack.identities) is configuration and stays."
+    return Reply(text)
+
+
+_HANDLERS: dict[str, Callable[[Any, str, Sequence[str]], Reply]] = {
+    "check": run_check,
+    "start": _start,
+    "link": _link,
+    "unlink": _unlink,
+    "help": _help,
+}
