@@ -56,6 +56,9 @@ _FIELDS = {"depth": "Depth", "location": "Location", "published as": "Published 
            "questions": "Questions"}
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _LINK = re.compile(r"^\[[^\]]*\]\((?P<url>[^)\s]+)\)$")
+# A repository path: plain characters only. It ends up in the quiz comment's copy-paste
+# view commands (design C3), so no spaces, quotes, colons (``javascript:``) or shell syntax.
+_SAFE_PATH = re.compile(r"^[A-Za-z0-9._@+~/-]+$")
 
 
 class EvidenceError(LoopgateError):
@@ -174,7 +177,7 @@ def _location_problem(location: str, path_exists: Callable[[str], bool]) -> str 
     if is_url(location):
         return None
     path = location[2:] if location.startswith("./") else location
-    if path.startswith("/") or "\\" in path or ".." in path.split("/") or "://" in path:
+    if not _SAFE_PATH.match(path) or path.startswith("/") or ".." in path.split("/"):
         return (f"Location {location!r} is neither an http(s) URL nor a path relative to "
                 "the repository root")
     if not path_exists(path):

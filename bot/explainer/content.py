@@ -171,22 +171,22 @@ def _correct_count(options: Any) -> int:
 
 def _schema_message(error: jsonschema.ValidationError) -> str:
     path = list(error.absolute_path)
-    where = _where(path)
+    where, owner, last = _where(path), _where(path[:-1]), (path[-1:] or [None])[0]
     validator = error.validator
-    if path[-1:] == ["options"] and validator in ("minItems", "maxItems"):
-        return f"{where}: each question has 3–4 options (found {len(error.instance)})"
-    if path[-1:] == ["options"] and validator in ("contains", "minContains", "maxContains"):
+    if last == "options" and validator in ("minItems", "maxItems"):
+        return f"{owner}: each question has 3–4 options (found {len(error.instance)})"
+    if last == "options" and validator in ("contains", "minContains", "maxContains"):
         found = _correct_count(error.instance)
-        return f"{where}: exactly one option must be correct (found {found})"
+        return f"{owner}: exactly one option must be correct (found {found})"
     if validator == "required" and "option" in where and "'feedback'" in error.message:
         return f"{where}: each option has feedback (none given)"
-    if validator == "enum" and path[-1:] == ["source"]:
-        return (f"{where}: source {error.instance!r} is not a section id "
+    if validator == "enum" and last == "source":
+        return (f"{owner}: source {error.instance!r} is not a section id "
                 f"({', '.join(SECTION_IDS)})")
     if validator == "oneOf" and where.startswith("code excerpt"):
         return f"{where}: give either location 'file:line' or file and line"
-    if validator == "pattern" and path[-1:] == ["location"]:
-        return f"{where}: location {error.instance!r} is not of the form file:line"
+    if validator == "pattern" and last == "location":
+        return f"{owner}: location {error.instance!r} is not of the form file:line"
     if path == ["workItem"] and validator == "pattern":
         return f"workItem: {error.instance!r} is not of the form owner/repo#N"
     if validator == "minLength" or (validator == "pattern" and error.validator_value == r"\S"):
@@ -197,7 +197,7 @@ def _schema_message(error: jsonschema.ValidationError) -> str:
 def _schema_problems(data: Any) -> list[str]:
     validator = jsonschema.Draft202012Validator(content_schema())
     errors = sorted(validator.iter_errors(data), key=lambda e: [str(p) for p in e.absolute_path])
-    return [_schema_message(e) for e in errors]
+    return list(dict.fromkeys(_schema_message(e) for e in errors))  # unique, in order
 
 
 # --- the quiz rules -----------------------------------------------------------------
