@@ -4,12 +4,14 @@ explainer design's Testing strategy, on the shipped graph with in-memory ports."
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from engine.graph.compiler import shipped_graph
 from engine.hooks.markers import SELF_MARKER, attestation_line, quiz_marker
-from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
+from engine.local.checkout import CheckoutArtifactStore
+from engine.local.memory_tracker import MemoryTracker
 from engine.ports import Comment, Ports
 from engine.runtime import Runtime
 from engine.settings import EngineSettings
@@ -39,7 +41,7 @@ class World:
     runtime: Runtime
     store: MemoryStore
     tracker: MemoryTracker
-    artifacts: MemoryArtifactStore
+    artifacts: CheckoutArtifactStore
     notifier: RecordingNotifier
 
     def select(self, *unticked: str) -> ItemState:
@@ -47,12 +49,18 @@ class World:
         reply = self.tracker.add_comment_as(REF, "alice", f"the-loop execute\n{rows}")
         return self.runtime.advance(REF, {"comments": [reply]})
 
+    def write(self, name: str, text: str) -> None:
+        """Write ``name`` into the item's spec directory in the checkout."""
+        path = self.artifacts.workspace / self.artifacts.spec_dir(REF) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, "utf-8")
+
     def write_spec(self, design: str = "design v1\n") -> None:
-        self.artifacts.write(REF, "requirements.md", "requirements v1\n")
-        self.artifacts.write(REF, "design.md", design)
-        self.artifacts.write(REF, "testing-plan.md", "plan v1\n")
-        self.artifacts.write(REF, "explainer/explainer.html", "<html>quiz</html>")
-        self.artifacts.write(REF, "evidence/spec-explainer.md", RECORD)
+        self.write("requirements.md", "requirements v1\n")
+        self.write("design.md", design)
+        self.write("testing-plan.md", "plan v1\n")
+        self.write("explainer/explainer.html", "<html>quiz</html>")
+        self.write("evidence/spec-explainer.md", RECORD)
 
     def quiz_comments(self) -> list[Comment]:
         return [c for c in self.tracker.comments_on(REF) if "the-loop:quiz spec-quiz" in c.body]
@@ -67,8 +75,9 @@ class World:
 
 
 @pytest.fixture
-def world() -> World:
-    tracker, artifacts, store = MemoryTracker(), MemoryArtifactStore(), MemoryStore()
+def world(tmp_path: Path) -> World:
+    tracker, store = MemoryTracker(), MemoryStore()
+    artifacts = CheckoutArtifactStore(tmp_path, "docs/specs")
     notifier = RecordingNotifier()
     ports = Ports(tracker, artifacts, notifier, FixedClock())
     runtime = Runtime(shipped_graph(), store, ports, EngineSettings(authorized_users=("alice",)))
@@ -178,7 +187,7 @@ def test_a_changed_spec_sends_the_spec_quiz_back_to_the_explainer(world: World) 
     And a tick on the old comment is ignored while a tick on the new one advances
     """
     old = _at_spec_quiz(world)
-    world.artifacts.write(REF, "design.md", "design v2\n")
+    world.write("design.md", "design v2\n")
 
     state = world.runtime.advance(REF, world.tick(old, "alice"))
 

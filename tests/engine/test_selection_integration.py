@@ -4,12 +4,14 @@ tracker (issue #2 §6 acceptance)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from engine.graph.compiler import shipped_graph
 from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER
-from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
+from engine.local.checkout import CheckoutArtifactStore
+from engine.local.memory_tracker import MemoryTracker
 from engine.ports import Comment, Ports
 from engine.runtime import Runtime
 from engine.settings import EngineSettings
@@ -24,7 +26,7 @@ class World:
     runtime: Runtime
     store: MemoryStore
     tracker: MemoryTracker
-    artifacts: MemoryArtifactStore
+    artifacts: CheckoutArtifactStore
 
     def reply(self, author: str, body: str) -> Comment:
         return self.tracker.add_comment_as(REF, author, body)
@@ -44,8 +46,9 @@ class World:
 
 
 @pytest.fixture
-def world() -> World:
-    tracker, artifacts, store = MemoryTracker(), MemoryArtifactStore(), MemoryStore()
+def world(tmp_path: Path) -> World:
+    tracker, store = MemoryTracker(), MemoryStore()
+    artifacts = CheckoutArtifactStore(tmp_path, "docs/specs")
     ports = Ports(tracker, artifacts, RecordingNotifier(), FixedClock())
     runtime = Runtime(shipped_graph(), store, ports, EngineSettings(authorized_users=("alice",)))
     runtime.start(REF)
