@@ -88,6 +88,7 @@ class MemoryStore:
         self._events: dict[WorkItemRef, list[dict[str, Any]]] = {}
         self._seq = 0
         self._open = threading.local()
+        self._kv: dict[tuple[str, str], str] = {}
 
     @contextmanager
     def transaction(self, ref: WorkItemRef) -> Iterator[StoreTransaction]:
@@ -148,6 +149,30 @@ class MemoryStore:
         """The item's event log, oldest first: ``[{seq, at, kind, data}]``."""
         with self._lock:
             return [json.loads(json.dumps(e)) for e in self._events.get(ref, [])]
+
+    # -- kv (bridges) ------------------------------------------------------------------
+    def kv_get(self, namespace: str, key: str, default: Any = None) -> Any:
+        """The JSON value stored under ``(namespace, key)``, or ``default``."""
+        with self._lock:
+            text = self._kv.get((namespace, key))
+        return default if text is None else json.loads(text)
+
+    def kv_set(self, namespace: str, key: str, value: Any) -> None:
+        """Store JSON ``value`` under ``(namespace, key)``."""
+        text = json_text(value)
+        with self._lock:
+            self._kv[(namespace, key)] = text
+
+    def kv_delete(self, namespace: str, key: str) -> None:
+        """Remove ``(namespace, key)``; absent is not an error."""
+        with self._lock:
+            self._kv.pop((namespace, key), None)
+
+    def kv_items(self, namespace: str) -> dict[str, Any]:
+        """Every ``key -> value`` of ``namespace``, sorted by key."""
+        with self._lock:
+            found = sorted((k, v) for (ns, k), v in self._kv.items() if ns == namespace)
+        return {k: json.loads(v) for k, v in found}
 
     def close(self) -> None:
         """Nothing to release (kept for symmetry with :class:`SqliteStore`)."""

@@ -1,0 +1,303 @@
+"""One conformance suite for both stores (MemoryStore, SqliteStore), plus what only the
+SQLite store promises (WAL, migrations, the shared connection, the lock bound)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlite_utils import Database
+
+from engine.errors import StoreError
+from engine.refs import WorkItemRef
+from engine.state import ItemState, NodeRecord
+from engine.store.migrations import MIGRATION_SET, MIGRATIONS
+from engine.store.sqlite import SqliteStore
+from tests.engine.runtime_support import make_store
+
+REF = WorkItemRef("acme", "widgets", 7)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    store = make_store(request.param, tmp_path)
+    yield store
+    store.close()
+
+
+def _full_state(state: ItemState) -> None:
+    state.current_node = "design"
+    state.status = "parked"
+    state.started_at = "2026-03-01T12:00:00Z"
+    state.nodes["phase-selection"] = NodeRecord(1, "selected", "t1", "t2", "", False)
+    state.nodes["brainstorming"] = NodeRecord(0, "skipped", "t2", "t2", "", False)
+    state.nodes["design"] = NodeRecord(2, "", "t3", "", "design.md is missing", True)
+    state.decisions["phase-selection"] = {"by": "@alice", "via": "reply",
+                                          "frozen": {"nodes": [{"id": "a", "optIn": True}]}}
+    state.forced = [{"from": "a", "to": "b", "reason": "r1", "by": "@ops", "at": "t"},
+                    {"from": "b", "to": "design", "reason": "r2 — ünïcode", "by": "@ops",
+                     "at": "t"}]
+    state.parked = {"node": "design", "reason": "waiting", "at": "t4"}
+    state.completions["a"] = {"by": "agent", "at": "t"}
+    state.skips = {"brainstorming": {"via": "selection", "token": "brainstorming",
+                                     "by": "@alice", "reason": "", "at": "t"},
+                   "forged": {}}
+    state.opt_ins = {"design-critic-review": {"via": "selection", "by": "@alice", "at": "t"}}
+    state.surface = {"pullRequests": [12, 13], "branch": "issue-7", "nested": {"x": None}}
+
+
+def test_a_new_item_has_no_state_until_created(store: Any) -> None:
+    assert store.load(REF) is None
+    with store.transaction(REF) as tx:
+        assert tx.state is None
+        state = tx.create("pdlc-work-item-loop")
+        assert tx.state is state and state.ref == REF and state.current_node == ""
+    loaded = store.load(REF)
+    assert loaded.loop == "pdlc-work-item-loop" and loaded.revision == 1
+
+
+def test_create_twice_is_refused(store: Any) -> None:
+    with store.transaction(REF) as tx:
+        tx.create("x")
+        with pytest.raises(StoreError, match="already has state"):
+            tx.create("x")
+
+
+def test_every_key_round_trips_exactly(store: Any) -> None:
+    with store.transaction(REF) as tx:
+        _full_state(tx.create("loop"))
+        expected = tx.state.to_document()
+    loaded = store.load(REF)
+    assert loaded.to_document() == expected
+    assert list(loaded.nodes) == ["phase-selection", "brainstorming", "design"]
+    assert [m["reason"] for m in loaded.forced] == ["r1", "r2 — ünïcode"]
+
+
+def test_load_returns_a_copy(store: Any) -> None:
+    with store.transaction(REF) as tx:
+        tx.create("loop")
+    store.load(REF).skips["x"] = {"via": "sneaky"}
+    assert store.load(REF).skips == {}
+
+
+def test_revision_counts_commits(store: Any) -> None:
+    for _ in range(3):
+        with store.transaction(REF) as tx:
+            (tx.state or tx.create("loop")).surface["n"] = 1
+    assert store.load(REF).revision == 3
+    with store.transaction(REF) as tx:
+        assert tx.state.revision == 3
+    assert tx.state.revision == 4
+
+
+def test_a_failed_transaction_leaves_no_trace(store: Any) -> None:
+    with store.transaction(REF) as tx:
+        tx.create("loop").current_node = "a"
+        tx.log("graph.started", {"node": "a"})
+    with pytest.raises(RuntimeError), store.transaction(REF) as tx:
+        tx.state.current_node = "b"
+        tx.state.skips["x"] = {"via": "declaration"}
+        tx.log("graph.advanced", {"to": "b"})
+        raise RuntimeError("boom")
+    state = store.load(REF)
+    assert state.current_node == "a" and state.skips == {} and state.revision == 1
+    assert [e["kind"] for e in store.events(REF)] == ["graph.started"]
+
+
+def test_events_are_ordered_with_increasing_seq(store: Any) -> None:
+    other = WorkItemRef("acme", "widgets", 8)
+    with store.transaction(REF) as tx:
+        tx.log("graph.started", {"node": "a"}, at="2026-03-01T12:00:00Z")
+    with store.transaction(other) as tx:
+        tx.log("graph.started", {"node": "z"})
+    with store.transaction(REF) as tx:
+        tx.log("graph.advanced", {"from": "a", "to": "b", "list": [1, "two", None]})
+    events = store.events(REF)
+    assert [e["kind"] for e in events] == ["graph.started", "graph.advanced"]
+    assert events[0]["at"] == "2026-03-01T12:00:00Z"
+    assert events[1]["data"] == {"from": "a", "to": "b", "list": [1, "two", None]}
+    assert events[0]["seq"] < events[1]["seq"]
+    assert [e["data"]["node"] for e in store.events(other)] == ["z"]
+    assert store.load(REF) is None  # logging alone creates no state
+
+
+def test_non_json_data_is_refused(store: Any) -> None:
+    with pytest.raises(StoreError, match="JSON"), store.transaction(REF) as tx:
+        tx.log("graph.started", {"obj": object()})
+
+
+def test_refs_and_load_all_are_sorted_by_reference(store: Any) -> None:
+    refs = [WorkItemRef("b", "r", 1), WorkItemRef("a", "r", 10), WorkItemRef("a", "r", 2),
+            WorkItemRef("a", "q", 5)]
+    for i, ref in enumerate(refs):
+        with store.transaction(ref) as tx:
+            state = tx.create("loop")
+            state.current_node = f"n{i}"
+            state.nodes[f"n{i}"] = NodeRecord(attempts=i)
+            state.skips[f"s{i}"] = {"via": "declaration", "i": i}
+            state.forced.append({"from": "x", "to": f"n{i}"})
+    expected = sorted(refs)
+    assert store.refs() == expected
+    states = list(store.load_all())
+    assert [s.ref for s in states] == expected
+    for state in states:
+        assert state.to_document() == store.load(state.ref).to_document()
+        assert state.revision == 1
+
+
+def test_load_all_of_an_empty_store_is_empty(store: Any) -> None:
+    assert list(store.load_all()) == [] and store.refs() == []
+
+
+def test_nested_transactions_on_the_same_item_are_refused(store: Any) -> None:
+    other = WorkItemRef("acme", "widgets", 8)
+    with store.transaction(REF) as tx:
+        tx.create("loop")
+        with pytest.raises(StoreError, match="already open"), store.transaction(REF):
+            pass
+        with store.transaction(other) as inner:
+            inner.create("loop")
+    assert store.load(other) is not None and store.load(REF) is not None
+
+
+def test_kv_values_round_trip_as_json(store: Any) -> None:
+    assert store.kv_get("labels", "x", []) == []
+    store.kv_set("labels", "x", ["loop:design"])
+    store.kv_set("labels", "a", {"n": 1})
+    store.kv_set("labels", "x", ["loop:tasks"])
+    store.kv_set("other", "x", True)
+    assert store.kv_get("labels", "x") == ["loop:tasks"]
+    assert store.kv_items("labels") == {"a": {"n": 1}, "x": ["loop:tasks"]}
+    store.kv_delete("labels", "x")
+    store.kv_delete("labels", "never")
+    assert store.kv_items("labels") == {"a": {"n": 1}}
+
+
+def test_threads_never_lose_an_update(store: Any) -> None:
+    with store.transaction(REF) as tx:
+        tx.create("loop").surface["n"] = 0
+
+    def bump() -> None:
+        for _ in range(25):
+            with store.transaction(REF) as tx:
+                tx.state.surface["n"] += 1
+                tx.log("test.bump", {})
+
+    threads = [threading.Thread(target=bump) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert store.load(REF).surface["n"] == 200
+    assert len(store.events(REF)) == 200
+    assert store.load(REF).revision == 201
+
+
+# -- SQLite only -------------------------------------------------------------------------
+def test_sqlite_creates_the_directory_uses_wal_and_records_migrations(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "loopgate.db"
+    store = SqliteStore(path)
+    db = store.db()
+    assert path.is_file()
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    applied = [m.name for m in MIGRATIONS.applied(db)]
+    assert applied == [m.name for m in MIGRATIONS.pending(Database(memory=True))]
+    assert applied[0] == "0001_item_state"
+    assert {r[0] for r in db.execute(
+        "SELECT DISTINCT migration_set FROM _sqlite_migrations")} == {MIGRATION_SET}
+    store.close()
+    again = SqliteStore(path)
+    assert MIGRATIONS.pending(again.db()) == []
+    assert len(MIGRATIONS.applied(again.db())) == len(applied)
+    again.close()
+
+
+def test_sqlite_has_the_issue_tables(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    names = set(store.db().table_names())
+    assert {"items", "node_records", "skips", "opt_ins", "decisions", "completions",
+            "forced_moves", "events", "comments", "comment_edits", "kv"} <= names
+    store.close()
+
+
+def test_sqlite_stores_json_text_never_pickles(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    with store.transaction(REF) as tx:
+        _full_state(tx.create("loop"))
+    db = store.db()
+    (parked, surface), = db.execute("SELECT parked, surface FROM items")
+    assert json.loads(surface)["branch"] == "issue-7" and json.loads(parked)["node"] == "design"
+    for table in ("skips", "opt_ins", "decisions"):
+        for (data,) in db.execute(f"SELECT data FROM {table}"):
+            assert isinstance(data, str)
+            json.loads(data)
+    assert dict(db.execute("SELECT node, via FROM skips")) == {"brainstorming": "selection",
+                                                               "forged": ""}
+    store.close()
+
+
+def test_sqlite_db_inside_a_transaction_joins_it(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    with pytest.raises(RuntimeError), store.transaction(REF) as tx:
+        tx.create("loop")
+        store.db()["kv"].insert({"namespace": "n", "key": "k", "value": "1", "updated_at": ""})
+        store.kv_set("n", "k2", 2)
+        raise RuntimeError("roll back everything")
+    assert store.kv_items("n") == {}
+    with store.transaction(REF) as tx:
+        tx.create("loop")
+        store.kv_set("n", "k", 1)
+    assert store.kv_items("n") == {"k": 1}
+    store.close()
+
+
+def test_sqlite_gives_up_with_store_error_after_the_lock_bound(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SqliteStore(path, busy_timeout_ms=20, lock_retries=2, retry_pause=0.0)
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError, match="locked after 2 attempts"), \
+                store.transaction(REF) as tx:
+            tx.create("loop")
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    with store.transaction(REF) as tx:  # the lock is free again
+        tx.create("loop")
+    assert store.load(REF) is not None
+    store.close()
+
+
+def test_sqlite_readers_are_not_blocked_by_a_writer(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = SqliteStore(path)
+    with store.transaction(REF) as tx:
+        tx.create("loop").current_node = "a"
+    reader = SqliteStore(path, busy_timeout_ms=20, lock_retries=1)
+    with store.transaction(REF) as tx:
+        tx.state.current_node = "b"
+        assert reader.load(REF).current_node == "a"  # WAL: the committed snapshot
+        assert [s.current_node for s in reader.load_all()] == ["a"]
+    assert reader.load(REF).current_node == "b"
+    reader.close()
+    store.close()
+
+
+def test_sqlite_load_all_leaves_the_thread_free_to_write(tmp_path: Path) -> None:
+    store = SqliteStore(tmp_path / "s.db")
+    for n in (1, 2):
+        with store.transaction(WorkItemRef("a", "r", n)) as tx:
+            tx.create("loop")
+    seen = []
+    for state in store.load_all():
+        with store.transaction(state.ref) as tx:
+            tx.state.surface["seen"] = True
+        seen.append(state.ref.number)
+    assert seen == [1, 2]
+    assert all(s.surface == {"seen": True} for s in store.load_all())
+    store.close()
