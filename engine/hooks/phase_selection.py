@@ -41,6 +41,7 @@ from engine.hooks.common import (
     is_self_authored,
     latest,
     node_entered,
+    safe_notify,
     trusted_skipped_ids,
 )
 from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER, with_self_marker
@@ -412,13 +413,26 @@ def post_phase_selection(ctx: HookContext) -> HookResult:
         degrade(ctx, "post-phase-selection", f"could not scan for the checklist: {exc}")
         existing = None
     if existing is not None:
+        _notify_pending(ctx, existing)
         return HookResult.passed("checklist already posted", surface=_surface_entry(existing))
     try:
         posted = tracker.add_comment(ctx.ref, render_checklist(ctx.graph, ctx.settings))
     except TrackerError as exc:
         degrade(ctx, "post-phase-selection", f"could not post the checklist: {exc}")
+        _notify_pending(ctx, None)
         return HookResult.passed("checklist not posted (tracker error)")
+    _notify_pending(ctx, posted)
     return HookResult.passed("checklist posted", surface=_surface_entry(posted))
+
+
+def _notify_pending(ctx: HookContext, checklist: Comment | None) -> None:
+    # The Slack card mirrors the checklist (issue 4 §3); a notice never gates.
+    safe_notify(
+        ctx,
+        "post-phase-selection",
+        "phase-selection-pending",
+        {"node": ctx.node.id, "url": checklist.url if checklist else ""},
+    )
 
 
 # -- classify-phase-selection -----------------------------------------------------------
@@ -527,8 +541,16 @@ def classify_phase_selection(ctx: HookContext) -> HookResult:
     not_changed = [n for n in touched if node_entered(ctx.state, n)]
     skips, opt_ins = selection_records(selection, ctx.graph, reply.author, exclude=not_changed)
     decision = _selection_decision(ctx, reply, via, selection, skips, opt_ins)
-    _post_confirmation(
-        ctx, confirmation_text(ctx.graph, selection, reply.author, via=via, not_changed=not_changed)
+    confirmation = confirmation_text(
+        ctx.graph, selection, reply.author, via=via, not_changed=not_changed
+    )
+    _post_confirmation(ctx, confirmation)
+    # A selection made on GitHub (or Slack) rewrites the Slack card (issue 4 §3).
+    safe_notify(
+        ctx,
+        "classify-phase-selection",
+        "phase-selection-done",
+        {"node": ctx.node.id, "decision": decision, "confirmation": confirmation},
     )
     return HookResult.passed(
         f"selected by {at_login(reply.author)} via {via}",

@@ -33,6 +33,7 @@ EVENT_KINDS = (
     "graph.quiz_refused",
     "graph.quiz_unverified",
     "graph.quiz_attested",
+    "graph.node_entered",
 )
 
 

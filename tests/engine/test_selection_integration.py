@@ -153,3 +153,14 @@ def test_a_tracker_outage_leaves_the_gate_waiting(world: World) -> None:
     world.tracker.down = False
     state = world.advance_with(world.reply("alice", "the-loop execute"))
     assert state.current_node == "brainstorming"
+
+
+def test_selection_notices_feed_the_slack_card(world: World) -> None:
+    """The card is posted on entry and rewritten once a selection is made (issue 4 §3)."""
+    notifier = world.runtime.ports.notifier
+    pending = [d for (_, e, d) in notifier.sent if e == "phase-selection-pending"]
+    assert pending == [{"node": "phase-selection", "url": world.checklist().url}]
+    world.advance_with(world.reply("alice", "the-loop execute"))
+    [done] = [d for (_, e, d) in notifier.sent if e == "phase-selection-done"]
+    assert done["decision"]["by"] == "@alice"
+    assert "Explainer and quizzes: on" in done["confirmation"]
