@@ -1,10 +1,261 @@
-"""Placeholder: filled in by its owner (see docs/ARCHITECTURE.md)."""
+"""Work item verbs (issue 2 §7): ``start``, ``advance``, ``complete``, ``skip``, ``force``,
+``check``, ``comments``, ``events``.
+
+ITEM is ``owner/repo#N`` (anything else is a usage error, exit 2). Exit codes: 0 done;
+1 a refusal (``ClaimRefused``, a rejected skip token, a store that stayed locked) or an
+unmet ``--fail-on`` condition; 2 a usage, configuration or graph error.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any, NoReturn
+
 import click
+
+from bot.cli.context import CliContext, fail, parse_item
+from engine.errors import ClaimRefused, LoopgateError, StoreError
+from engine.refs import WorkItemRef
+from engine.report import build_report, render_table
+from engine.state import ItemState, ItemStatus
+
+__all__ = ["register", "check_document", "fails"]
+
+
+# -- shared helpers ----------------------------------------------------------------------
+def _item(ctx: click.Context, param: click.Parameter, value: str | None) -> WorkItemRef | None:
+    return None if value is None else parse_item(value)
+
+
+ITEM = click.argument("item", metavar="ITEM", callback=_item)
+
+
+def _refused(message: str) -> NoReturn:
+    click.echo(f"loopgate: refused: {message}", err=True)
+    raise SystemExit(1)
+
+
+def _run(action: Any) -> Any:
+    """Call ``action()`` mapping engine errors to exit codes (1 refusal, 2 bad input)."""
+    try:
+        return action()
+    except ClaimRefused as exc:
+        _refused(f"{exc} ({exc.code})")
+    except StoreError as exc:
+        _refused(str(exc))
+    except LoopgateError as exc:
+        fail(str(exc))
+
+
+def _summary(state: ItemState) -> str:
+    text = f"{state.ref}: at {state.current_node} — {state.status}"
+    reason = state.parked.get("reason")
+    return f"{text}: {reason}" if reason and state.status != ItemStatus.COMPLETE else text
+
+
+def _load_started(services: Any, ref: WorkItemRef) -> ItemState:
+    state = services.store.load(ref)
+    if state is None or not state.current_node:
+        _refused(f"{ref} is not started (not-started)")
+    return state
+
+
+# -- state-changing verbs ----------------------------------------------------------------
+@click.command("start")
+@ITEM
+@click.pass_obj
+def start(obj: CliContext, item: WorkItemRef) -> None:
+    """Start ITEM at the graph's first node (idempotent: never rewinds)."""
+    runtime = obj.services.runtime
+    click.echo(_summary(_run(lambda: runtime.start(item))))
+
+
+def _read_comment(spec: str) -> tuple[str, str]:
+    author, sep, file_name = spec.partition("=")
+    if not sep or not author.strip() or not file_name:
+        raise click.BadParameter(f"{spec!r} is not AUTHOR=FILE", param_hint="--comment")
+    try:
+        body = sys.stdin.read() if file_name == "-" else Path(file_name).read_text("utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise click.BadParameter(f"cannot read {file_name}: {exc}",
+                                 param_hint="--comment") from None
+    return author.strip(), body
+
+
+@click.command("advance")
+@ITEM
+@click.option("--comment", "comments", multiple=True, metavar="AUTHOR=FILE",
+              help="Add FILE's text to the thread as AUTHOR and feed it as the event "
+                   "(repeatable; FILE - reads stdin).")
+@click.pass_obj
+def advance(obj: CliContext, item: WorkItemRef, comments: tuple[str, ...]) -> None:
+    """Re-evaluate ITEM's current gate, with the given comments as the event."""
+    parsed = [_read_comment(spec) for spec in comments]
+    services = obj.services
+    _load_started(services, item)
+    poster = getattr(services.ports.tracker, "add_comment_as", None)
+    if parsed and poster is None:
+        fail("the configured tracker cannot post as another author: --comment needs the "
+             "local tracker (no github section in loopgate.yaml)")
+    posted = [_run(lambda a=a, b=b: poster(item, a, b)) for a, b in parsed]
+    event = {"comments": posted} if posted else {}
+    click.echo(_summary(_run(lambda: services.runtime.advance(item, event))))
+
+
+@click.command("complete")
+@ITEM
+@click.option("--node", "node_id", required=True, metavar="N", help="The node claimed done.")
+@click.option("--actor", default="cli", show_default=True, help="Who claims.")
+@click.pass_obj
+def complete(obj: CliContext, item: WorkItemRef, node_id: str, actor: str) -> None:
+    """Claim that node N of ITEM is done; its exit gate is then evaluated."""
+    runtime = obj.services.runtime
+    click.echo(_summary(_run(lambda: runtime.complete(item, node_id, actor))))
+
+
+@click.command("skip")
+@ITEM
+@click.option("--node", "tokens", multiple=True, required=True, metavar="TOKEN",
+              help="A skippable node id or a skip-set name (repeatable).")
+@click.option("--reason", required=True, help="Why (recorded with the declaration).")
+@click.option("--actor", default="cli", show_default=True, help="Who declares.")
+@click.pass_obj
+def skip(obj: CliContext, item: WorkItemRef, tokens: tuple[str, ...], reason: str,
+         actor: str) -> None:
+    """Declare nodes of ITEM skipped before they are reached (a plan, not an amnesty)."""
+    runtime = obj.services.runtime
+    accepted, rejected = _run(lambda: runtime.declare_skips(item, tokens, reason, actor))
+    for node_id, token in accepted.items():
+        click.echo(f"skipped: {node_id} (token '{token}')")
+    for token, why in rejected.items():
+        click.echo(f"refused: {token} — {why}", err=True)
+    if rejected:
+        raise SystemExit(1)
+
+
+@click.command("force")
+@ITEM
+@click.option("--to", "to", required=True, metavar="N", help="The node to move the pointer to.")
+@click.option("--reason", required=True, help="Why (recorded and reported by check).")
+@click.option("--actor", default="cli", show_default=True, help="Who forces.")
+@click.pass_obj
+def force(obj: CliContext, item: WorkItemRef, to: str, reason: str, actor: str) -> None:
+    """Move ITEM's pointer to N without running hooks (never satisfies a gate)."""
+    runtime = obj.services.runtime
+    click.echo(_summary(_run(lambda: runtime.force(item, to, reason, actor))))
+
+
+# -- check -------------------------------------------------------------------------------
+def check_document(report: dict[str, Any]) -> dict[str, Any]:
+    """The ``check --format json`` object of one item: the state document plus ``report``."""
+    body = {k: v for k, v in report.items() if k != "document"}
+    return {**report["document"], "report": body}
+
+
+def fails(report: dict[str, Any], fail_on: str | None) -> bool:
+    """True when ``report`` trips ``--fail-on`` (``unmet``: not ok; ``block``: blocked or
+    escalated)."""
+    if fail_on == "unmet":
+        return not report["ok"]
+    if fail_on == "block":
+        return report["status"] == ItemStatus.ESCALATED or any(
+            n["status"] in ("blocked", "escalated") for n in report["nodes"])
+    return False
+
+
+def _reports(services: Any, item: WorkItemRef | None, recompute: bool) -> Iterator[dict]:
+    graph = services.graph
+    if item is not None:
+        state = services.store.load(item)
+        if state is None:
+            _refused(f"{item} is not started (not-started)")
+        yield build_report(graph, state, recompute=recompute)
+        return
+    for state in services.store.load_all():
+        yield build_report(graph, state, recompute=recompute)
+
+
+def _emit_json(reports: Iterable[dict[str, Any]], many: bool, fail_on: str | None) -> bool:
+    failed = False
+    if not many:
+        for report in reports:
+            click.echo(json.dumps(check_document(report), indent=2, ensure_ascii=False))
+            failed = fails(report, fail_on)
+        return failed
+    # Streamed one item per line, so 10,000 items never sit in memory as one string.
+    click.echo("[", nl=False)
+    for i, report in enumerate(reports):
+        text = json.dumps(check_document(report), ensure_ascii=False)
+        click.echo(("\n" if i == 0 else ",\n") + text, nl=False)
+        failed = fails(report, fail_on) or failed
+    click.echo("\n]")
+    return failed
+
+
+def _emit_table(reports: Iterable[dict[str, Any]], fail_on: str | None) -> bool:
+    failed = False
+    for i, report in enumerate(reports):
+        click.echo(("\n" if i else "") + render_table(report))
+        failed = fails(report, fail_on) or failed
+    return failed
+
+
+@click.command("check")
+@click.argument("item", metavar="[ITEM]", required=False, callback=_item)
+@click.option("--all", "all_items", is_flag=True, help="Check every item in the database.")
+@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table",
+              show_default=True)
+@click.option("--recompute", is_flag=True,
+              help="Derive node statuses from the declared skips and the records instead of "
+                   "the stored outcomes.")
+@click.option("--fail-on", "fail_on", type=click.Choice(("unmet", "block")), default=None,
+              help="Exit 1 when an item is not ok (unmet) or is blocked/escalated (block).")
+@click.pass_obj
+def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
+          recompute: bool, fail_on: str | None) -> None:
+    """Report where ITEM (or every item, with --all) stands, node by node."""
+    if (item is None) == (not all_items):
+        raise click.UsageError("give either ITEM or --all")
+    services = obj.services
+    reports = _reports(services, item, recompute)
+    failed = (_emit_json(reports, all_items, fail_on) if fmt == "json"
+              else _emit_table(reports, fail_on))
+    if failed:
+        raise SystemExit(1)
+
+
+# -- reading the thread and the log ------------------------------------------------------
+@click.command("comments")
+@ITEM
+@click.pass_obj
+def comments(obj: CliContext, item: WorkItemRef) -> None:
+    """Print ITEM's thread, oldest first."""
+    tracker = obj.services.ports.tracker
+    for i, comment in enumerate(_run(lambda: tracker.list_comments(item))):
+        head = f"#{comment.id} {comment.author or '(unknown)'} {comment.created_at}".rstrip()
+        click.echo(("\n" if i else "") + head + "\n" + comment.body.rstrip("\n"))
+
+
+@click.command("events")
+@ITEM
+@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text",
+              show_default=True)
+@click.pass_obj
+def events(obj: CliContext, item: WorkItemRef, fmt: str) -> None:
+    """Print ITEM's event log, oldest first."""
+    log = obj.services.store.events(item)
+    if fmt == "json":
+        click.echo(json.dumps(log, indent=2, ensure_ascii=False))
+        return
+    for event in log:
+        data = json.dumps(event["data"], ensure_ascii=False, sort_keys=True)
+        click.echo(f"{event['seq']:>6}  {event['at']}  {event['kind']}  {data}")
 
 
 def register(group: click.Group) -> None:
-    """Add this module's commands to ``group``."""
-    return None
+    """Add the work item verbs to ``group``."""
+    for command in (start, advance, complete, skip, force, check, comments, events):
+        group.add_command(command)

@@ -1,0 +1,205 @@
+"""The work item verbs of the CLI (issue 2 §7): the offline flow on the shipped graph with
+the local tracker, output shapes, and exit codes (0 ok, 1 refusal / --fail-on, 2 usage)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from bot.cli import cli
+from engine.report import NOT_SELECTED_LINE
+
+ITEM = "acme/widgets#7"
+DOC_KEYS = {"version", "workItem", "currentNode", "nodes", "decisions", "forced", "parked",
+            "completions", "skips", "optIns", "surface", "loop"}
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ("LOOPGATE_DB", "LOOPGATE_CONFIG"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    (tmp_path / "loopgate.yaml").write_text("authorizedUsers: [alice]\n")
+    (tmp_path / "execute.md").write_text("the-loop execute\n")
+    return tmp_path
+
+
+def run(home: Path, *args: str, input: str | None = None) -> Result:
+    argv = ["--db", str(home / "db" / "loopgate.db"), "--config", str(home / "loopgate.yaml"),
+            *args]
+    return CliRunner().invoke(cli, argv, input=input, catch_exceptions=False)
+
+
+def check_json(home: Path, *extra: str) -> Any:
+    result = run(home, "check", *extra, "--format", "json")
+    assert result.exit_code == 0, result.output
+    return json.loads(result.output)
+
+
+def node_status(doc: dict[str, Any], node_id: str) -> dict[str, Any]:
+    return next(n for n in doc["report"]["nodes"] if n["id"] == node_id)
+
+
+def selected(home: Path) -> None:
+    assert run(home, "start", ITEM).exit_code == 0
+    result = run(home, "advance", ITEM, "--comment", f"alice={home / 'execute.md'}")
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("argv", [
+    ["start", "acme/widgets"], ["advance", "widgets#7"], ["complete", "#7", "--node", "x"],
+    ["skip", "acme/widgets#0", "--node", "design", "--reason", "r"],
+    ["force", "acme/widgets#x", "--to", "design", "--reason", "r"],
+    ["check", "nope"], ["comments", "acme#7"], ["events", "a/b#-1"],
+])
+def test_a_malformed_item_is_a_usage_error(home: Path, argv: list[str]) -> None:
+    result = run(home, *argv)
+    assert result.exit_code == 2
+    assert "not a work item reference" in result.output
+
+
+def test_start_parks_at_phase_selection_and_posts_the_checklist(home: Path) -> None:
+    result = run(home, "start", ITEM)
+    assert result.exit_code == 0
+    assert result.output.startswith("acme/widgets#7: at phase-selection — parked: ")
+    comments = run(home, "comments", ITEM)
+    assert comments.exit_code == 0
+    assert "#1 loopgate" in comments.output and "- [x] brainstorming" in comments.output
+    assert run(home, "start", ITEM).output == result.output  # idempotent
+
+
+def test_advance_with_a_comment_selects_and_walks_on(home: Path) -> None:
+    selected(home)
+    doc = check_json(home, ITEM)
+    assert doc["currentNode"] == "brainstorming"
+    assert doc["decisions"]["phase-selection"]["by"] == "@alice"
+    thread = run(home, "comments", ITEM).output
+    assert "alice" in thread and "the-loop execute" in thread
+    log = run(home, "events", ITEM)
+    assert log.exit_code == 0
+    kinds = [line.split()[2] for line in log.output.splitlines()]
+    assert kinds[0] == "graph.started" and "graph.parked" in kinds
+    assert json.loads(run(home, "events", ITEM, "--format", "json").output)[0]["seq"] == 1
+
+
+def test_check_json_prints_the_item_document_and_the_report(home: Path) -> None:
+    selected(home)
+    doc = check_json(home, ITEM)
+    assert DOC_KEYS <= set(doc) and "report" in doc
+    assert doc["workItem"] == ITEM and doc["loop"] == "pdlc-work-item-loop"
+    assert doc["report"]["ok"] is False
+    for extra in ((), ("--recompute",)):
+        again = check_json(home, ITEM, *extra)
+        critic = node_status(again, "design-critic-review")
+        assert (critic["status"], critic["detail"]) == ("not selected", NOT_SELECTED_LINE)
+
+
+def test_check_table_shows_statuses_and_provenance(home: Path) -> None:
+    selected(home)
+    assert run(home, "skip", ITEM, "--node", "design", "--reason", "tiny fix").exit_code == 0
+    table = run(home, "check", ITEM)
+    assert table.exit_code == 0
+    assert table.output.splitlines()[0] == (
+        "acme/widgets#7 — pdlc-work-item-loop — parked at brainstorming — ok: no")
+    assert "skipped by declaration — via declaration, token 'design', by cli, reason: tiny fix" \
+        in table.output
+    assert NOT_SELECTED_LINE in table.output
+    assert "phase selection: by @alice via checklist" in table.output
+
+
+def test_refusals_exit_1(home: Path) -> None:
+    result = run(home, "complete", ITEM, "--node", "design")
+    assert result.exit_code == 1 and "not-started" in result.output
+    assert run(home, "check", ITEM).exit_code == 1
+    assert run(home, "advance", ITEM).exit_code == 1
+    selected(home)
+    for node, code in (("design", "not-current"), ("phase-selection", "already-past"),
+                       ("nope", "unknown-node")):
+        result = run(home, "complete", ITEM, "--node", node)
+        assert result.exit_code == 1 and code in result.output
+    result = run(home, "force", ITEM, "--to", "nowhere", "--reason", "r")
+    assert result.exit_code == 1 and "unknown-node" in result.output
+
+
+def test_complete_claims_move_the_item(home: Path) -> None:
+    selected(home)
+    result = run(home, "complete", ITEM, "--node", "brainstorming", "--actor", "agent-1")
+    assert result.exit_code == 0
+    doc = check_json(home, ITEM)
+    assert doc["completions"]["brainstorming"]["by"] == "agent-1"
+
+
+def test_skip_reports_accepted_and_refused_tokens(home: Path) -> None:
+    selected(home)
+    ok = run(home, "skip", ITEM, "--node", "review-chain", "--reason", "docs only")
+    assert ok.exit_code == 0 and "skipped: critic-review (token 'review-chain')" in ok.output
+    bad = run(home, "skip", ITEM, "--node", "design-critic-review", "--node", "brainstorming",
+              "--reason", "r")
+    assert bad.exit_code == 1
+    assert "opt-in phase" in bad.output
+    assert "a skip is a plan, not an amnesty" in bad.output
+    assert run(home, "skip", ITEM, "--node", "design").exit_code == 2  # --reason required
+    assert run(home, "skip", ITEM, "--node", "design", "--reason", " ").exit_code == 2
+
+
+def test_force_is_reported_and_trips_fail_on_unmet(home: Path) -> None:
+    assert run(home, "start", ITEM).exit_code == 0
+    result = run(home, "force", ITEM, "--to", "design", "--reason", "stuck gate")
+    assert result.exit_code == 0 and "at design" in result.output
+    table = run(home, "check", ITEM).output
+    assert "forced: phase-selection → design by cli, reason: stuck gate" in table
+    doc = check_json(home, ITEM)
+    assert node_status(doc, "phase-selection")["status"] == "forced past"
+    assert "phase-selection" not in doc["decisions"]
+    assert run(home, "check", ITEM, "--fail-on", "unmet").exit_code == 1
+    assert run(home, "check", ITEM, "--fail-on", "block").exit_code == 0
+
+
+def test_fail_on_block_trips_on_an_escalated_item(home: Path) -> None:
+    assert run(home, "start", ITEM).exit_code == 0
+    assert run(home, "force", ITEM, "--to", "escalated", "--reason", "give up").exit_code == 0
+    assert run(home, "check", ITEM, "--fail-on", "block").exit_code == 1
+    assert run(home, "check", ITEM).exit_code == 0
+
+
+def test_check_all_lists_every_item(home: Path) -> None:
+    for n in (9, 7, 10):
+        assert run(home, "start", f"acme/widgets#{n}").exit_code == 0
+    docs = check_json(home, "--all")
+    assert [d["workItem"] for d in docs] == ["acme/widgets#7", "acme/widgets#9",
+                                             "acme/widgets#10"]
+    assert all(DOC_KEYS <= set(d) for d in docs)
+    assert run(home, "check", "--all", "--fail-on", "unmet").exit_code == 1
+    table = run(home, "check", "--all")
+    assert table.output.count("— pdlc-work-item-loop —") == 3
+
+
+def test_check_all_of_an_empty_database_is_an_empty_list(home: Path) -> None:
+    assert check_json(home, "--all") == []
+
+
+@pytest.mark.parametrize("argv", [["check"], ["check", ITEM, "--all"]])
+def test_check_needs_exactly_one_of_item_or_all(home: Path, argv: list[str]) -> None:
+    assert run(home, *argv).exit_code == 2
+
+
+@pytest.mark.parametrize("spec", ["alice", "=reply.md", "alice=/nonexistent/reply.md"])
+def test_a_bad_comment_option_is_a_usage_error(home: Path, spec: str) -> None:
+    assert run(home, "start", ITEM).exit_code == 0
+    assert run(home, "advance", ITEM, "--comment", spec).exit_code == 2
+
+
+def test_a_comment_can_come_from_stdin(home: Path) -> None:
+    assert run(home, "start", ITEM).exit_code == 0
+    result = run(home, "advance", ITEM, "--comment", "alice=-", input="the-loop execute\n")
+    assert result.exit_code == 0 and "at brainstorming" in result.output
+
+
+def test_an_unauthorized_comment_leaves_the_gate_waiting(home: Path) -> None:
+    assert run(home, "start", ITEM).exit_code == 0
+    result = run(home, "advance", ITEM, "--comment", f"mallory={home / 'execute.md'}")
+    assert result.exit_code == 0 and "at phase-selection — parked" in result.output
