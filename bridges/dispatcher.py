@@ -1,0 +1,348 @@
+"""The dispatcher: routed deliveries (webhook or poller) → the engine runtime, exactly once.
+
+One worker thread takes deliveries from an in-process queue (:meth:`Dispatcher.submit`);
+``loopgate poll --once`` calls :meth:`Dispatcher.handle` directly. Either way one delivery
+is handled at a time, so a tick seen by both the poller and the webhook leads to one
+transition and one decision: the first re-evaluates the gate, the second finds the same
+content key handled (or the gate already passed) and is dropped.
+
+Kinds (issue 3 §4, explainer design C5):
+
+* ``start`` → ``runtime.start(ref)`` (idempotent; an item already started is left alone).
+* ``comment`` → every callable in :attr:`Dispatcher.comment_observers` is called with
+  ``(ref, Comment)`` (the Slack side confirms ``loopgate link <code>`` there); then, on an
+  item not started, an authorized author's start keyword starts it; on an item whose
+  current node is a human gate that is waiting, ``runtime.advance(ref, {"comments": [c]})``.
+* ``quiz_attestation`` is delivery-only: it never starts an item; at a waiting human gate
+  it calls ``runtime.advance(ref, {"attestation": {"comment_id", "url"}})``; in every other
+  state it is dropped with reason ``no-gate``. When the gate could not verify the tick
+  (the tracker's GraphQL lookup failed) the result is ``retry`` and its content key is not
+  recorded, so the poller asks again next cycle.
+
+Comments on a pull request are routed to the work items the pull request delivers.
+
+De-duplication is persisted (:mod:`bridges.github.persistence`): on the delivery id
+(``X-GitHub-Delivery`` or the poller's id) and on the content key (``comment:<id>``,
+``quiz:<id>:<sha16>``, ``start:<ref>``), so webhook and poller share one record.
+Every handled delivery is logged in one structured line carrying its delivery id.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+from bridges.github.persistence import BridgeState, bridge_state
+from bridges.github.router import COMMENT, QUIZ_ATTESTATION, START
+from bridges.github.webhook import Delivery
+from engine.errors import LoopgateError
+from engine.ports import Comment, TrackerError
+from engine.refs import WorkItemRef
+from engine.settings import is_authorized
+from engine.state import ItemStatus
+
+__all__ = ["Dispatcher", "DispatchResult", "HANDLED", "DROPPED", "DUPLICATE", "RETRY", "FAILED"]
+
+logger = logging.getLogger(__name__)
+
+HANDLED = "handled"
+DROPPED = "dropped"
+DUPLICATE = "duplicate"
+RETRY = "retry"
+FAILED = "failed"
+
+CommentObserver = Callable[[WorkItemRef, Comment], None]
+
+
+@dataclass(frozen=True)
+class DispatchResult:
+    """What became of one delivery.
+
+    Attributes:
+        status: ``handled`` | ``dropped`` | ``duplicate`` | ``retry`` | ``failed``.
+        reason: a kebab-case code (``advanced``, ``started``, ``no-gate``, ``not-at-gate``,
+            ``not-started``, ``unverified`` ...).
+        refs: the work items touched, as ``owner/repo#N`` strings.
+    """
+
+    status: str
+    reason: str = ""
+    refs: tuple[str, ...] = ()
+
+    @property
+    def final(self) -> bool:
+        """True when the delivery needs no second try (everything but retry/failed)."""
+        return self.status not in (RETRY, FAILED)
+
+
+def _merge(results: list[DispatchResult]) -> DispatchResult:
+    if not results:
+        return DispatchResult(DROPPED, "no-item")
+    for status in (FAILED, RETRY, HANDLED):
+        picked = [r for r in results if r.status == status]
+        if picked:
+            refs = tuple(ref for r in results for ref in r.refs)
+            return DispatchResult(status, picked[0].reason, refs)
+    return DispatchResult(results[0].status, results[0].reason,
+                          tuple(ref for r in results for ref in r.refs))
+
+
+class Dispatcher:
+    """Routes deliveries to the runtime; one at a time, each once.
+
+    Args:
+        services: the wired :class:`bot.services.Services` (runtime, store, graph,
+            settings, ports).
+        state: the persisted de-duplication record (default: beside ``services.store``).
+        queue_size: the most deliveries waiting (``submit`` blocks beyond it).
+
+    Attributes:
+        comment_observers: callables ``(ref, Comment)`` told about every human comment.
+    """
+
+    def __init__(self, services: Any, *, state: BridgeState | None = None,
+                 queue_size: int = 10000) -> None:
+        self.services = services
+        self.runtime = services.runtime
+        self.store = services.store
+        self.graph = services.graph
+        self.settings = services.settings
+        self.tracker = services.ports.tracker
+        self.state = state or bridge_state(services.store)
+        self.comment_observers: list[CommentObserver] = []
+        self._queue: queue.Queue[tuple[Delivery, Future[DispatchResult]] | None] = queue.Queue(
+            queue_size)
+        self._handle_lock = threading.Lock()
+        self._pending: set[str] = set()
+        self._pending_lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> Dispatcher:
+        """Start the worker thread (idempotent)."""
+        if self._thread is None or not self._thread.is_alive():
+            self._stopping.clear()
+            self._thread = threading.Thread(target=self._work, name="loopgate-dispatcher",
+                                            daemon=True)
+            self._thread.start()
+        return self
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """Stop accepting deliveries, finish the one in hand and drain the queue.
+
+        Args:
+            timeout: seconds to wait for the worker; what is still queued after that is
+                cancelled (the poller finds those comments again; a webhook delivery is
+                redelivered from GitHub's UI).
+
+        Returns:
+            How many queued deliveries were cancelled (0 on a clean stop).
+        """
+        self._stopping.set()
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join(timeout)
+        cancelled = 0
+        while True:
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if item is not None:
+                item[1].cancel()
+                cancelled += 1
+        if cancelled:
+            logger.warning("dispatcher stopped with %d deliveries not handled", cancelled)
+        return cancelled
+
+    @property
+    def running(self) -> bool:
+        """True while the worker thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
+
+    def known(self, delivery_id: str) -> bool:
+        """True when ``delivery_id`` is queued or was handled (persisted)."""
+        with self._pending_lock:
+            if delivery_id in self._pending:
+                return True
+        return self.state.handled(f"delivery:{delivery_id}")
+
+    def submit(self, delivery: Delivery) -> Future[DispatchResult]:
+        """Queue ``delivery`` for the worker.
+
+        Returns:
+            A future resolved with the :class:`DispatchResult` once handled (cancelled if
+            the dispatcher stops first).
+        """
+        future: Future[DispatchResult] = Future()
+        if self._stopping.is_set():
+            future.set_result(DispatchResult(DROPPED, "shutting-down"))
+            return future
+        with self._pending_lock:
+            self._pending.add(delivery.delivery_id)
+        self._queue.put((delivery, future))
+        return future
+
+    def _work(self) -> None:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                if self._queue.empty():
+                    return
+                self._queue.put(None)  # drain what came before the stop marker first
+                continue
+            delivery, future = item
+            if not future.set_running_or_notify_cancel():
+                continue
+            try:
+                future.set_result(self.handle(delivery))
+            except BaseException as exc:  # the worker must survive any single delivery
+                future.set_exception(exc)
+            finally:
+                with self._pending_lock:
+                    self._pending.discard(delivery.delivery_id)
+
+    # -- handling --------------------------------------------------------------------------
+    def handle(self, delivery: Delivery) -> DispatchResult:
+        """Handle one routed delivery now (thread-safe; one at a time).
+
+        Returns:
+            The result; never raises for a bad delivery (a runtime or tracker failure is
+            ``failed``/``retry`` and is not recorded, so it can be tried again).
+        """
+        started = time.perf_counter()
+        with self._handle_lock:
+            result = self._handle_once(delivery)
+        ms = (time.perf_counter() - started) * 1000
+        log = logger.warning if result.status == FAILED else logger.info
+        log("delivery=%s source=%s kind=%s key=%s refs=%s result=%s reason=%s ms=%.1f",
+            delivery.delivery_id, delivery.source, delivery.event, delivery.data.get("key", ""),
+            ",".join(result.refs) or "-", result.status, result.reason, ms)
+        return result
+
+    def _handle_once(self, delivery: Delivery) -> DispatchResult:
+        id_key = f"delivery:{delivery.delivery_id}"
+        content_key = str(delivery.data.get("key") or "")
+        if self.state.handled(id_key):
+            return DispatchResult(DUPLICATE, "delivery-id")
+        if content_key and self.state.handled(content_key):
+            self.state.mark_handled(id_key, DUPLICATE)
+            return DispatchResult(DUPLICATE, "content-key")
+        try:
+            result = self._route(delivery)
+        except (LoopgateError, TrackerError) as exc:
+            return DispatchResult(FAILED, f"error: {type(exc).__name__}: {exc}")
+        if result.final:  # retry/failed stay unrecorded so a second try gets through
+            if content_key:
+                self.state.mark_handled(content_key, result.status)
+            self.state.mark_handled(id_key, result.status)
+        return result
+
+    def _route(self, delivery: Delivery) -> DispatchResult:
+        ref = delivery.data.get("ref")
+        if not isinstance(ref, WorkItemRef):
+            return DispatchResult(DROPPED, "no-item")
+        if delivery.event == START:
+            return self._start(ref, "label")
+        if delivery.event == COMMENT:
+            return self._comment(ref, delivery)
+        if delivery.event == QUIZ_ATTESTATION:
+            return self._quiz(ref, delivery)
+        return DispatchResult(DROPPED, "unknown-kind")
+
+    # -- kinds ---------------------------------------------------------------------------
+    def _start(self, ref: WorkItemRef, via: str) -> DispatchResult:
+        if self.store.load(ref) is not None:
+            return DispatchResult(DROPPED, "already-started", (str(ref),))
+        self.runtime.start(ref)
+        return DispatchResult(HANDLED, f"started-by-{via}", (str(ref),))
+
+    def _comment(self, ref: WorkItemRef, delivery: Delivery) -> DispatchResult:
+        comment: Comment = delivery.data["comment"]
+        remember = getattr(self.tracker, "remember", None)
+        if remember is not None:
+            remember(comment)
+        self._observe(ref, comment)
+        targets = self._targets(ref, bool(delivery.data.get("pull_request")))
+        if isinstance(targets, DispatchResult):
+            return targets
+        return _merge([self._comment_on(target, comment) for target in targets])
+
+    def _comment_on(self, ref: WorkItemRef, comment: Comment) -> DispatchResult:
+        if self.store.load(ref) is None:
+            if self._is_start_request(comment):
+                return self._start(ref, "comment")
+            return DispatchResult(DROPPED, "not-started", (str(ref),))
+        if self._waiting_gate(ref) is None:
+            return DispatchResult(DROPPED, "not-at-gate", (str(ref),))
+        self.runtime.advance(ref, {"comments": [comment]})
+        return DispatchResult(HANDLED, "advanced", (str(ref),))
+
+    def _quiz(self, ref: WorkItemRef, delivery: Delivery) -> DispatchResult:
+        remember = getattr(self.tracker, "remember", None)
+        if remember is not None and delivery.data.get("node_id"):
+            # The GraphQL lookup needs the node id; the delivery carries it.
+            remember(Comment(int(delivery.data["comment_id"]), "", "",
+                             node_id=str(delivery.data["node_id"])))
+        targets = self._targets(ref, bool(delivery.data.get("pull_request")))
+        if isinstance(targets, DispatchResult):
+            return targets
+        attestation = {"comment_id": int(delivery.data["comment_id"]),
+                       "url": str(delivery.data.get("url") or "")}
+        return _merge([self._quiz_on(target, attestation) for target in targets])
+
+    def _quiz_on(self, ref: WorkItemRef, attestation: dict[str, Any]) -> DispatchResult:
+        node = self._waiting_gate(ref)
+        if node is None:
+            return DispatchResult(DROPPED, "no-gate", (str(ref),))
+        failures = getattr(self.tracker, "lookup_failures", 0)
+        after = self.runtime.advance(ref, {"attestation": attestation})
+        if after.current_node == node and getattr(self.tracker, "lookup_failures", 0) > failures:
+            return DispatchResult(RETRY, "unverified", (str(ref),))
+        return DispatchResult(HANDLED, "evaluated", (str(ref),))
+
+    # -- helpers ---------------------------------------------------------------------------
+    def _observe(self, ref: WorkItemRef, comment: Comment) -> None:
+        for observer in list(self.comment_observers):
+            try:
+                observer(ref, comment)
+            except Exception:  # an observer's bug must not lose the delivery for the engine
+                logger.exception("comment observer %r failed on %s comment=%s",
+                                 getattr(observer, "__name__", observer), ref, comment.id)
+
+    def _is_start_request(self, comment: Comment) -> bool:
+        keyword = self.settings.start_keyword.lower()
+        return (keyword in (comment.body or "").lower()
+                and is_authorized(comment.author, self.settings.authorized_users))
+
+    def _waiting_gate(self, ref: WorkItemRef) -> str | None:
+        """The current node id when it is a human gate still waiting, else None."""
+        state = self.store.load(ref)
+        if state is None or state.status in (ItemStatus.COMPLETE, ItemStatus.ESCALATED):
+            return None
+        try:
+            node = self.graph.node(state.current_node)
+        except KeyError:
+            return None
+        return node.id if node.is_human else None
+
+    def _targets(self, ref: WorkItemRef,
+                 on_pull_request: bool) -> list[WorkItemRef] | DispatchResult:
+        """The work items a comment on ``ref`` concerns (a PR maps to what it delivers)."""
+        if not on_pull_request or self.store.load(ref) is not None:
+            return [ref]
+        lookup = getattr(self.tracker, "items_for_pull_request", None)
+        if lookup is None:
+            return [ref]
+        try:
+            numbers = lookup(ref.owner, ref.repo, ref.number)
+        except TrackerError:
+            return DispatchResult(RETRY, "pull-request-lookup-failed", (str(ref),))
+        return [WorkItemRef(ref.owner, ref.repo, n) for n in numbers] or [ref]

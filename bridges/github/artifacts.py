@@ -1,0 +1,106 @@
+"""``ContentsArtifactStore``: a work item's spec files read through the contents API.
+
+Used when loopgate.yaml sets no ``workspace`` (issue 3 §6). Files live in
+``<specDir>/issue-<n>/`` and are read at the work item's branch: the head branch of its
+first delivering pull request (see :meth:`GitHubTracker.delivering_pull_requests`), else
+the repository's default branch. The branch is resolved on every call (no cache), so a
+pull request opened a moment ago is honoured at once; only the default branch is cached.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+from bridges.github.errors import BridgeError
+from bridges.github.tracker import GitHubTracker
+from engine.ports import TrackerError
+from engine.refs import WorkItemRef
+
+__all__ = ["ContentsArtifactStore"]
+
+
+class ContentsArtifactStore:
+    """Reads ``<specDir>/issue-<n>/<name>`` through ``GET /repos/{o}/{r}/contents``.
+
+    Args:
+        tracker: the GitHub tracker (its REST client and delivering pull requests).
+        spec_dir: ``specDir`` relative to the repository root (default ``docs/specs``).
+    """
+
+    def __init__(self, tracker: GitHubTracker, spec_dir: str = "docs/specs") -> None:
+        self.tracker = tracker
+        self.client = tracker.client
+        self._spec_dir = spec_dir.strip("/")
+
+    @classmethod
+    def from_config(cls, config: Any, tracker: GitHubTracker) -> ContentsArtifactStore:
+        """Build from loopgate.yaml (``specDir``) and the wired tracker."""
+        return cls(tracker, str(config.data.get("specDir") or "docs/specs"))
+
+    def _call(self, what: str, fn: Any) -> Any:
+        try:
+            return fn()
+        except BridgeError as exc:
+            raise TrackerError(f"{what}: {exc}") from exc
+
+    def spec_dir(self, ref: WorkItemRef) -> str:
+        """``<specDir>/issue-<n>``."""
+        return f"{self._spec_dir}/issue-{ref.number}"
+
+    def branch(self, ref: WorkItemRef) -> str:
+        """The head branch of the first delivering pull request, else the default branch.
+
+        Raises:
+            TrackerError: GitHub could not be asked.
+        """
+        prs = self.tracker.delivering_pull_requests(ref)
+        for pr in prs:
+            if pr.head_branch:
+                return pr.head_branch
+        return self._call(f"default branch of {ref.repo_full_name}",
+                          lambda: self.client.default_branch(ref.owner, ref.repo))
+
+    def _path(self, ref: WorkItemRef, name: str) -> str:
+        clean = posixpath.normpath(name.strip("/"))
+        if clean.startswith("..") or clean == ".":
+            raise ValueError(f"artifact name escapes the spec directory: {name!r}")
+        return f"{self.spec_dir(ref)}/{clean}"
+
+    def read(self, ref: WorkItemRef, name: str) -> bytes | None:
+        """Bytes of ``name`` in the item's spec directory at its branch, or None if absent.
+
+        Raises:
+            TrackerError: GitHub could not be read (a gate then waits or blocks).
+        """
+        path = self._path(ref, name)
+        branch = self.branch(ref)
+        return self._call(f"read {path}@{branch}",
+                          lambda: self.client.read_file(ref.owner, ref.repo, path, branch))
+
+    def list(self, ref: WorkItemRef) -> list[str]:
+        """Every file under the spec directory (relative paths, sorted)."""
+        branch = self.branch(ref)
+        root = self.spec_dir(ref)
+        return sorted(self._call(f"list {root}@{branch}",
+                                 lambda: self._walk(ref, root, branch, root)))
+
+    def _walk(self, ref: WorkItemRef, path: str, branch: str, root: str) -> list[str]:
+        entries = self.client.contents(ref.owner, ref.repo, path, branch)
+        if not isinstance(entries, list):
+            return []
+        found: list[str] = []
+        for entry in entries:
+            sub = str(entry.get("path") or "")
+            if entry.get("type") == "dir":
+                found.extend(self._walk(ref, sub, branch, root))
+            elif entry.get("type") == "file" and sub.startswith(root + "/"):
+                found.append(sub[len(root) + 1:])
+        return found
+
+    def repo_path_exists(self, ref: WorkItemRef, path: str) -> bool:
+        """True when ``path`` (relative to the repository root) exists at the branch."""
+        branch = self.branch(ref)
+        clean = path.strip("/")
+        return self._call(f"stat {clean}@{branch}", lambda: self.client.contents(
+            ref.owner, ref.repo, clean, branch) is not None)

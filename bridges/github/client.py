@@ -1,0 +1,422 @@
+"""REST access to GitHub through PyGithub, with rate limits and conditional requests.
+
+Everything REST that loopgate sends goes through :class:`GitHubClient`:
+
+* issues, comments (all pages), labels (one at a time, never replacing the set), pull
+  requests, repository default branch, file contents at a ref;
+* the one *conditional* request of the poller (:meth:`GitHubClient.conditional_list`):
+  ``If-None-Match`` with the stored ETag, ``Link`` pagination. It is sent through
+  PyGithub's own requester (``Github.requester.requestJson``) rather than ``requests``
+  directly, so it shares PyGithub's connection pool, token handling, base URL (a GitHub
+  Enterprise ``/api/v3`` prefix included), user agent, timeout, and PyGithub's check that
+  a ``Link`` URL points at the configured host. ``requestJson`` does not raise on ``304``
+  and returns the headers, which is what a conditional call needs;
+* rate limits (issue 3 §1): a REST ``403``/``429`` carrying ``retry-after`` or
+  ``x-ratelimit-remaining: 0`` (or GitHub's rate-limit message) closes a
+  :class:`RateGuard` until ``x-ratelimit-reset`` / ``retry-after`` (bounded by
+  ``max_wait``). While closed, calls raise :class:`RateLimited` *without* a request, so
+  nothing spins; the limit is logged once per window. Secondary limits: PyGithub's
+  ``seconds_between_writes`` (default 1 s) spaces every write.
+
+The token is given to PyGithub once and never logged or put into an exception message.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, TypeVar
+from urllib.parse import quote
+
+import requests
+from github import Auth, Github, GithubException
+from urllib3.util.retry import Retry
+
+from bridges.github.errors import GitHubApiError, RateLimited
+from bridges.github.router import comment_from_rest
+from engine.ports import Comment
+
+__all__ = ["GitHubClient", "RateGuard", "ConditionalResult", "rate_limit_reset"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Longest wait a single limit may impose (seconds); a reset further away is capped.
+DEFAULT_MAX_WAIT = 3600.0
+#: Wait used when GitHub refuses for a limit but names no reset (secondary limits).
+DEFAULT_BACKOFF = 60.0
+
+
+def _lower(headers: Mapping[str, Any] | None) -> dict[str, str]:
+    return {str(k).lower(): str(v) for k, v in (headers or {}).items()}
+
+
+def _is_limit_message(message: str) -> bool:
+    text = message.lower()
+    return ("rate limit" in text or "secondary rate" in text
+            or text.endswith("please wait a few minutes before you try again."))
+
+
+def rate_limit_reset(status: int, headers: Mapping[str, Any] | None, message: str = "",
+                     *, now: datetime | None = None) -> datetime | None:
+    """When a refused call may be retried, or None when the answer is not a rate limit.
+
+    Args:
+        status: the HTTP status.
+        headers: the response headers (any case).
+        message: the body's ``message`` ("" when unknown).
+        now: the current time (UTC; injectable for tests).
+
+    Returns:
+        ``now + retry-after`` when that header is present; ``x-ratelimit-reset`` when
+        ``x-ratelimit-remaining`` is ``0``; ``now + 60 s`` for a limit message without
+        headers; None for any other answer (not a limit).
+    """
+    if status not in (403, 429):
+        return None
+    now = now or datetime.now(UTC)
+    h = _lower(headers)
+    retry_after = h.get("retry-after", "").strip()
+    if retry_after.isdigit():
+        return now + timedelta(seconds=int(retry_after))
+    if h.get("x-ratelimit-remaining", "").strip() == "0":
+        reset = h.get("x-ratelimit-reset", "").strip()
+        if reset.isdigit():
+            return datetime.fromtimestamp(int(reset), UTC)
+        return now + timedelta(seconds=DEFAULT_BACKOFF)
+    if status == 429 or _is_limit_message(message):
+        return now + timedelta(seconds=DEFAULT_BACKOFF)
+    return None
+
+
+class RateGuard:
+    """A closed-until gate for one rate-limit resource (``core`` or ``graphql``).
+
+    Args:
+        resource: the resource name used in messages.
+        max_wait: the longest a single limit closes the guard (seconds).
+        clock: returns the current UTC time (tests inject one).
+    """
+
+    def __init__(self, resource: str, max_wait: float = DEFAULT_MAX_WAIT,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        self.resource = resource
+        self.max_wait = max_wait
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._until: datetime | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def closed_until(self) -> datetime | None:
+        """The reset time while closed, else None."""
+        with self._lock:
+            if self._until is not None and self._clock() >= self._until:
+                self._until = None
+            return self._until
+
+    def check(self) -> None:
+        """Raise :class:`RateLimited` while closed (no request is sent)."""
+        until = self.closed_until
+        if until is not None:
+            raise RateLimited(until, self.resource)
+
+    def close(self, reset_at: datetime) -> RateLimited:
+        """Close until ``reset_at`` (at least 1 s, at most ``max_wait`` from now).
+
+        Logs once per window: a call while already closed does not log again.
+
+        Returns:
+            The :class:`RateLimited` error for the caller to raise.
+        """
+        now = self._clock()
+        bounded = min(max(reset_at, now + timedelta(seconds=1)),
+                      now + timedelta(seconds=self.max_wait))
+        with self._lock:
+            was_open = self._until is None or now >= self._until
+            self._until = bounded if was_open else max(self._until, bounded)
+            until = self._until
+        if was_open:
+            logger.warning("github rate limit resource=%s wait_until=%s", self.resource,
+                           until.strftime("%Y-%m-%dT%H:%M:%SZ"))
+        return RateLimited(until, self.resource)
+
+
+@dataclass
+class ConditionalResult:
+    """The answer to a conditional list request.
+
+    Attributes:
+        status: ``304`` (nothing changed) or ``200``.
+        etag: the first page's ETag (the stored one again on ``304``).
+        items: every item over all pages (empty on ``304``).
+        requests: how many HTTP requests were sent (pages).
+    """
+
+    status: int
+    etag: str
+    items: list[dict[str, Any]] = field(default_factory=list)
+    requests: int = 1
+
+    @property
+    def not_modified(self) -> bool:
+        """True for a ``304``."""
+        return self.status == 304
+
+
+def _next_link(headers: Mapping[str, str]) -> str | None:
+    for part in _lower(headers).get("link", "").split(","):
+        url, _, rel = part.partition(";")
+        if 'rel="next"' in rel:
+            return url.strip().strip("<>")
+    return None
+
+
+class GitHubClient:
+    """PyGithub wrapper used by the tracker, the artifact store and the poller.
+
+    Args:
+        api_url: REST base URL (``github.apiUrl``; GHES: ``https://HOST/api/v3``).
+        token: the token (from the env var named by ``github.tokenEnv``).
+        seconds_between_writes: spacing of writes (GitHub's secondary limits; ≥ 1 in
+            production, tests pass 0).
+        timeout: seconds per HTTP request.
+        per_page: page size for lists (≤ 100).
+        max_wait: longest wait imposed by one rate limit (seconds).
+        clock: current UTC time (tests).
+    """
+
+    def __init__(self, api_url: str, token: str, *, seconds_between_writes: float = 1.0,
+                 timeout: int = 15, per_page: int = 100, max_wait: float = DEFAULT_MAX_WAIT,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        # Transient transport failures are retried for reads only; 403/429 are never
+        # retried here (the guard handles them, so PyGithub's own sleeping retry is off).
+        retry = Retry(total=2, backoff_factor=0.2, status_forcelist=(502, 503, 504),
+                      allowed_methods=frozenset({"GET"}), raise_on_status=False)
+        self._gh = Github(base_url=api_url.rstrip("/"), auth=Auth.Token(token), lazy=True,
+                          per_page=per_page, timeout=timeout, retry=retry,
+                          seconds_between_requests=None,
+                          seconds_between_writes=seconds_between_writes or None)
+        self.api_url = api_url.rstrip("/")
+        self.per_page = per_page
+        self.guard = RateGuard("core", max_wait, clock)
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._lock = threading.RLock()
+        self._default_branches: dict[str, str] = {}
+
+    # -- plumbing ----------------------------------------------------------------------
+    def _call(self, what: str, fn: Callable[[], T]) -> T:
+        self.guard.check()
+        with self._lock:
+            try:
+                return fn()
+            except GithubException as exc:
+                raise self._convert(what, exc.status, exc.headers, exc.data) from None
+            except requests.RequestException as exc:
+                kind = type(exc).__name__
+                raise GitHubApiError(0, f"{what}: GitHub unreachable ({kind})") from None
+
+    def _convert(self, what: str, status: int, headers: Any, data: Any) -> Exception:
+        message = str(data.get("message", "")) if isinstance(data, dict) else ""
+        reset = rate_limit_reset(status, headers, message, now=self._clock())
+        if reset is not None:
+            return self.guard.close(reset)
+        return GitHubApiError(status, f"{what}: GitHub answered {status} {message}".rstrip())
+
+    def _raw(self, what: str, path: str, params: Mapping[str, Any] | None = None,
+             headers: Mapping[str, str] | None = None) -> tuple[int, dict[str, str], Any]:
+        """A GET through PyGithub's requester; returns ``(status, headers, parsed body)``."""
+
+        def send() -> tuple[int, dict[str, str], Any]:
+            status, hdrs, body = self._gh.requester.requestJson(
+                "GET", path, parameters=dict(params or {}), headers=dict(headers or {}))
+            return status, _lower(hdrs), body
+
+        status, hdrs, body = self._call(what, send)
+        data = _parse_json(body)
+        if status >= 400:
+            message = data.get("message", "") if isinstance(data, dict) else ""
+            raise self._convert(what, status, hdrs, {"message": message})
+        return status, hdrs, data
+
+    def _repo(self, owner: str, repo: str) -> Any:
+        return self._gh.get_repo(f"{owner}/{repo}")
+
+    # -- issues and comments -----------------------------------------------------------
+    def get_issue(self, owner: str, repo: str, number: int) -> dict[str, Any]:
+        """The issue (or pull request) JSON.
+
+        Raises:
+            GitHubApiError: not found or another error; RateLimited while limited.
+        """
+        _, _, data = self._raw(f"get issue {owner}/{repo}#{number}",
+                               f"/repos/{owner}/{repo}/issues/{number}")
+        return data
+
+    def list_comments(self, owner: str, repo: str, number: int) -> list[Comment]:
+        """Every comment on issue/PR ``number`` (all pages), oldest first."""
+
+        def fetch() -> list[Comment]:
+            issue = self._repo(owner, repo).get_issue(number)
+            return [comment_from_rest(c.raw_data, number) for c in issue.get_comments()]
+
+        return self._call(f"list comments {owner}/{repo}#{number}", fetch)
+
+    def get_comment(self, owner: str, repo: str, comment_id: int) -> Comment:
+        """One comment by numeric id (gives its ``node_id``)."""
+        _, _, data = self._raw(f"get comment {comment_id}",
+                               f"/repos/{owner}/{repo}/issues/comments/{comment_id}")
+        return comment_from_rest(data)
+
+    def add_comment(self, owner: str, repo: str, number: int, body: str) -> Comment:
+        """Post ``body`` on issue/PR ``number``; returns the created comment."""
+
+        def post() -> Comment:
+            created = self._repo(owner, repo).get_issue(number).create_comment(body)
+            return comment_from_rest(created.raw_data, number)
+
+        return self._call(f"add comment {owner}/{repo}#{number}", post)
+
+    def labels(self, owner: str, repo: str, number: int) -> list[str]:
+        """The label names of issue/PR ``number``."""
+
+        def fetch() -> list[str]:
+            return [label.name for label in self._repo(owner, repo).get_issue(number).get_labels()]
+
+        return self._call(f"labels {owner}/{repo}#{number}", fetch)
+
+    def add_label(self, owner: str, repo: str, number: int, label: str) -> None:
+        """Add one label (``POST .../labels``: the others stay)."""
+        self._call(f"add label {owner}/{repo}#{number}",
+                   lambda: self._repo(owner, repo).get_issue(number).add_to_labels(label))
+
+    def remove_label(self, owner: str, repo: str, number: int, label: str) -> None:
+        """Remove one label; an absent label is not an error."""
+        try:
+            self._call(f"remove label {owner}/{repo}#{number}",
+                       lambda: self._repo(owner, repo).get_issue(number).remove_from_labels(label))
+        except GitHubApiError as exc:
+            if exc.status != 404:
+                raise
+
+    # -- repository, pull requests, contents -------------------------------------------
+    def default_branch(self, owner: str, repo: str) -> str:
+        """The repository's default branch (cached for the client's life)."""
+        key = f"{owner}/{repo}".lower()
+        if key not in self._default_branches:
+            _, _, data = self._raw(f"get repo {owner}/{repo}", f"/repos/{owner}/{repo}")
+            self._default_branches[key] = str(data.get("default_branch") or "main")
+        return self._default_branches[key]
+
+    def pulls_with_head(self, owner: str, repo: str, branch: str) -> list[dict[str, Any]]:
+        """Pull requests (any state) whose head is ``owner:branch``, oldest first."""
+        return self._all_pages(f"pulls {owner}/{repo} head={branch}",
+                               f"/repos/{owner}/{repo}/pulls",
+                               {"state": "all", "head": f"{owner}:{branch}",
+                                "sort": "created", "direction": "asc"})
+
+    def get_pull(self, owner: str, repo: str, number: int) -> dict[str, Any]:
+        """One pull request's JSON."""
+        _, _, data = self._raw(f"get pull {owner}/{repo}#{number}",
+                               f"/repos/{owner}/{repo}/pulls/{number}")
+        return data
+
+    def contents(self, owner: str, repo: str, path: str, ref: str) -> Any:
+        """``GET /repos/{o}/{r}/contents/{path}?ref=``: a file entry, a list, or None (404)."""
+        try:
+            _, _, data = self._raw(f"contents {owner}/{repo}:{path}@{ref}",
+                                   f"/repos/{owner}/{repo}/contents/{quote(path.strip('/'))}",
+                                   {"ref": ref})
+        except GitHubApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+        return data
+
+    def read_file(self, owner: str, repo: str, path: str, ref: str) -> bytes | None:
+        """A file's bytes at ``ref``, or None when absent (or a directory)."""
+        entry = self.contents(owner, repo, path, ref)
+        if not isinstance(entry, dict) or entry.get("type") != "file":
+            return None
+        if entry.get("encoding") == "base64" and entry.get("content") is not None:
+            return base64.b64decode(entry["content"])
+        return self._raw_file(owner, repo, path, ref)  # > 1 MB: the raw media type
+
+    def _raw_file(self, owner: str, repo: str, path: str, ref: str) -> bytes | None:
+        def fetch() -> bytes:
+            _, data = self._gh.requester.requestBlobAndCheck(
+                "GET", f"/repos/{owner}/{repo}/contents/{quote(path.strip('/'))}",
+                parameters={"ref": ref}, headers={"Accept": "application/vnd.github.raw"})
+            return data if isinstance(data, bytes) else str(data).encode("utf-8")
+
+        try:
+            return self._call(f"raw file {owner}/{repo}:{path}@{ref}", fetch)
+        except GitHubApiError as exc:
+            if exc.status == 404:
+                return None
+            raise
+
+    # -- lists ---------------------------------------------------------------------------
+    def _all_pages(self, what: str, path: str, params: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return self.conditional_list(what, path, params, etag="").items
+
+    def conditional_list(self, what: str, path: str, params: Mapping[str, Any], *,
+                         etag: str = "") -> ConditionalResult:
+        """GET a list with ``If-None-Match`` on the first page and follow ``Link`` pages.
+
+        Args:
+            what: a label for errors and logs (never a token).
+            path: the API path (``/repos/{o}/{r}/issues/comments``).
+            params: query parameters (``per_page`` defaults to the client's page size).
+            etag: the stored ETag ("" sends an unconditional request).
+
+        Returns:
+            A :class:`ConditionalResult`; ``304`` costs nothing against GitHub's limit.
+
+        Raises:
+            RateLimited: limited now or still limited (no request sent then).
+            GitHubApiError: any other failure.
+        """
+        query = {"per_page": self.per_page, **params}
+        headers = {"If-None-Match": etag} if etag else {}
+        status, hdrs, data = self._raw(what, path, query, headers)
+        if status == 304:
+            return ConditionalResult(304, etag)
+        items = list(data or [])
+        first_etag = hdrs.get("etag", "")
+        sent = 1
+        link = _next_link(hdrs)
+        while link:
+            # The absolute Link URL as given (PyGithub checks its host against the base
+            # URL and keeps a GHES path prefix intact).
+            _, hdrs, data = self._raw(what, link)
+            items.extend(data or [])
+            sent += 1
+            link = _next_link(hdrs)
+        return ConditionalResult(200, first_etag, items, sent)
+
+
+def _parse_json(body: Any) -> Any:
+    if body is None or body == "":
+        return None
+    if isinstance(body, dict | list):
+        return body
+    try:
+        return json.loads(body)
+    except ValueError:
+        return {"message": str(body)[:200]}
+
+
+def sleep_until(moment: datetime, stop: threading.Event | None = None) -> None:
+    """Sleep until ``moment`` (UTC), waking early when ``stop`` is set."""
+    seconds = max(0.0, (moment - datetime.now(UTC)).total_seconds())
+    if stop is not None:
+        stop.wait(seconds)
+    else:
+        time.sleep(seconds)

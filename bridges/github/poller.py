@@ -1,0 +1,374 @@
+"""The conditional poller (issue 3 §2): few requests, nothing handled twice, nothing lost.
+
+Per configured repository, per cycle:
+
+1. **One conditional request** to the repository-wide comment list,
+   ``GET /repos/{o}/{r}/issues/comments?sort=updated&direction=asc&since=<cursor>`` with
+   ``If-None-Match: <etag>`` (``Link`` pages followed on a ``200``). A ``304`` costs
+   nothing against GitHub's rate limit, so work items without changes cost nothing —
+   unlike the design it replaces, which re-read every item's thread every cycle.
+2. At most **one conditional query for newly labelled issues**:
+   ``GET /repos/{o}/{r}/issues?labels=<startLabel>&state=open&sort=updated&direction=asc``
+   ``&since=<cursor>``.
+
+Cursors: ``since`` has one-second resolution, so the next cursor is the newest
+``updated_at`` seen minus :attr:`Poller.overlap` seconds; the overlap re-reads a few
+comments, which are de-duplicated **by key, never by time**. An ETag is kept with the
+``since`` it answered, since it only matches the same URL. Cursor and ETag per repository
+live in SQLite (:mod:`bridges.github.persistence`) and are written after the cycle's
+deliveries were handled, so a restart between cycles neither repeats nor loses an event.
+
+For each changed comment:
+
+* a new human comment (unseen id, created inside the window) → a ``comment`` delivery
+  (the dispatcher starts the item on an authorized ``the-loop start``, feeds a waiting
+  gate, and tells the comment observers);
+* loopgate's own quiz comment (self-authored marker + ``<!-- the-loop:quiz``) with its box
+  ticked → key ``quiz:<comment id>:<sha256(body)[:16]>``; an unseen key becomes **one**
+  ``quiz_attestation`` delivery and is marked seen (``quizSeen``) only after the gate
+  evaluated it. All candidates of a cycle are looked up in ⌈K/100⌉ GraphQL queries ahead
+  of the gates (:meth:`GitHubTracker.prefetch`); a failed or rate-limited lookup leaves
+  the keys unseen, holds the cursor back and drops the ETag, so the next cycle retries.
+
+An issue carrying the start label that is not started yet → a ``start`` delivery.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from bridges.dispatcher import Dispatcher, DispatchResult
+from bridges.github.client import GitHubClient
+from bridges.github.errors import BridgeError, RateLimited
+from bridges.github.persistence import BridgeState, PollCursor
+from bridges.github.router import (
+    COMMENT,
+    QUIZ_ATTESTATION,
+    START,
+    comment_from_rest,
+    comment_key,
+    is_quiz_tick,
+    is_self_authored,
+    quiz_key,
+    start_key,
+)
+from bridges.github.webhook import Delivery
+from engine.ports import Comment, TrackerError
+from engine.refs import WorkItemRef
+
+__all__ = ["Poller", "CycleReport", "RepoReport"]
+
+logger = logging.getLogger(__name__)
+
+COMMENTS = "comments"
+LABELS = "labels"
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse(text: str) -> datetime | None:
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).astimezone(UTC)
+    except (ValueError, AttributeError):
+        return None
+
+
+@dataclass
+class RepoReport:
+    """What one repository cost and produced in one cycle.
+
+    Attributes:
+        repo: ``owner/repo``.
+        requests: REST requests sent (pages included).
+        not_modified: how many answers were ``304``.
+        deliveries: deliveries handed to the dispatcher.
+        results: their results, in order.
+        retries: quiz keys left unseen for the next cycle.
+        error: why the repository was cut short ("" when it was not).
+    """
+
+    repo: str
+    requests: int = 0
+    not_modified: int = 0
+    deliveries: int = 0
+    results: list[DispatchResult] = field(default_factory=list)
+    retries: int = 0
+    error: str = ""
+
+
+@dataclass
+class CycleReport:
+    """One poll cycle over every repository.
+
+    Attributes:
+        repos: per-repository reports.
+        limited_until: the latest rate-limit reset met (None when none).
+    """
+
+    repos: list[RepoReport] = field(default_factory=list)
+    limited_until: datetime | None = None
+
+    @property
+    def requests(self) -> int:
+        """REST requests sent in the cycle."""
+        return sum(r.requests for r in self.repos)
+
+
+@dataclass
+class _Window:
+    """One stream's request: its since, ETag, and what the answer held."""
+
+    repo: str
+    stream: str
+    since: str
+    stored: PollCursor
+    etag: str = ""
+    newest: datetime | None = None
+    hold_back: datetime | None = None
+
+    def saw(self, updated_at: str) -> None:
+        when = _parse(updated_at)
+        if when is not None and (self.newest is None or when > self.newest):
+            self.newest = when
+
+    def hold(self, updated_at: str) -> None:
+        when = _parse(updated_at)
+        if when is not None and (self.hold_back is None or when < self.hold_back):
+            self.hold_back = when
+
+
+class Poller:
+    """Polls the configured repositories and hands deliveries to the dispatcher.
+
+    Args:
+        client: the REST client.
+        dispatcher: handles each delivery synchronously (:meth:`Dispatcher.handle`).
+        state: cursors, ETags and seen keys (usually ``dispatcher.state``).
+        repos: ``owner/repo`` names to poll.
+        start_label: the label that starts a work item ("" = no label query).
+        bot_login: loopgate's login ("" if unknown).
+        tracker: the GitHub tracker (node ids, batched edit lookups), or None.
+        overlap: seconds the next ``since`` reaches back before the newest update.
+        initial_lookback: seconds a never-polled repository looks back on its first cycle.
+        clock: current UTC time.
+    """
+
+    def __init__(self, client: GitHubClient, dispatcher: Dispatcher, state: BridgeState, *,
+                 repos: Sequence[str], start_label: str = "", bot_login: str = "",
+                 tracker: Any = None, overlap: float = 5.0, initial_lookback: float = 600.0,
+                 clock: Callable[[], datetime] | None = None) -> None:
+        self.client = client
+        self.dispatcher = dispatcher
+        self.state = state
+        self.repos = tuple(repos)
+        self.start_label = start_label
+        self.bot_login = bot_login
+        self.tracker = tracker
+        self.overlap = timedelta(seconds=overlap)
+        self.initial_lookback = timedelta(seconds=initial_lookback)
+        self._clock = clock or (lambda: datetime.now(UTC))
+
+    @classmethod
+    def from_services(cls, services: Any, dispatcher: Dispatcher, **kwargs: Any) -> Poller:
+        """Build from wired services (``github`` section of loopgate.yaml)."""
+        section = services.config.section("github")
+        tracker = services.ports.tracker
+        return cls(tracker.client, dispatcher, dispatcher.state,
+                   repos=section.get("repos") or (),
+                   start_label=section.get("startLabel") or "",
+                   bot_login=services.settings.bot_login, tracker=tracker, **kwargs)
+
+    # -- the loop --------------------------------------------------------------------------
+    def run(self, interval: float, stop: threading.Event) -> None:
+        """Poll every ``interval`` seconds until ``stop`` is set (a rate limit waits for
+        its reset instead). A cycle in hand is finished before returning."""
+        while not stop.is_set():
+            report = self.poll_once(stop)
+            wait = interval
+            if report.limited_until is not None:
+                wait = max(wait, (report.limited_until - self._clock()).total_seconds())
+            stop.wait(max(wait, 0.0))
+
+    def poll_once(self, stop: threading.Event | None = None) -> CycleReport:
+        """One cycle over every repository (stops between repositories when ``stop`` is set).
+
+        Returns:
+            The :class:`CycleReport`.
+        """
+        report = CycleReport()
+        for repo in self.repos:
+            if stop is not None and stop.is_set():
+                break
+            repo_report = RepoReport(repo)
+            report.repos.append(repo_report)
+            try:
+                self._poll_comments(repo, repo_report)
+                if self.start_label:
+                    self._poll_labels(repo, repo_report)
+            except RateLimited as exc:
+                repo_report.error = "rate-limited"
+                if report.limited_until is None or exc.reset_at > report.limited_until:
+                    report.limited_until = exc.reset_at
+            except BridgeError as exc:
+                repo_report.error = str(exc)
+                logger.warning("poll repo=%s failed: %s", repo, exc)
+            logger.debug("poll repo=%s requests=%d not_modified=%d deliveries=%d retries=%d",
+                         repo, repo_report.requests, repo_report.not_modified,
+                         repo_report.deliveries, repo_report.retries)
+        return report
+
+    # -- streams ---------------------------------------------------------------------------
+    def _window(self, repo: str, stream: str) -> _Window:
+        stored = self.state.get_cursor(repo, stream)
+        since = stored.cursor or _iso(self._clock() - self.initial_lookback)
+        return _Window(repo, stream, since, stored)
+
+    def _fetch(self, window: _Window, path: str, params: dict[str, Any],
+               report: RepoReport) -> list[dict[str, Any]] | None:
+        stored = window.stored
+        etag = stored.etag if stored.etag_since == window.since else ""
+        result = self.client.conditional_list(f"poll {window.stream} {window.repo}", path,
+                                              {**params, "since": window.since}, etag=etag)
+        report.requests += result.requests
+        if result.not_modified:
+            report.not_modified += 1
+            return None
+        window.etag = result.etag
+        return result.items
+
+    def _commit(self, window: _Window) -> None:
+        """Store the next cursor (and the ETag when nothing is held back)."""
+        newest = window.newest
+        cursor = window.since
+        if newest is not None:
+            cursor = max(cursor, _iso(newest - self.overlap))
+        if window.hold_back is not None:
+            # Keep the held-back comment inside the next window (never behind this one).
+            cursor = min(cursor, max(window.since, _iso(window.hold_back - self.overlap)))
+        etag = window.etag if window.hold_back is None else ""
+        self.state.set_cursor(window.repo, window.stream,
+                              PollCursor(cursor, etag, window.since if etag else ""))
+
+    def _poll_comments(self, repo: str, report: RepoReport) -> None:
+        window = self._window(repo, COMMENTS)
+        items = self._fetch(window, f"/repos/{repo}/issues/comments",
+                            {"sort": "updated", "direction": "asc"}, report)
+        if items is None:
+            return
+        humans, ticks = self._classify(repo, window, items)
+        ready = self._prefetch(window, ticks, report)
+        for comment, delivery in sorted(humans + ready, key=lambda p: (p[0].updated_at,
+                                                                        p[0].id)):
+            self._deliver(repo, window, comment, delivery, report)
+        self._commit(window)
+
+    def _poll_labels(self, repo: str, report: RepoReport) -> None:
+        window = self._window(repo, LABELS)
+        items = self._fetch(window, f"/repos/{repo}/issues",
+                            {"labels": self.start_label, "state": "open", "sort": "updated",
+                             "direction": "asc"}, report)
+        if items is None:
+            return
+        owner, name = repo.split("/", 1)
+        for raw in items:
+            window.saw(str(raw.get("updated_at") or ""))
+            if raw.get("pull_request") or not isinstance(raw.get("number"), int):
+                continue
+            ref = WorkItemRef(owner, name, raw["number"])
+            if self.dispatcher.store.load(ref) is not None:
+                continue
+            delivery = Delivery(f"poll:start:{ref}", "poller", START, "issues.labeled",
+                                {"ref": ref, "key": start_key(ref), "by": ""})
+            result = self.dispatcher.handle(delivery)
+            report.deliveries += 1
+            report.results.append(result)
+            if not result.final:
+                window.hold(str(raw.get("updated_at") or ""))
+        self._commit(window)
+
+    # -- comments ----------------------------------------------------------------------------
+    def _classify(self, repo: str, window: _Window, items: list[dict[str, Any]]
+                  ) -> tuple[list[tuple[Comment, Delivery]], list[tuple[Comment, Delivery]]]:
+        owner, name = repo.split("/", 1)
+        since = _parse(window.since)
+        comments = [comment_from_rest(raw) for raw in items]
+        seen_humans = self.state.seen(repo, "comment", [str(c.id) for c in comments])
+        humans: list[tuple[Comment, Delivery]] = []
+        ticks: list[tuple[Comment, Delivery]] = []
+        for comment in comments:
+            window.saw(comment.updated_at)
+            remember = getattr(self.tracker, "remember", None)
+            if remember is not None:
+                remember(comment)
+            ref = WorkItemRef(owner, name, comment.issue_number)
+            on_pr = "/pull/" in comment.url
+            if is_self_authored(comment, self.bot_login):
+                if is_quiz_tick(comment.body):
+                    key = quiz_key(comment.id, comment.body)
+                    ticks.append((comment, Delivery(
+                        f"poll:{key}", "poller", QUIZ_ATTESTATION, "issue_comment.edited",
+                        {"ref": ref, "comment_id": comment.id, "node_id": comment.node_id,
+                         "url": comment.url, "key": key, "pull_request": on_pr})))
+                continue
+            created = _parse(comment.created_at)
+            if str(comment.id) in seen_humans or (since and created and created < since):
+                continue
+            humans.append((comment, Delivery(
+                f"poll:comment:{comment.id}", "poller", COMMENT, "issue_comment.created",
+                {"ref": ref, "comment": comment, "key": comment_key(comment.id),
+                 "pull_request": on_pr})))
+        return humans, self._unseen_ticks(repo, ticks)
+
+    def _unseen_ticks(self, repo: str, ticks: list[tuple[Comment, Delivery]]
+                      ) -> list[tuple[Comment, Delivery]]:
+        keys = [str(d.data["key"]) for _, d in ticks]
+        seen = self.state.seen(repo, "quiz", keys)
+        fresh = []
+        for comment, delivery in ticks:
+            key = str(delivery.data["key"])
+            if key in seen:
+                continue
+            if self.state.handled(key):  # the webhook got there first: one decision
+                self.state.mark_seen(repo, "quiz", [key])
+                continue
+            fresh.append((comment, delivery))
+        return fresh
+
+    def _prefetch(self, window: _Window, ticks: list[tuple[Comment, Delivery]],
+                  report: RepoReport) -> list[tuple[Comment, Delivery]]:
+        """Look every candidate tick up in ⌈K/100⌉ queries; on failure keep them for the
+        next cycle (unseen, cursor held back, ETag dropped)."""
+        prefetch = getattr(self.tracker, "prefetch", None)
+        if not ticks or prefetch is None:
+            return ticks
+        try:
+            prefetch([c.id for c, _ in ticks])
+        except TrackerError as exc:
+            logger.warning("poll repo=%s quiz lookup deferred (%d ticks): %s", window.repo,
+                           len(ticks), exc)
+            for comment, _ in ticks:
+                window.hold(comment.updated_at)
+            report.retries += len(ticks)
+            return []
+        return ticks
+
+    def _deliver(self, repo: str, window: _Window, comment: Comment, delivery: Delivery,
+                 report: RepoReport) -> None:
+        result = self.dispatcher.handle(delivery)
+        report.deliveries += 1
+        report.results.append(result)
+        if not result.final:
+            window.hold(comment.updated_at)
+            report.retries += delivery.event == QUIZ_ATTESTATION
+            return
+        if delivery.event == QUIZ_ATTESTATION:
+            self.state.mark_seen(repo, "quiz", [str(delivery.data["key"])])
+        else:
+            self.state.mark_seen(repo, "comment", [str(comment.id)])

@@ -1,0 +1,106 @@
+"""The webhook receiver: a Flask blueprint with ``POST /github/webhook`` and ``GET /healthz``.
+
+Order of work for one request (issue 3 §3):
+
+1. read the raw body (nothing has parsed it yet);
+2. verify ``X-Hub-Signature-256`` over those bytes — missing or wrong → ``401`` and
+   nothing else happens (no JSON parsing, no logging of the payload);
+3. parse headers + JSON into a :class:`~bridges.github.webhook.Delivery`;
+4. de-duplicate on ``X-GitHub-Delivery`` (queued or handled, persisted by the
+   dispatcher) → ``200 {"status": "duplicate"}``;
+5. ``ping`` → ``200``; route by ``event.action``; a dropped delivery → ``200`` with its
+   reason; otherwise queue it for the dispatcher and answer ``202`` at once, well inside
+   GitHub's 10 s.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from flask import Blueprint, Response, jsonify, request
+
+from bridges.dispatcher import Dispatcher
+from bridges.github.errors import PayloadError, SignatureError
+from bridges.github.router import Dropped, RouterConfig, route
+from bridges.github.webhook import parse_delivery, verify_signature
+
+__all__ = ["webhook_blueprint", "health_blueprint", "WEBHOOK_PATH", "HEALTH_PATH"]
+
+logger = logging.getLogger(__name__)
+
+WEBHOOK_PATH = "/github/webhook"
+HEALTH_PATH = "/healthz"
+
+
+def _answer(status: int, **body: Any) -> Response:
+    response = jsonify(body)
+    response.status_code = status
+    return response
+
+
+def health_blueprint(dispatcher: Dispatcher | None = None) -> Blueprint:
+    """``GET /healthz``: ``200 {"ok": true, "dispatcher": <worker alive>}``."""
+    bp = Blueprint("loopgate_health", __name__)
+
+    @bp.get(HEALTH_PATH)
+    def healthz() -> Response:
+        running = dispatcher.running if dispatcher is not None else None
+        return _answer(200, ok=True, dispatcher=running)
+
+    return bp
+
+
+def webhook_blueprint(dispatcher: Dispatcher, router_config: RouterConfig, *,
+                      secret: str | None, insecure: bool = False) -> Blueprint:
+    """The GitHub webhook endpoint.
+
+    Args:
+        dispatcher: where routed deliveries are queued (its worker must be running).
+        router_config: watched repositories, start label, bot login.
+        secret: the webhook secret; None only together with ``insecure``.
+        insecure: accept unsigned deliveries (``--insecure-webhooks``; development only).
+
+    Returns:
+        A blueprint serving ``POST /github/webhook``.
+
+    Raises:
+        SignatureError: no secret and not ``insecure`` (the receiver refuses to start).
+    """
+    if not secret and not insecure:
+        raise SignatureError("no webhook secret: refusing to start the receiver "
+                             "(set the secret's variable or pass --insecure-webhooks)")
+    bp = Blueprint("loopgate_github", __name__)
+
+    @bp.post(WEBHOOK_PATH)
+    def github_webhook() -> Response:
+        body = request.get_data(cache=False)
+        if secret:
+            try:
+                verify_signature(request.headers, body, secret)
+            except SignatureError as exc:
+                logger.warning("webhook refused delivery=%s: %s",
+                               request.headers.get("X-GitHub-Delivery", "-"), exc)
+                return _answer(401, error="invalid signature")
+        return _receive(dispatcher, router_config, body)
+
+    return bp
+
+
+def _receive(dispatcher: Dispatcher, router_config: RouterConfig, body: bytes) -> Response:
+    try:
+        delivery = parse_delivery(request.headers, body)
+    except PayloadError as exc:
+        logger.warning("webhook bad delivery: %s", exc)
+        return _answer(400, error=str(exc))
+    if dispatcher.known(delivery.delivery_id):
+        logger.info("delivery=%s source=github kind=%s result=duplicate reason=delivery-id",
+                    delivery.delivery_id, delivery.route_key)
+        return _answer(200, status="duplicate")
+    routed = route(delivery, router_config)
+    if isinstance(routed, Dropped):
+        logger.info("delivery=%s source=github kind=%s result=dropped reason=%s",
+                    delivery.delivery_id, delivery.route_key, routed.reason)
+        return _answer(200, status="ignored", reason=routed.reason)
+    dispatcher.submit(routed)
+    return _answer(202, status="queued", kind=routed.event)

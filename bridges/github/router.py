@@ -1,0 +1,248 @@
+"""Route webhook deliveries by ``event.action`` to the dispatcher's kinds.
+
+The routed kinds (the ``event`` of a routed :class:`~bridges.github.webhook.Delivery`):
+
+* ``comment`` — a new human comment (``issue_comment.created``);
+* ``quiz_attestation`` — loopgate's quiz comment with its box ticked (explainer design C5):
+  an ``issue_comment.edited`` whose body carries ``<!-- the-loop:quiz`` and a ticked
+  attestation line is rewritten to this kind *before* the self-reply guard. It carries only
+  the comment id and url: attribution always comes from GraphQL, never from ``sender``;
+* ``start`` — the configured start label was added (``issues.labeled``).
+
+Everything else is :class:`Dropped` with a kebab-case reason the caller logs.
+The same helpers (:func:`is_quiz_tick`, :func:`quiz_key`, :func:`comment_from_rest`) are
+used by the poller so both ingresses produce identical keys.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bridges.github.webhook import Delivery
+from engine.hooks.markers import QUIZ_MARKER_PREFIX, any_attestation_ticked
+from engine.ports import Comment
+from engine.refs import WorkItemRef
+from engine.settings import normalize_login
+
+__all__ = [
+    "COMMENT",
+    "QUIZ_ATTESTATION",
+    "START",
+    "QUIZ_MARKER",
+    "Dropped",
+    "RouterConfig",
+    "route",
+    "is_quiz_tick",
+    "quiz_key",
+    "comment_key",
+    "start_key",
+    "comment_from_rest",
+    "is_self_authored",
+]
+
+COMMENT = "comment"
+QUIZ_ATTESTATION = "quiz_attestation"
+START = "start"
+
+#: The prefix of the quiz comment's marker ``<!-- the-loop:quiz <node> digest=<hex12|-> -->``
+#: (shared with the hooks, so both sides recognise the same comments).
+QUIZ_MARKER = QUIZ_MARKER_PREFIX
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A delivery the bridge does not act on.
+
+    Attributes:
+        reason: kebab-case code (``ping``, ``self-authored``, ``not-watched`` ...).
+    """
+
+    reason: str
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    """What routing needs from loopgate.yaml.
+
+    Attributes:
+        repos: watched repositories as ``owner/repo`` (compared case-insensitively).
+        start_label: the label whose addition starts a work item.
+        bot_login: the login loopgate posts as ("" if unknown); its comments count as
+            self-authored even without the marker.
+    """
+
+    repos: frozenset[str]
+    start_label: str = "loop:start"
+    bot_login: str = ""
+
+    @classmethod
+    def build(cls, repos: Iterable[str], start_label: str, bot_login: str = "") -> RouterConfig:
+        """Normalise ``repos`` to lower case."""
+        return cls(frozenset(r.lower() for r in repos), start_label, bot_login)
+
+    def watches(self, full_name: str) -> bool:
+        """True when ``owner/repo`` is configured."""
+        return full_name.lower() in self.repos
+
+
+def is_quiz_tick(body: str) -> bool:
+    """True when ``body`` carries the quiz marker and a ticked attestation line.
+
+    The attestation line is matched by the hooks' own anchored regex
+    (:func:`engine.hooks.markers.any_attestation_ticked`), so a candidate here is exactly
+    what ``quiz-attested`` will look for.
+    """
+    return QUIZ_MARKER in (body or "") and any_attestation_ticked(body)
+
+
+def body_hash(body: str) -> str:
+    """First 16 hex digits of sha256 over the UTF-8 body (the ``quizSeen`` key part)."""
+    return hashlib.sha256((body or "").encode("utf-8")).hexdigest()[:16]
+
+
+def quiz_key(comment_id: int, body: str) -> str:
+    """The de-duplication key of one tick: ``quiz:<comment id>:<sha256(body)[:16]>``."""
+    return f"quiz:{comment_id}:{body_hash(body)}"
+
+
+def comment_key(comment_id: int) -> str:
+    """The de-duplication key of a new human comment: ``comment:<id>``."""
+    return f"comment:{comment_id}"
+
+
+def start_key(ref: WorkItemRef) -> str:
+    """The de-duplication key of a start request: ``start:<owner/repo#N>``."""
+    return f"start:{ref}"
+
+
+def is_self_authored(comment: Comment, bot_login: str) -> bool:
+    """True for loopgate's own comments: the marker, or posted as ``bot_login``."""
+    if comment.self_authored:
+        return True
+    return bool(bot_login) and normalize_login(comment.author) == normalize_login(bot_login)
+
+
+def comment_from_rest(raw: Mapping[str, Any], issue_number: int = 0) -> Comment:
+    """Build a :class:`Comment` from a REST or webhook ``comment`` object.
+
+    Args:
+        raw: the comment JSON (``id``, ``node_id``, ``user.login``, ``body``, ...).
+        issue_number: the issue/PR number when known; otherwise read from ``issue_url``.
+    """
+    user = raw.get("user") or {}
+    number = issue_number or _number_from_url(str(raw.get("issue_url") or ""))
+    return Comment(
+        id=int(raw["id"]),
+        author=str(user.get("login") or ""),
+        body=str(raw.get("body") or ""),
+        created_at=str(raw.get("created_at") or ""),
+        updated_at=str(raw.get("updated_at") or ""),
+        node_id=str(raw.get("node_id") or ""),
+        url=str(raw.get("html_url") or ""),
+        issue_number=number,
+    )
+
+
+def _number_from_url(url: str) -> int:
+    tail = url.rstrip("/").rsplit("/", 1)[-1]
+    return int(tail) if tail.isdigit() else 0
+
+
+def _ref(payload: Mapping[str, Any]) -> WorkItemRef | None:
+    repo = payload.get("repository") or {}
+    issue = payload.get("issue") or {}
+    full = str(repo.get("full_name") or "")
+    if "/" not in full or not isinstance(issue.get("number"), int):
+        return None
+    owner, name = full.split("/", 1)
+    return WorkItemRef(owner, name, issue["number"])
+
+
+def _routed(delivery: Delivery, kind: str, **data: Any) -> Delivery:
+    return Delivery(delivery.delivery_id, delivery.source, kind, delivery.route_key, data)
+
+
+def _comment_created(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped:
+    payload = delivery.data
+    ref = _ref(payload)
+    comment = comment_from_rest(payload.get("comment") or {}, ref.number if ref else 0)
+    if is_self_authored(comment, cfg.bot_login):
+        return Dropped("self-authored")
+    is_pr = bool((payload.get("issue") or {}).get("pull_request"))
+    return _routed(delivery, COMMENT, ref=ref, comment=comment, key=comment_key(comment.id),
+                   pull_request=is_pr)
+
+
+def _comment_edited(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped:
+    payload = delivery.data
+    ref = _ref(payload)
+    comment = comment_from_rest(payload.get("comment") or {}, ref.number if ref else 0)
+    # The quiz rewrite comes before the self-reply guard (design C5): loopgate's own
+    # comment being ticked is exactly the edit we must not drop.
+    if is_quiz_tick(comment.body):
+        is_pr = bool((payload.get("issue") or {}).get("pull_request"))
+        return _routed(delivery, QUIZ_ATTESTATION, ref=ref, comment_id=comment.id,
+                       node_id=comment.node_id, url=comment.url,
+                       key=quiz_key(comment.id, comment.body), pull_request=is_pr)
+    if is_self_authored(comment, cfg.bot_login):
+        return Dropped("self-authored-edit")
+    return Dropped("human-edit-ignored")
+
+
+def _comment_deleted(delivery: Delivery, cfg: RouterConfig) -> Dropped:
+    comment = comment_from_rest((delivery.data.get("comment") or {}) | {"id": 0})
+    own = is_self_authored(comment, cfg.bot_login)
+    return Dropped("self-authored-deleted" if own else "comment-deleted")
+
+
+def _issue_labeled(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped:
+    payload = delivery.data
+    label = str((payload.get("label") or {}).get("name") or "")
+    if label != cfg.start_label:
+        return Dropped("not-start-label")
+    if (payload.get("issue") or {}).get("pull_request"):
+        return Dropped("pull-request")
+    ref = _ref(payload)
+    sender = str((payload.get("sender") or {}).get("login") or "")
+    if ref is None:
+        return Dropped("no-issue")
+    return _routed(delivery, START, ref=ref, key=start_key(ref), by=sender)
+
+
+_Handler = Callable[[Delivery, RouterConfig], "Delivery | Dropped"]
+
+#: Handlers keyed by ``event.action`` (gidgethub/probot style).
+ROUTES: Mapping[str, _Handler] = {
+    "issue_comment.created": _comment_created,
+    "issue_comment.edited": _comment_edited,
+    "issue_comment.deleted": _comment_deleted,
+    "issues.labeled": _issue_labeled,
+}
+
+
+def route(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped:
+    """Map a parsed webhook delivery to a routed delivery, or say why it is dropped.
+
+    Args:
+        delivery: from :func:`bridges.github.webhook.parse_delivery`.
+        cfg: watched repositories, start label, bot login.
+
+    Returns:
+        A routed :class:`Delivery` (``event`` = ``comment`` | ``quiz_attestation`` |
+        ``start``; ``data`` holds ``ref`` and ``key``), or :class:`Dropped`.
+    """
+    if delivery.event == "ping":
+        return Dropped("ping")
+    handler = ROUTES.get(delivery.route_key)
+    if handler is None:
+        return Dropped("unhandled-event")
+    full = str((delivery.data.get("repository") or {}).get("full_name") or "")
+    if not cfg.watches(full):
+        return Dropped("not-watched")
+    routed = handler(delivery, cfg)
+    if isinstance(routed, Delivery) and routed.data.get("ref") is None:
+        return Dropped("no-issue")
+    return routed

@@ -1,0 +1,322 @@
+"""``GitHubTracker``: the engine's :class:`~engine.ports.Tracker` port over GitHub.
+
+REST calls go through :class:`~bridges.github.client.GitHubClient` (PyGithub), the edit
+history through :class:`~bridges.github.graphql.GraphQLClient` (gql). Every failure leaves
+as :class:`engine.ports.TrackerError` (chained to the bridge error, so a caller can still
+tell a :class:`~bridges.github.errors.RateLimited` apart); gates treat it as "wait".
+
+Delivering pull requests (issue 3 §1): the union of
+
+* closing references, read with GraphQL ``Issue.closedByPullRequestsReferences`` (open and
+  closed PRs; the loopback fake serves it), and
+* pull requests whose head branch is ``github.branchPattern`` with ``{number}`` filled in
+  (REST ``GET /repos/{o}/{r}/pulls?head=owner:branch``), for teams that do not write
+  "Closes #N",
+
+sorted oldest first (by number).
+
+Comment ids: the engine speaks numeric ids, GraphQL wants node ids. The tracker remembers
+the node id of every comment it has seen (listed, posted, or shown to it by the poller and
+the webhook router through :meth:`GitHubTracker.remember`) and falls back to a REST read of
+the comment in each configured repository.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, TypeVar
+
+from bridges.github.client import GitHubClient
+from bridges.github.errors import BridgeError, GitHubApiError
+from bridges.github.graphql import GraphQLClient
+from engine.errors import ConfigError
+from engine.ports import Comment, CommentEdits, IssueInfo, PullRequest, TrackerError
+from engine.refs import WorkItemRef
+
+__all__ = ["GitHubTracker", "token_from_env", "WRITE_INTERVAL_ENV"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: Overrides the spacing of writes (seconds, default 1.0) — for test rigs only.
+WRITE_INTERVAL_ENV = "LOOPGATE_GITHUB_WRITE_INTERVAL"
+#: How long a batch fetched ahead by the poller may serve a gate's lookup (seconds).
+PREFETCH_TTL = 30.0
+_NODE_ID_CAP = 20000
+
+
+def token_from_env(variable: str, what: str = "GitHub token") -> str:
+    """Read a secret from the environment variable named in config.
+
+    Args:
+        variable: the variable's name (``github.tokenEnv``).
+        what: what it holds, for the message.
+
+    Returns:
+        The value.
+
+    Raises:
+        ConfigError: the variable is unset or empty; the message names the variable,
+            never a value.
+    """
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        raise ConfigError(f"{what} missing: set the environment variable {variable} "
+                          f"(named by loopgate.yaml)")
+    return value
+
+
+def _write_interval() -> float:
+    raw = os.environ.get(WRITE_INTERVAL_ENV, "").strip()
+    try:
+        return max(0.0, float(raw)) if raw else 1.0
+    except ValueError:
+        raise ConfigError(
+            f"{WRITE_INTERVAL_ENV} must be a number of seconds, got {raw!r}") from None
+
+
+class _Prefetched:
+    """Single-use, short-lived results of a batched ``comment_edits`` (the poller's)."""
+
+    def __init__(self, ttl: float, clock: Callable[[], float]) -> None:
+        self._ttl = ttl
+        self._clock = clock
+        self._items: dict[int, tuple[CommentEdits, float]] = {}
+        self._lock = threading.Lock()
+
+    def put(self, found: Iterable[CommentEdits]) -> None:
+        expires = self._clock() + self._ttl
+        with self._lock:
+            for edits in found:
+                self._items[edits.comment_id] = (edits, expires)
+
+    def take(self, comment_id: int) -> CommentEdits | None:
+        with self._lock:
+            entry = self._items.pop(comment_id, None)
+        if entry is None or entry[1] < self._clock():
+            return None
+        return entry[0]
+
+
+class GitHubTracker:
+    """The Tracker port over GitHub.
+
+    Args:
+        client: the REST client.
+        graphql: the GraphQL client.
+        repos: the watched repositories (``owner/repo``), searched when a comment's
+            node id is unknown.
+        branch_pattern: ``github.branchPattern`` (``{number}`` = the issue number), or "".
+        clock: monotonic seconds (tests).
+
+    Attributes:
+        lookup_failures: how many ``comment_edits`` calls failed (the dispatcher reads it
+            to tell "the gate could not verify" from "the gate refused").
+    """
+
+    def __init__(self, client: GitHubClient, graphql: GraphQLClient, *,
+                 repos: Sequence[str] = (), branch_pattern: str = "issue-{number}",
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.client = client
+        self.graphql = graphql
+        self.repos = tuple(repos)
+        self.branch_pattern = branch_pattern
+        self.lookup_failures = 0
+        self._node_ids: OrderedDict[int, str] = OrderedDict()
+        self._ids_lock = threading.Lock()
+        self._prefetched = _Prefetched(PREFETCH_TTL, clock)
+        self._pr_items: dict[tuple[str, int], tuple[list[int], float]] = {}
+        self._clock = clock
+
+    @classmethod
+    def from_config(cls, config: Any) -> GitHubTracker:
+        """Build from loopgate.yaml's ``github`` section.
+
+        Raises:
+            ConfigError: the token variable (``github.tokenEnv``) is unset or empty; the
+                message names the variable.
+        """
+        section = config.section("github")
+        token = token_from_env(section.get("tokenEnv") or "GITHUB_TOKEN")
+        client = GitHubClient(section.get("apiUrl") or "https://api.github.com", token,
+                              seconds_between_writes=_write_interval())
+        graphql = GraphQLClient(section.get("graphqlUrl") or "https://api.github.com/graphql",
+                                token)
+        return cls(client, graphql, repos=section.get("repos") or (),
+                   branch_pattern=section.get("branchPattern") or "")
+
+    # -- plumbing ------------------------------------------------------------------------
+    def _guarded(self, what: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except BridgeError as exc:
+            raise TrackerError(f"{what}: {exc}") from exc
+
+    def remember(self, comment: Comment) -> None:
+        """Record ``comment``'s node id (bounded; the oldest entries are forgotten)."""
+        if not comment.node_id:
+            return
+        with self._ids_lock:
+            self._node_ids[comment.id] = comment.node_id
+            self._node_ids.move_to_end(comment.id)
+            while len(self._node_ids) > _NODE_ID_CAP:
+                self._node_ids.popitem(last=False)
+
+    def _remember_all(self, comments: Iterable[Comment]) -> list[Comment]:
+        out = list(comments)
+        for comment in out:
+            self.remember(comment)
+        return out
+
+    # -- Tracker ---------------------------------------------------------------------------
+    def list_comments(self, ref: WorkItemRef) -> list[Comment]:
+        """All comments on ``ref`` (issue or pull request), oldest first."""
+        return self._guarded(f"list comments of {ref}", lambda: self._remember_all(
+            self.client.list_comments(ref.owner, ref.repo, ref.number)))
+
+    def add_comment(self, ref: WorkItemRef, body: str) -> Comment:
+        """Post ``body`` on ``ref``."""
+        comment = self._guarded(f"comment on {ref}", lambda: self.client.add_comment(
+            ref.owner, ref.repo, ref.number, body))
+        self.remember(comment)
+        return comment
+
+    def add_label(self, ref: WorkItemRef, label: str) -> None:
+        """Add one label, leaving the others in place."""
+        self._guarded(f"add label {label!r} to {ref}",
+                      lambda: self.client.add_label(ref.owner, ref.repo, ref.number, label))
+
+    def remove_label(self, ref: WorkItemRef, label: str) -> None:
+        """Remove one label if present."""
+        self._guarded(f"remove label {label!r} from {ref}",
+                      lambda: self.client.remove_label(ref.owner, ref.repo, ref.number, label))
+
+    def labels(self, ref: WorkItemRef) -> list[str]:
+        """The item's label names."""
+        return self._guarded(f"labels of {ref}",
+                             lambda: self.client.labels(ref.owner, ref.repo, ref.number))
+
+    def issue_info(self, ref: WorkItemRef) -> IssueInfo:
+        """Title, link, author and state of the item."""
+        data = self._guarded(f"read {ref}",
+                             lambda: self.client.get_issue(ref.owner, ref.repo, ref.number))
+        return IssueInfo(ref, str(data.get("title") or ""), str(data.get("html_url") or ""),
+                         str((data.get("user") or {}).get("login") or ""),
+                         str(data.get("state") or "open"))
+
+    def delivering_pull_requests(self, ref: WorkItemRef) -> list[PullRequest]:
+        """Closing references plus branch-pattern matches, oldest first."""
+        return self._guarded(f"pull requests delivering {ref}", lambda: self._delivering(ref))
+
+    def _delivering(self, ref: WorkItemRef) -> list[PullRequest]:
+        found = {pr.number: pr for pr in self.graphql.closing_pull_requests(
+            ref.owner, ref.repo, ref.number)}
+        branch = self.branch_for(ref.number)
+        if branch:
+            for raw in self.client.pulls_with_head(ref.owner, ref.repo, branch):
+                number = int(raw["number"])
+                found.setdefault(number, PullRequest(
+                    number, str(raw.get("html_url") or ""),
+                    str((raw.get("head") or {}).get("ref") or branch),
+                    str(raw.get("state") or "open")))
+        return [found[n] for n in sorted(found)]
+
+    def branch_for(self, number: int) -> str:
+        """The branch name ``github.branchPattern`` gives issue ``number`` ("" if none)."""
+        return self.branch_pattern.replace("{number}", str(number)) if self.branch_pattern else ""
+
+    def comment_edits(self, comment_ids: Sequence[int]) -> dict[int, CommentEdits]:
+        """Who edited these comments, as GitHub holds them now (GraphQL).
+
+        A result fetched ahead by the poller in the same cycle (:meth:`prefetch`) is used
+        once, within :data:`PREFETCH_TTL`; everything else is asked now, ⌈K/100⌉ queries.
+
+        Raises:
+            TrackerError: the lookup failed or was rate limited (callers fail closed).
+        """
+        found: dict[int, CommentEdits] = {}
+        missing: list[int] = []
+        for cid in dict.fromkeys(comment_ids):
+            cached = self._prefetched.take(cid)
+            if cached is not None:
+                found[cid] = cached
+            else:
+                missing.append(cid)
+        if missing:
+            try:
+                found.update(self._lookup(missing))
+            except TrackerError:
+                self.lookup_failures += 1
+                raise
+        return found
+
+    def prefetch(self, comment_ids: Sequence[int]) -> dict[int, CommentEdits]:
+        """Look many comments up in ⌈K/100⌉ queries and keep the answers for the gates
+        that will evaluate them in this cycle.
+
+        Raises:
+            TrackerError: a query failed or was rate limited (nothing is kept).
+        """
+        found = self._lookup(list(dict.fromkeys(comment_ids)))
+        self._prefetched.put(found.values())
+        return found
+
+    def _lookup(self, comment_ids: list[int]) -> dict[int, CommentEdits]:
+        def run() -> dict[int, CommentEdits]:
+            by_node = {self._node_id(cid): cid for cid in comment_ids}
+            by_node.pop("", None)
+            answers = self.graphql.comment_edits(list(by_node))
+            return {by_node[node]: edits for node, edits in answers.items() if node in by_node}
+
+        return self._guarded("comment edit lookup", run)
+
+    def _node_id(self, comment_id: int) -> str:
+        with self._ids_lock:
+            known = self._node_ids.get(comment_id)
+        if known:
+            return known
+        for full in self.repos:
+            owner, repo = full.split("/", 1)
+            try:
+                comment = self.client.get_comment(owner, repo, comment_id)
+            except GitHubApiError as exc:
+                if exc.status == 404:
+                    continue
+                raise
+            self.remember(comment)
+            return comment.node_id
+        return ""
+
+    # -- pull request → work item ----------------------------------------------------------
+    def items_for_pull_request(self, owner: str, repo: str, number: int) -> list[int]:
+        """Issue numbers a pull request delivers (closing references, else the branch
+        pattern read backwards). Cached for five minutes per pull request.
+
+        Raises:
+            TrackerError: the lookup failed.
+        """
+        key = (f"{owner}/{repo}".lower(), number)
+        cached = self._pr_items.get(key)
+        if cached is not None and cached[1] > self._clock():
+            return list(cached[0])
+        head, numbers = self._guarded(f"items of pull request {owner}/{repo}#{number}",
+                                      lambda: self.graphql.pull_request_items(owner, repo, number))
+        if not numbers:
+            numbers = self._numbers_from_branch(head)
+        self._pr_items[key] = (numbers, self._clock() + 300.0)
+        return list(numbers)
+
+    def _numbers_from_branch(self, head: str) -> list[int]:
+        if not head or "{number}" not in self.branch_pattern:
+            return []
+        before, _, after = self.branch_pattern.partition("{number}")
+        if not (head.startswith(before) and head.endswith(after)):
+            return []
+        middle = head[len(before): len(head) - len(after) if after else None]
+        return [int(middle)] if middle.isdigit() else []

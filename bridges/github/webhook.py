@@ -1,0 +1,141 @@
+"""Webhook verification and parsing: pure functions, no network code (sans-I/O).
+
+``verify_signature`` must run on the raw request body *before* anything parses it
+(issue 3 §3; GitHub Docs "Validating webhook deliveries"): HMAC-SHA256 of the exact bytes,
+keyed with the webhook secret, compared in constant time. Only ``X-Hub-Signature-256`` is
+read: the legacy SHA-1 ``X-Hub-Signature`` header is never accepted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from bridges.github.errors import PayloadError, SignatureError
+
+__all__ = ["Delivery", "header", "sign", "verify_signature", "parse_delivery", "SIGNATURE_HEADER"]
+
+SIGNATURE_HEADER = "X-Hub-Signature-256"
+_PREFIX = "sha256="
+_HEX_LEN = 64
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """One inbound arrival with a stable id used for exactly-once handling.
+
+    The receiver builds one from a webhook (``source="github"``, ``event`` = the
+    ``X-GitHub-Event`` header); the router and the poller build routed deliveries whose
+    ``event`` is an internal kind (``comment``, ``quiz_attestation``, ``start``).
+
+    Attributes:
+        delivery_id: the ``X-GitHub-Delivery`` GUID, or a poller id such as
+            ``poll:comment:42``.
+        source: ``github`` (webhook) or ``poller``.
+        event: the GitHub event name or the routed kind.
+        action: the payload's ``action`` ("" when it has none, e.g. ``ping``).
+        data: the parsed payload, or the routed fields (``ref``, ``comment``, ``key`` ...).
+    """
+
+    delivery_id: str
+    source: str
+    event: str
+    action: str
+    data: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def route_key(self) -> str:
+        """``event.action`` (``issue_comment.edited``), or ``event`` when there is no action."""
+        return f"{self.event}.{self.action}" if self.action else self.event
+
+
+def header(headers: Mapping[str, str], name: str) -> str:
+    """A header's value looked up case-insensitively ("" when absent).
+
+    Args:
+        headers: any mapping of header names to values (Flask's, a dict, ...).
+        name: the header name, any case.
+    """
+    wanted = name.lower()
+    for key, value in headers.items():
+        if key.lower() == wanted:
+            return value
+    return ""
+
+
+def _secret_bytes(secret: str | bytes) -> bytes:
+    return secret.encode("utf-8") if isinstance(secret, str) else bytes(secret)
+
+
+def sign(body: bytes, secret: str | bytes) -> str:
+    """The ``X-Hub-Signature-256`` value GitHub would send for ``body`` (tests, the fake).
+
+    Args:
+        body: the exact request bytes.
+        secret: the webhook secret.
+
+    Returns:
+        ``sha256=<64 lower-case hex digits>``.
+    """
+    return _PREFIX + hmac.new(_secret_bytes(secret), body, hashlib.sha256).hexdigest()
+
+
+def verify_signature(headers: Mapping[str, str], body: bytes, secret: str | bytes) -> None:
+    """Check ``X-Hub-Signature-256`` over the raw body.
+
+    Args:
+        headers: the request headers (any case).
+        body: the raw request body, exactly as received.
+        secret: the webhook secret (non-empty).
+
+    Raises:
+        SignatureError: the secret is empty, the header is missing or not
+            ``sha256=<64 hex>``, or the digest does not match. The message never
+            contains the secret or the expected digest.
+    """
+    if not secret:
+        raise SignatureError("no webhook secret configured; cannot verify deliveries")
+    given = header(headers, SIGNATURE_HEADER).strip()
+    if not given:
+        raise SignatureError(f"missing {SIGNATURE_HEADER} header")
+    if not given.startswith(_PREFIX) or len(given) != len(_PREFIX) + _HEX_LEN:
+        raise SignatureError(f"malformed {SIGNATURE_HEADER} header (expected sha256=<hex>)")
+    expected = sign(body, secret)
+    # compare_digest on ASCII bytes: constant time in the length of the inputs.
+    if not hmac.compare_digest(expected.encode("ascii"), given.lower().encode("ascii", "replace")):
+        raise SignatureError(f"{SIGNATURE_HEADER} does not match the body")
+
+
+def parse_delivery(headers: Mapping[str, str], body: bytes) -> Delivery:
+    """Parse a verified webhook request into a :class:`Delivery`.
+
+    Args:
+        headers: the request headers; ``X-GitHub-Event`` and ``X-GitHub-Delivery`` are read.
+        body: the raw JSON body (UTF-8).
+
+    Returns:
+        ``Delivery(delivery_id, "github", event, action, payload)``.
+
+    Raises:
+        PayloadError: a required header is missing, or the body is not a JSON object.
+    """
+    event = header(headers, "X-GitHub-Event").strip()
+    if not event:
+        raise PayloadError("missing X-GitHub-Event header")
+    delivery_id = header(headers, "X-GitHub-Delivery").strip()
+    if not delivery_id:
+        raise PayloadError("missing X-GitHub-Delivery header")
+    try:
+        payload = json.loads(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        kind = exc.__class__.__name__
+        raise PayloadError(f"delivery {delivery_id}: body is not UTF-8 JSON ({kind})") from None
+    if not isinstance(payload, dict):
+        raise PayloadError(f"delivery {delivery_id}: body is not a JSON object")
+    action = payload.get("action")
+    action_name = action if isinstance(action, str) else ""
+    return Delivery(delivery_id, "github", event, action_name, payload)

@@ -1,0 +1,1028 @@
+"""A loopback fake GitHub: REST + GraphQL on 127.0.0.1, for tests and benchmarks.
+
+Shapes come from ../shared/fixtures/github (the REST examples of GitHub's OpenAPI
+description are the templates of issues, comments and labels); the GraphQL endpoint
+validates every query against the patched public schema
+(``graphql/schema.docs.patched.graphql``, built once per process) and executes it with
+plain resolvers over the fake's data.
+
+What it does like GitHub:
+
+* ETags on GET; ``If-None-Match`` matching → ``304`` with an empty body, which does not
+  count against the rate limit (every other REST answer does, except ``/rate_limit``).
+* ``Link`` pagination (``per_page`` ≤ 100, ``page``), absolute URLs on the same base.
+* ``X-RateLimit-*`` headers; simulated limits: REST ``403``/``429`` with ``retry-after``
+  or ``x-ratelimit-remaining: 0``; GraphQL ``200`` with ``errors[].type == RATE_LIMITED``
+  (or ``403``).
+* Comment edits are recorded as ``userContentEdits`` (the creation entry added on the
+  first edit, ``includesCreatedEdit`` set), returned newest first by default so clients
+  must sort them themselves.
+* Unknown ids in ``nodes(ids:)`` answer ``null`` plus a ``NOT_FOUND`` error.
+
+Use it from a test::
+
+    with FakeGitHub() as gh:
+        gh.create_repo("acme/widgets")
+        n = gh.create_issue("acme/widgets", "Add a thing", author="alice")
+        gh.add_comment("acme/widgets", n, "the-loop start", as_user="alice")
+        ...  # point PyGithub at gh.api_url and gql at gh.graphql_url, token gh.token
+
+It runs in a daemon thread, so the e2e suite can point a ``loopgate serve`` subprocess at
+it too.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import re
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from functools import lru_cache
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
+
+from graphql import GraphQLSchema, build_schema, execute, parse, validate
+from graphql.error import GraphQLError
+
+__all__ = ["FakeGitHub", "Req", "github_schema", "FIXTURES", "SCHEMA_PATH"]
+
+FIXTURES = Path(os.environ.get("LOOPGATE_FIXTURES", "/work/shared/fixtures")) / "github"
+SCHEMA_PATH = FIXTURES / "graphql" / "schema.docs.patched.graphql"
+HTML_BASE = "https://github.com"
+RATE_LIMIT = 5000
+
+
+@lru_cache(maxsize=1)
+def github_schema() -> GraphQLSchema:
+    """GitHub's public GraphQL schema (patched fixture), built once per process (~1 s)."""
+    return build_schema(SCHEMA_PATH.read_text("utf-8"))
+
+
+@lru_cache(maxsize=8)
+def _template(name: str) -> dict[str, Any]:
+    return json.loads((FIXTURES / "rest" / name).read_text("utf-8"))
+
+
+def _copy(value: Any) -> Any:
+    return json.loads(json.dumps(value))
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _parse_iso(text: str) -> datetime:
+    return datetime.strptime(text, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=UTC)
+
+
+def _node_id(kind: str, number: int) -> str:
+    return base64.b64encode(f"0:{kind}{number}".encode()).decode().rstrip("=")
+
+
+@dataclass
+class Req:
+    """One request the fake answered.
+
+    Attributes:
+        method: HTTP verb.
+        path: the path without the query string (API prefix included).
+        route: the route name (``repo-comments``, ``graphql`` ...), "" if none matched.
+        query: the parsed query string (last value of each key).
+        status: the status answered.
+        conditional: the request carried ``If-None-Match``.
+        counted: it counted against the rate limit.
+        resource: ``core``, ``graphql`` or "" (not counted).
+    """
+
+    method: str
+    path: str
+    route: str
+    query: dict[str, str]
+    status: int
+    conditional: bool
+    counted: bool
+    resource: str
+
+
+@dataclass
+class FakeComment:
+    """A comment on an issue or pull request (conversation comment)."""
+
+    id: int
+    node_id: str
+    repo: str
+    number: int
+    author: str
+    author_type: str
+    body: str
+    created_at: str
+    updated_at: str
+    edits: list[dict[str, Any]] = field(default_factory=list)
+    includes_created_edit: bool = False
+    editor: str | None = None
+    editor_type: str = ""
+    last_edited_at: str | None = None
+
+
+@dataclass
+class FakeIssue:
+    """An issue or a pull request (they share numbers, as on GitHub)."""
+
+    number: int
+    node_id: str
+    title: str
+    body: str
+    author: str
+    created_at: str
+    updated_at: str
+    labels: list[str] = field(default_factory=list)
+    state: str = "open"
+    is_pr: bool = False
+    head_branch: str = ""
+    closes: list[int] = field(default_factory=list)
+
+
+@dataclass
+class FakeRepo:
+    """A repository: issues, pull requests and files per branch."""
+
+    owner: str
+    name: str
+    id: int
+    default_branch: str = "main"
+    issues: dict[int, FakeIssue] = field(default_factory=dict)
+    files: dict[str, dict[str, bytes]] = field(default_factory=dict)
+
+    @property
+    def full_name(self) -> str:
+        return f"{self.owner}/{self.name}"
+
+
+class _Response:
+    def __init__(self, status: int, payload: Any = None, headers: dict[str, str] | None = None,
+                 raw: bytes | None = None, conditional_ok: bool = False) -> None:
+        self.status = status
+        self.payload = payload
+        self.headers = dict(headers or {})
+        self.raw = raw
+        self.conditional_ok = conditional_ok  # GET answers that carry an ETag
+
+
+class _NotFound(Exception):
+    pass
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+        return None  # quiet: tests read fake.requests instead
+
+    def _dispatch(self) -> None:
+        self.server.fake._serve(self)
+
+    do_GET = do_POST = do_PATCH = do_PUT = do_DELETE = _dispatch
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    allow_reuse_address = True
+    fake: FakeGitHub
+
+
+_Route = tuple[str, str, "re.Pattern[str]", str]
+
+
+def _routes() -> list[_Route]:
+    seg = r"(?P<owner>[^/]+)/(?P<repo>[^/]+)"
+    table = [
+        ("GET", "rate-limit", r"/rate_limit"),
+        ("GET", "repo", rf"/repos/{seg}"),
+        ("GET", "repo-issues", rf"/repos/{seg}/issues"),
+        ("GET", "repo-comments", rf"/repos/{seg}/issues/comments"),
+        ("GET", "comment", rf"/repos/{seg}/issues/comments/(?P<id>\d+)"),
+        ("PATCH", "comment-edit", rf"/repos/{seg}/issues/comments/(?P<id>\d+)"),
+        ("DELETE", "comment-delete", rf"/repos/{seg}/issues/comments/(?P<id>\d+)"),
+        ("GET", "issue", rf"/repos/{seg}/issues/(?P<number>\d+)"),
+        ("GET", "issue-comments", rf"/repos/{seg}/issues/(?P<number>\d+)/comments"),
+        ("POST", "comment-create", rf"/repos/{seg}/issues/(?P<number>\d+)/comments"),
+        ("GET", "labels", rf"/repos/{seg}/issues/(?P<number>\d+)/labels"),
+        ("POST", "labels-add", rf"/repos/{seg}/issues/(?P<number>\d+)/labels"),
+        ("PUT", "labels-replace", rf"/repos/{seg}/issues/(?P<number>\d+)/labels"),
+        ("DELETE", "label-remove", rf"/repos/{seg}/issues/(?P<number>\d+)/labels/(?P<name>.+)"),
+        ("GET", "pulls", rf"/repos/{seg}/pulls"),
+        ("GET", "pull", rf"/repos/{seg}/pulls/(?P<number>\d+)"),
+        ("GET", "contents", rf"/repos/{seg}/contents(?:/(?P<path>.*))?"),
+    ]
+    return [(m, name, re.compile(f"^{pattern}/?$"), name) for m, name, pattern in table]
+
+
+_ROUTES = _routes()
+
+
+class FakeGitHub:
+    """The fake server and its data.
+
+    Args:
+        token: the only token accepted (``Authorization: token|bearer <token>``).
+        bot_login: the login of the token's owner: comments and edits made through the
+            API are authored by it.
+        api_prefix: REST path prefix (``/api/v3`` imitates GitHub Enterprise Server).
+        edits_newest_first: the order ``userContentEdits`` nodes are returned in.
+    """
+
+    def __init__(self, *, token: str = "ghp-test-token", bot_login: str = "loopgate-bot",
+                 api_prefix: str = "", edits_newest_first: bool = True) -> None:
+        self.token = token
+        self.bot_login = bot_login
+        self.api_prefix = api_prefix.rstrip("/")
+        self.edits_newest_first = edits_newest_first
+        self.repos: dict[str, FakeRepo] = {}
+        self.comments: dict[int, FakeComment] = {}
+        self.requests: list[Req] = []
+        self.graphql_log: list[dict[str, Any]] = []
+        self.invalid_queries: list[tuple[str, list[str]]] = []
+        self.lock = threading.RLock()
+        self._offset = timedelta(0)
+        self._next_comment = 1000
+        self._next_repo = 1
+        self._rest_limits: list[dict[str, Any]] = []
+        self._graphql_limits: list[str] = []
+        self._core_used = 0
+        self._graphql_used = 0
+        self._server: _Server | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> FakeGitHub:
+        """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
+        server = _Server(("127.0.0.1", 0), _Handler)
+        server.fake = self
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, name="fake-github",
+                                        kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop serving and close the socket."""
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> FakeGitHub:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>`` (the server root)."""
+        assert self._server is not None, "start() the fake first"
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def api_url(self) -> str:
+        """The REST base URL (``github.apiUrl``)."""
+        return self.url + self.api_prefix
+
+    @property
+    def graphql_url(self) -> str:
+        """The GraphQL endpoint (``github.graphqlUrl``)."""
+        prefix = self.api_prefix.replace("/v3", "") if self.api_prefix else ""
+        return f"{self.url}{prefix}/graphql"
+
+    # -- clock -------------------------------------------------------------------------
+    def now(self) -> datetime:
+        """The fake's clock (wall clock plus :meth:`advance` offsets), whole seconds."""
+        return (datetime.now(UTC) + self._offset).replace(microsecond=0)
+
+    def advance(self, seconds: float) -> None:
+        """Move the fake's clock forward (timestamps of later writes)."""
+        with self.lock:
+            self._offset += timedelta(seconds=seconds)
+
+    # -- test API: data ----------------------------------------------------------------
+    def create_repo(self, full_name: str, default_branch: str = "main") -> FakeRepo:
+        """Create (or return) repository ``owner/name``."""
+        with self.lock:
+            if full_name not in self.repos:
+                owner, name = full_name.split("/", 1)
+                self.repos[full_name] = FakeRepo(owner, name, self._next_repo, default_branch,
+                                                 files={default_branch: {}})
+                self._next_repo += 1
+            return self.repos[full_name]
+
+    def _repo(self, full_name: str) -> FakeRepo:
+        repo = self.repos.get(full_name)
+        if repo is None:
+            raise _NotFound(full_name)
+        return repo
+
+    def _new_number(self, repo: FakeRepo) -> int:
+        return max(repo.issues, default=0) + 1
+
+    def create_issue(self, repo: str, title: str, body: str = "", *, author: str = "octocat",
+                     labels: Iterable[str] = ()) -> int:
+        """Open an issue; returns its number."""
+        with self.lock:
+            r = self.create_repo(repo)
+            number = self._new_number(r)
+            now = _iso(self.now())
+            r.issues[number] = FakeIssue(number, _node_id("Issue", r.id * 100000 + number), title,
+                                         body, author, now, now, list(labels))
+            return number
+
+    def open_pr(self, repo: str, head_branch: str, *, closes: Iterable[int] = (),
+                title: str = "", author: str = "octocat", state: str = "open") -> int:
+        """Open a pull request from ``head_branch``; ``closes`` = closing references."""
+        with self.lock:
+            r = self.create_repo(repo)
+            number = self._new_number(r)
+            now = _iso(self.now())
+            body = "\n".join(f"Closes #{n}" for n in closes)
+            r.issues[number] = FakeIssue(number, _node_id("PullRequest", r.id * 100000 + number),
+                                         title or f"Work on {head_branch}", body, author, now, now,
+                                         state=state, is_pr=True, head_branch=head_branch,
+                                         closes=list(closes))
+            r.files.setdefault(head_branch, dict(r.files.get(r.default_branch, {})))
+            return number
+
+    def add_comment(self, repo: str, number: int, body: str, *, as_user: str = "octocat",
+                    user_type: str = "User") -> FakeComment:
+        """Post a comment on issue/PR ``number`` as ``as_user``."""
+        with self.lock:
+            issue = self._repo(repo).issues[number]
+            now = _iso(self.now())
+            self._next_comment += 1
+            cid = self._next_comment
+            comment = FakeComment(cid, _node_id("IssueComment", cid), repo, number, as_user,
+                                  user_type, body, now, now)
+            self.comments[cid] = comment
+            issue.updated_at = now
+            return comment
+
+    def edit_comment(self, comment_id: int, body: str, editor: str | None, *,
+                     editor_type: str = "User", record_history: bool = True) -> FakeComment:
+        """Edit a comment as ``editor`` (None = a deleted/ghost account).
+
+        Args:
+            comment_id: the numeric id.
+            body: the new body.
+            editor: who edits (None: GitHub names nobody).
+            editor_type: ``User``, ``Bot``, ``Mannequin`` ...
+            record_history: False leaves ``userContentEdits`` untouched (a lagging
+                history) while ``editor``/``lastEditedAt`` move.
+        """
+        with self.lock:
+            c = self.comments[comment_id]
+            now = _iso(self.now())
+            if record_history:
+                if not c.edits:
+                    c.edits.append({"editor": c.author, "editor_type": c.author_type,
+                                    "edited_at": c.created_at, "creation": True})
+                    c.includes_created_edit = True
+                c.edits.append({"editor": editor, "editor_type": editor_type if editor else "",
+                                "edited_at": now, "creation": False})
+            c.body = body
+            c.updated_at = now
+            c.editor = editor
+            c.editor_type = editor_type if editor else ""
+            c.last_edited_at = now
+            self._repo(c.repo).issues[c.number].updated_at = now
+            return c
+
+    def tick_quiz(self, comment_id: int, editor: str | None, *, editor_type: str = "User") -> None:
+        """Tick the attestation box of a quiz comment (``- [ ] I have read`` → ``- [x]``)."""
+        with self.lock:
+            body = re.sub(r"^(\s*[-*]\s+)\[ \](\s+I have read)", r"\1[x]\2",
+                          self.comments[comment_id].body, count=1, flags=re.MULTILINE)
+        self.edit_comment(comment_id, body, editor, editor_type=editor_type)
+
+    def delete_comment(self, comment_id: int) -> None:
+        """Delete a comment."""
+        with self.lock:
+            self.comments.pop(comment_id, None)
+
+    def add_label(self, repo: str, number: int, name: str) -> None:
+        """Add a label (as a person would in the UI)."""
+        with self.lock:
+            issue = self._repo(repo).issues[number]
+            if name not in issue.labels:
+                issue.labels.append(name)
+            issue.updated_at = _iso(self.now())
+
+    def put_file(self, repo: str, path: str, data: bytes | str, ref: str | None = None) -> None:
+        """Write a file at branch ``ref`` (default branch when None)."""
+        with self.lock:
+            r = self.create_repo(repo)
+            branch = ref or r.default_branch
+            files = r.files.setdefault(branch, dict(r.files.get(r.default_branch, {})))
+            files[path.strip("/")] = data.encode("utf-8") if isinstance(data, str) else data
+
+    def comments_on(self, repo: str, number: int) -> list[FakeComment]:
+        """Comments on issue/PR ``number``, oldest first."""
+        with self.lock:
+            return sorted((c for c in self.comments.values()
+                           if c.repo == repo and c.number == number), key=lambda c: c.id)
+
+    def labels_of(self, repo: str, number: int) -> list[str]:
+        """Label names of issue/PR ``number``."""
+        with self.lock:
+            return list(self._repo(repo).issues[number].labels)
+
+    # -- test API: limits and counts ---------------------------------------------------
+    def rest_rate_limit(self, times: int = 1, *, status: int = 403, retry_after: int | None = None,
+                        reset_in: int = 60) -> None:
+        """Answer the next ``times`` counted REST requests with a rate-limit error.
+
+        Args:
+            times: how many requests to refuse.
+            status: 403 (primary: ``x-ratelimit-remaining: 0``) or 429.
+            retry_after: seconds for a ``retry-after`` header (None: none sent).
+            reset_in: seconds until ``x-ratelimit-reset``.
+        """
+        with self.lock:
+            self._rest_limits.extend(
+                [{"status": status, "retry_after": retry_after, "reset_in": reset_in}] * times)
+
+    def graphql_rate_limit(self, times: int = 1, *, mode: str = "200") -> None:
+        """Answer the next ``times`` GraphQL queries rate-limited: ``200`` + ``RATE_LIMITED``
+        errors, or ``403``."""
+        with self.lock:
+            self._graphql_limits.extend([mode] * times)
+
+    def count(self, *, route: str | None = None, method: str | None = None,
+              status: int | None = None, counted: bool | None = None) -> int:
+        """How many logged requests match every given filter."""
+        with self.lock:
+            return sum(1 for r in self.requests
+                       if (route is None or r.route == route)
+                       and (method is None or r.method == method)
+                       and (status is None or r.status == status)
+                       and (counted is None or r.counted == counted))
+
+    def reset_log(self) -> None:
+        """Forget logged requests and GraphQL queries (data stays)."""
+        with self.lock:
+            self.requests.clear()
+            self.graphql_log.clear()
+
+    # -- HTTP plumbing -----------------------------------------------------------------
+    def _authorized(self, h: BaseHTTPRequestHandler) -> bool:
+        value = h.headers.get("Authorization", "")
+        scheme, _, token = value.partition(" ")
+        return scheme.lower() in ("token", "bearer") and token.strip() == self.token
+
+    def _serve(self, h: BaseHTTPRequestHandler) -> None:
+        split = urlsplit(h.path)
+        path = unquote(split.path)
+        query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
+        length = int(h.headers.get("Content-Length") or 0)
+        body = h.rfile.read(length) if length else b""
+        with self.lock:
+            if not self._authorized(h):
+                resp = _Response(401, {"message": "Bad credentials"})
+                self._send(h, resp, Req(h.command, path, "", query, 401, False, False, ""))
+                return
+            if h.command == "POST" and path == urlsplit(self.graphql_url).path:
+                resp, resource = self._graphql(body), "graphql"
+                self._graphql_used += 1
+                self._send(h, resp, Req("POST", path, "graphql", query, resp.status, False, True,
+                                        resource))
+                return
+            self._serve_rest(h, path, query, body)
+
+    def _serve_rest(self, h: BaseHTTPRequestHandler, path: str, query: dict[str, str],
+                    body: bytes) -> None:
+        rel = path[len(self.api_prefix):] if path.startswith(self.api_prefix) else path
+        route, params = self._match(h.command, rel)
+        counted = route != "rate-limit"
+        conditional = "If-None-Match" in h.headers
+        if counted and self._rest_limits:
+            limit = self._rest_limits.pop(0)
+            self._core_used += 1
+            resp = self._limited(limit)
+            self._send(h, resp, Req(h.command, path, route, query, resp.status, conditional,
+                                    True, "core"))
+            return
+        try:
+            if route == "":
+                raise _NotFound(path)
+            resp = getattr(self, "_r_" + route.replace("-", "_"))(params, query, body, h)
+        except _NotFound:
+            resp = _Response(404, {"message": "Not Found",
+                                   "documentation_url": "https://docs.github.com/rest"})
+        except (ValueError, KeyError, TypeError) as exc:
+            resp = _Response(422, {"message": f"Validation Failed: {exc}"})
+        if resp.conditional_ok and resp.status == 200 and resp.raw is None:
+            data = json.dumps(resp.payload, sort_keys=True).encode()
+            etag = f'W/"{hashlib.sha256(data).hexdigest()[:40]}"'
+            resp.headers["ETag"] = etag
+            if conditional and h.headers.get("If-None-Match", "").strip() == etag:
+                resp = _Response(304, None, {"ETag": etag})
+                self._send(h, resp, Req(h.command, path, route, query, 304, True, False, ""))
+                return
+        if counted:
+            self._core_used += 1
+        self._send(h, resp, Req(h.command, path, route, query, resp.status, conditional, counted,
+                                "core" if counted else ""))
+
+    def _match(self, method: str, rel: str) -> tuple[str, dict[str, str]]:
+        for verb, name, pattern, _ in _ROUTES:
+            m = pattern.match(rel)
+            if m and verb == method:
+                return name, {k: v for k, v in m.groupdict().items() if v is not None}
+        return "", {}
+
+    def _limited(self, limit: dict[str, Any]) -> _Response:
+        reset = int((datetime.now(UTC) + timedelta(seconds=limit["reset_in"])).timestamp())
+        headers = {"X-RateLimit-Limit": str(RATE_LIMIT), "X-RateLimit-Remaining": "0",
+                   "X-RateLimit-Reset": str(reset), "X-RateLimit-Resource": "core"}
+        if limit["retry_after"] is not None:
+            headers["Retry-After"] = str(limit["retry_after"])
+        message = ("API rate limit exceeded for user ID 1." if limit["status"] == 403
+                   else "You have exceeded a secondary rate limit. Please wait a few minutes "
+                        "before you try again.")
+        return _Response(limit["status"], {"message": message,
+                                           "documentation_url": "https://docs.github.com/rest"},
+                         headers)
+
+    def _send(self, h: BaseHTTPRequestHandler, resp: _Response, req: Req) -> None:
+        self.requests.append(req)
+        if resp.raw is not None:
+            data = resp.raw
+        elif resp.status in (204, 304) or resp.payload is None:
+            data = b""
+        else:
+            data = json.dumps(resp.payload).encode()
+        h.send_response(resp.status)
+        used = self._graphql_used if req.resource == "graphql" else self._core_used
+        reset = int((datetime.now(UTC) + timedelta(hours=1)).timestamp())
+        headers = {"Content-Type": "application/json; charset=utf-8",
+                   "X-RateLimit-Limit": str(RATE_LIMIT),
+                   "X-RateLimit-Remaining": str(max(RATE_LIMIT - used, 0)),
+                   "X-RateLimit-Reset": str(reset), "X-RateLimit-Used": str(used),
+                   "X-RateLimit-Resource": req.resource or "core"}
+        headers.update(resp.headers)
+        for key, value in headers.items():
+            h.send_header(key, value)
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        if data and h.command != "HEAD":
+            h.wfile.write(data)
+
+    # -- JSON shapes ---------------------------------------------------------------------
+    def _user(self, login: str | None, kind: str = "User") -> dict[str, Any] | None:
+        if login is None:
+            return None
+        user = _copy(_template("issues.list-comments.200.json")[0]["user"])
+        digest = int(hashlib.sha256(login.encode()).hexdigest()[:8], 16)
+        user.update({"login": login, "id": digest, "type": kind or "User",
+                     "node_id": _node_id(kind or "User", digest),
+                     "url": f"{self.api_url}/users/{quote(login)}",
+                     "html_url": f"{HTML_BASE}/{login}"})
+        return user
+
+    def _comment_json(self, c: FakeComment) -> dict[str, Any]:
+        issue = self._repo(c.repo).issues[c.number]
+        kind = "pull" if issue.is_pr else "issues"
+        data = _copy(_template("issues.create-comment.201.json"))
+        data.update({
+            "id": c.id, "node_id": c.node_id, "body": c.body,
+            "url": f"{self.api_url}/repos/{c.repo}/issues/comments/{c.id}",
+            "html_url": f"{HTML_BASE}/{c.repo}/{kind}/{c.number}#issuecomment-{c.id}",
+            "issue_url": f"{self.api_url}/repos/{c.repo}/issues/{c.number}",
+            "user": self._user(c.author, c.author_type),
+            "created_at": c.created_at, "updated_at": c.updated_at,
+            "author_association": "COLLABORATOR",
+        })
+        return data
+
+    def _label_json(self, repo: FakeRepo, name: str) -> dict[str, Any]:
+        digest = int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)
+        return {"id": digest, "node_id": _node_id("Label", digest),
+                "url": f"{self.api_url}/repos/{repo.full_name}/labels/{quote(name)}",
+                "name": name, "description": "", "color": "ededed", "default": False}
+
+    def _issue_json(self, repo: FakeRepo, issue: FakeIssue) -> dict[str, Any]:
+        data = _copy(_template("issues.get.200.json"))
+        base = f"{self.api_url}/repos/{repo.full_name}"
+        data.update({
+            "id": repo.id * 100000 + issue.number, "node_id": issue.node_id,
+            "url": f"{base}/issues/{issue.number}", "repository_url": base,
+            "labels_url": f"{base}/issues/{issue.number}/labels{{/name}}",
+            "comments_url": f"{base}/issues/{issue.number}/comments",
+            "events_url": f"{base}/issues/{issue.number}/events",
+            "html_url": f"{HTML_BASE}/{repo.full_name}/issues/{issue.number}",
+            "number": issue.number, "state": issue.state, "title": issue.title,
+            "body": issue.body, "user": self._user(issue.author),
+            "labels": [self._label_json(repo, n) for n in issue.labels],
+            "assignee": None, "assignees": [], "milestone": None, "closed_by": None,
+            "comments": sum(1 for c in self.comments.values()
+                            if c.repo == repo.full_name and c.number == issue.number),
+            "created_at": issue.created_at, "updated_at": issue.updated_at, "closed_at": None,
+            "pinned_comment": None,
+        })
+        if issue.is_pr:
+            data["pull_request"] = {
+                "url": f"{base}/pulls/{issue.number}",
+                "html_url": f"{HTML_BASE}/{repo.full_name}/pull/{issue.number}",
+                "diff_url": f"{HTML_BASE}/{repo.full_name}/pull/{issue.number}.diff",
+                "patch_url": f"{HTML_BASE}/{repo.full_name}/pull/{issue.number}.patch"}
+            data["html_url"] = f"{HTML_BASE}/{repo.full_name}/pull/{issue.number}"
+        else:
+            data.pop("pull_request", None)
+        return data
+
+    def _repo_json(self, repo: FakeRepo) -> dict[str, Any]:
+        return {"id": repo.id, "node_id": _node_id("Repository", repo.id), "name": repo.name,
+                "full_name": repo.full_name, "owner": self._user(repo.owner, "Organization"),
+                "private": False, "html_url": f"{HTML_BASE}/{repo.full_name}",
+                "url": f"{self.api_url}/repos/{repo.full_name}",
+                "default_branch": repo.default_branch}
+
+    def _pull_json(self, repo: FakeRepo, pr: FakeIssue) -> dict[str, Any]:
+        head_sha = hashlib.sha1(f"{repo.full_name}:{pr.head_branch}".encode()).hexdigest()
+        return {"id": repo.id * 100000 + pr.number, "node_id": pr.node_id, "number": pr.number,
+                "state": pr.state, "title": pr.title, "body": pr.body,
+                "url": f"{self.api_url}/repos/{repo.full_name}/pulls/{pr.number}",
+                "html_url": f"{HTML_BASE}/{repo.full_name}/pull/{pr.number}",
+                "user": self._user(pr.author), "created_at": pr.created_at,
+                "updated_at": pr.updated_at, "merged_at": None, "draft": False,
+                "head": {"ref": pr.head_branch, "sha": head_sha,
+                         "label": f"{repo.owner}:{pr.head_branch}", "repo": self._repo_json(repo)},
+                "base": {"ref": repo.default_branch, "sha": "0" * 40,
+                         "label": f"{repo.owner}:{repo.default_branch}",
+                         "repo": self._repo_json(repo)}}
+
+    # -- pagination ----------------------------------------------------------------------
+    def _page(self, items: list[Any], query: dict[str, str], path: str) -> _Response:
+        per_page = max(1, min(int(query.get("per_page", 30)), 100))
+        page = max(1, int(query.get("page", 1)))
+        last = max(1, -(-len(items) // per_page))
+        chunk = items[(page - 1) * per_page: page * per_page]
+        links = []
+
+        def link(n: int, rel: str) -> str:
+            q = dict(query, page=str(n))
+            return f'<{self.url}{path}?{urlencode(q)}>; rel="{rel}"'
+
+        if page < last:
+            links += [link(page + 1, "next"), link(last, "last")]
+        if page > 1:
+            links += [link(1, "first"), link(page - 1, "prev")]
+        headers = {"Link": ", ".join(links)} if links else {}
+        return _Response(200, chunk, headers, conditional_ok=True)
+
+    # -- REST routes ---------------------------------------------------------------------
+    def _r_rate_limit(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                      h: Any) -> _Response:
+        data = _copy(_template("rate-limit.get.200.json"))
+        data["resources"]["core"].update(used=self._core_used,
+                                         remaining=RATE_LIMIT - self._core_used)
+        data["resources"]["graphql"].update(used=self._graphql_used,
+                                            remaining=RATE_LIMIT - self._graphql_used)
+        return _Response(200, data)
+
+    def _r_repo(self, p: dict[str, str], q: dict[str, str], body: bytes, h: Any) -> _Response:
+        return _Response(200, self._repo_json(self._repo(f"{p['owner']}/{p['repo']}")),
+                         conditional_ok=True)
+
+    def _full_path(self, h: Any) -> str:
+        return urlsplit(h.path).path
+
+    def _r_repo_issues(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                       h: Any) -> _Response:
+        repo = self._repo(f"{p['owner']}/{p['repo']}")
+        state = q.get("state", "open")
+        wanted = [x for x in q.get("labels", "").split(",") if x]
+        since = _parse_iso(q["since"]) if q.get("since") else None
+        items = [i for i in repo.issues.values()
+                 if (state == "all" or i.state == state)
+                 and all(w in i.labels for w in wanted)
+                 and (since is None or _parse_iso(i.updated_at) >= since)]
+        key = "updated_at" if q.get("sort") == "updated" else "created_at"
+        items.sort(key=lambda i: (getattr(i, key), i.number), reverse=q.get("direction") != "asc")
+        return self._page([self._issue_json(repo, i) for i in items], q, self._full_path(h))
+
+    def _r_repo_comments(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                         h: Any) -> _Response:
+        full = f"{p['owner']}/{p['repo']}"
+        self._repo(full)
+        since = _parse_iso(q["since"]) if q.get("since") else None
+        items = [c for c in self.comments.values() if c.repo == full
+                 and (since is None or _parse_iso(c.updated_at) >= since)]
+        key = "updated_at" if q.get("sort") == "updated" else "created_at"
+        items.sort(key=lambda c: (getattr(c, key), c.id), reverse=q.get("direction") == "desc")
+        return self._page([self._comment_json(c) for c in items], q, self._full_path(h))
+
+    def _find_comment(self, p: dict[str, str]) -> FakeComment:
+        c = self.comments.get(int(p["id"]))
+        if c is None or c.repo != f"{p['owner']}/{p['repo']}":
+            raise _NotFound(p["id"])
+        return c
+
+    def _r_comment(self, p: dict[str, str], q: dict[str, str], body: bytes, h: Any) -> _Response:
+        return _Response(200, self._comment_json(self._find_comment(p)), conditional_ok=True)
+
+    def _r_comment_edit(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                        h: Any) -> _Response:
+        c = self._find_comment(p)
+        self.edit_comment(c.id, str(json.loads(body)["body"]), self.bot_login)
+        return _Response(200, self._comment_json(c))
+
+    def _r_comment_delete(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                          h: Any) -> _Response:
+        self.delete_comment(self._find_comment(p).id)
+        return _Response(204)
+
+    def _issue(self, p: dict[str, str]) -> tuple[FakeRepo, FakeIssue]:
+        repo = self._repo(f"{p['owner']}/{p['repo']}")
+        issue = repo.issues.get(int(p["number"]))
+        if issue is None:
+            raise _NotFound(p["number"])
+        return repo, issue
+
+    def _r_issue(self, p: dict[str, str], q: dict[str, str], body: bytes, h: Any) -> _Response:
+        repo, issue = self._issue(p)
+        return _Response(200, self._issue_json(repo, issue), conditional_ok=True)
+
+    def _r_issue_comments(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                          h: Any) -> _Response:
+        repo, issue = self._issue(p)
+        since = _parse_iso(q["since"]) if q.get("since") else None
+        items = [self._comment_json(c) for c in self.comments_on(repo.full_name, issue.number)
+                 if since is None or _parse_iso(c.updated_at) >= since]
+        return self._page(items, q, self._full_path(h))
+
+    def _r_comment_create(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                          h: Any) -> _Response:
+        repo, issue = self._issue(p)
+        text = json.loads(body)["body"]
+        if not isinstance(text, str) or not text:
+            raise ValueError("body is required")
+        c = self.add_comment(repo.full_name, issue.number, text, as_user=self.bot_login)
+        return _Response(201, self._comment_json(c))
+
+    def _r_labels(self, p: dict[str, str], q: dict[str, str], body: bytes, h: Any) -> _Response:
+        repo, issue = self._issue(p)
+        return self._page([self._label_json(repo, n) for n in issue.labels], q,
+                          self._full_path(h))
+
+    def _label_names(self, body: bytes) -> list[str]:
+        data = json.loads(body or b"[]")
+        names = data.get("labels", []) if isinstance(data, dict) else data
+        return [n if isinstance(n, str) else n["name"] for n in names]
+
+    def _r_labels_add(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                      h: Any) -> _Response:
+        repo, issue = self._issue(p)
+        for name in self._label_names(body):
+            self.add_label(repo.full_name, issue.number, name)
+        return _Response(200, [self._label_json(repo, n) for n in issue.labels])
+
+    def _r_labels_replace(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                          h: Any) -> _Response:
+        repo, issue = self._issue(p)
+        issue.labels = self._label_names(body)
+        return _Response(200, [self._label_json(repo, n) for n in issue.labels])
+
+    def _r_label_remove(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                        h: Any) -> _Response:
+        repo, issue = self._issue(p)
+        name = unquote(p["name"])
+        if name not in issue.labels:
+            return _Response(404, {"message": "Label does not exist"})
+        issue.labels.remove(name)
+        issue.updated_at = _iso(self.now())
+        return _Response(200, [self._label_json(repo, n) for n in issue.labels])
+
+    def _r_pulls(self, p: dict[str, str], q: dict[str, str], body: bytes, h: Any) -> _Response:
+        repo = self._repo(f"{p['owner']}/{p['repo']}")
+        state = q.get("state", "open")
+        head = q.get("head", "")
+        items = [i for i in sorted(repo.issues.values(), key=lambda i: i.number)
+                 if i.is_pr and (state == "all" or i.state == state)
+                 and (not head or f"{repo.owner}:{i.head_branch}" == head)]
+        return self._page([self._pull_json(repo, i) for i in items], q, self._full_path(h))
+
+    def _r_pull(self, p: dict[str, str], q: dict[str, str], body: bytes, h: Any) -> _Response:
+        repo, issue = self._issue(p)
+        if not issue.is_pr:
+            raise _NotFound(p["number"])
+        return _Response(200, self._pull_json(repo, issue), conditional_ok=True)
+
+    def _r_contents(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                    h: Any) -> _Response:
+        repo = self._repo(f"{p['owner']}/{p['repo']}")
+        ref = q.get("ref") or repo.default_branch
+        files = repo.files.get(ref)
+        if files is None:
+            return _Response(404, {"message": f"No commit found for the ref {ref}"})
+        path = unquote(p.get("path") or "").strip("/")
+        if path in files:
+            data = files[path]
+            if "application/vnd.github.raw" in h.headers.get("Accept", ""):
+                return _Response(200, None, {"Content-Type": "application/vnd.github.raw"},
+                                 raw=data)
+            return _Response(200, self._content_entry(repo, ref, path, data, full=True),
+                             conditional_ok=True)
+        prefix = f"{path}/" if path else ""
+        entries: dict[str, dict[str, Any]] = {}
+        for name, data in files.items():
+            if not name.startswith(prefix):
+                continue
+            head, _, rest = name[len(prefix):].partition("/")
+            sub = prefix + head
+            if rest:
+                entries[sub] = {"type": "dir", "name": head, "path": sub, "sha": "0" * 40,
+                                "size": 0}
+            else:
+                entries[sub] = self._content_entry(repo, ref, sub, data, full=False)
+        if not entries:
+            raise _NotFound(path)
+        return _Response(200, [entries[k] for k in sorted(entries)], conditional_ok=True)
+
+    def _content_entry(self, repo: FakeRepo, ref: str, path: str, data: bytes,
+                       full: bool) -> dict[str, Any]:
+        sha = hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+        entry = {"type": "file", "name": path.rsplit("/", 1)[-1], "path": path, "sha": sha,
+                 "size": len(data),
+                 "url": f"{self.api_url}/repos/{repo.full_name}/contents/{quote(path)}?ref={ref}",
+                 "html_url": f"{HTML_BASE}/{repo.full_name}/blob/{ref}/{path}",
+                 "download_url": None}
+        if full:
+            encoded = base64.b64encode(data).decode()
+            entry["encoding"] = "base64"
+            entry["content"] = "\n".join(encoded[i:i + 60] for i in range(0, len(encoded), 60))
+        return entry
+
+    # -- GraphQL -------------------------------------------------------------------------
+    def _graphql(self, body: bytes) -> _Response:
+        try:
+            payload = json.loads(body)
+            source = payload["query"]
+            variables = payload.get("variables") or {}
+            document = parse(source)
+        except (ValueError, KeyError, TypeError, GraphQLError) as exc:
+            return _Response(200, {"errors": [{"message": f"Parse error: {exc}"}]})
+        self.graphql_log.append({"query": source, "variables": variables})
+        problems = validate(github_schema(), document)
+        if problems:
+            self.invalid_queries.append((source, [e.message for e in problems]))
+            return _Response(200, {"errors": [{"message": e.message} for e in problems]})
+        if self._graphql_limits:
+            return self._graphql_limited(self._graphql_limits.pop(0))
+        context: dict[str, Any] = {"errors": []}
+        result = execute(github_schema(), document, root_value=self._gql_root(),
+                         variable_values=variables, context_value=context)
+        answer: dict[str, Any] = {"data": result.data}
+        errors = list(context["errors"]) + [e.formatted for e in result.errors or []]
+        if errors:
+            answer["errors"] = errors
+        return _Response(200, answer)
+
+    def _graphql_limited(self, mode: str) -> _Response:
+        reset = int((datetime.now(UTC) + timedelta(seconds=60)).timestamp())
+        headers = {"X-RateLimit-Remaining": "0", "X-RateLimit-Reset": str(reset),
+                   "X-RateLimit-Resource": "graphql"}
+        if mode == "403":
+            return _Response(403, {"message": "API rate limit exceeded for user ID 1.",
+                                   "documentation_url": "https://docs.github.com/graphql"},
+                             headers)
+        return _Response(200, {"data": None, "errors": [
+            {"type": "RATE_LIMITED", "message": "API rate limit exceeded for user ID 1."}]},
+            headers)
+
+    def _gql_root(self) -> dict[str, Any]:
+        return {
+            "node": lambda info, id: self._gql_node(id, info.context, ["node"]),
+            "nodes": lambda info, ids: [self._gql_node(i, info.context, ["nodes", n])
+                                        for n, i in enumerate(ids)],
+            "repository": lambda info, owner, name, **_: self._gql_repo(f"{owner}/{name}"),
+            "viewer": self._actor(self.bot_login, "User"),
+            "rateLimit": lambda info, **_: {
+                "limit": RATE_LIMIT, "cost": 1, "nodeCount": 1,
+                "remaining": RATE_LIMIT - self._graphql_used, "used": self._graphql_used,
+                "resetAt": _iso(datetime.now(UTC) + timedelta(hours=1))},
+        }
+
+    def _actor(self, login: str | None, kind: str) -> dict[str, Any] | None:
+        if login is None:
+            return None
+        return {"__typename": kind or "User", "login": login,
+                "url": f"{HTML_BASE}/{login}", "avatarUrl": f"{HTML_BASE}/{login}.png"}
+
+    def _gql_node(self, node_id: str, context: dict[str, Any], path: list[Any]) -> Any:
+        for c in self.comments.values():
+            if c.node_id == node_id:
+                return self._gql_comment(c)
+        for repo in self.repos.values():
+            for issue in repo.issues.values():
+                if issue.node_id == node_id:
+                    return self._gql_issue(repo, issue)
+        context["errors"].append({
+            "type": "NOT_FOUND", "path": path, "locations": [],
+            "message": f"Could not resolve to a node with the global id of '{node_id}'"})
+        return None
+
+    def _gql_comment(self, c: FakeComment) -> dict[str, Any]:
+        def edits(info: Any, first: int | None = None, last: int | None = None,
+                  **_: Any) -> dict[str, Any]:
+            ordered = list(reversed(c.edits)) if self.edits_newest_first else list(c.edits)
+            nodes = [{"__typename": "UserContentEdit", "id": _node_id("UCE", c.id * 100 + n),
+                      "editedAt": e["edited_at"], "createdAt": e["edited_at"],
+                      "updatedAt": e["edited_at"], "deletedAt": None, "deletedBy": None,
+                      "diff": None, "editor": self._actor(e["editor"], e["editor_type"])}
+                     for n, e in enumerate(ordered)]
+            if first is not None:
+                nodes = nodes[:first]
+            if last is not None:
+                nodes = nodes[-last:] if last else []
+            return {"totalCount": len(c.edits), "nodes": nodes,
+                    "pageInfo": {"hasNextPage": False, "hasPreviousPage": False,
+                                 "startCursor": None, "endCursor": None}}
+
+        comment_json = self._comment_json(c)
+        return {
+            "__typename": "IssueComment", "id": c.node_id, "databaseId": c.id,
+            "fullDatabaseId": str(c.id), "body": c.body, "url": comment_json["html_url"],
+            "createdAt": c.created_at, "updatedAt": c.updated_at,
+            "lastEditedAt": c.last_edited_at, "includesCreatedEdit": c.includes_created_edit,
+            "author": self._actor(c.author, c.author_type),
+            "editor": self._actor(c.editor, c.editor_type),
+            "viewerDidAuthor": c.author == self.bot_login,
+            "userContentEdits": edits,
+        }
+
+    def _gql_pr(self, repo: FakeRepo, pr: FakeIssue) -> dict[str, Any]:
+        return {"__typename": "PullRequest", "id": pr.node_id, "number": pr.number,
+                "url": f"{HTML_BASE}/{repo.full_name}/pull/{pr.number}",
+                "headRefName": pr.head_branch, "baseRefName": repo.default_branch,
+                "state": pr.state.upper(), "title": pr.title, "createdAt": pr.created_at,
+                "closed": pr.state != "open", "merged": False,
+                "closingIssuesReferences": lambda info, **_: self._connection(
+                    [self._gql_issue(repo, repo.issues[n]) for n in pr.closes
+                     if n in repo.issues])}
+
+    def _gql_issue(self, repo: FakeRepo, issue: FakeIssue) -> dict[str, Any]:
+        if issue.is_pr:
+            return self._gql_pr(repo, issue)
+
+        def closed_by(info: Any, includeClosedPrs: bool = False, first: int | None = None,  # noqa: N803
+                      **_: Any) -> dict[str, Any]:
+            prs = [self._gql_pr(repo, i) for i in sorted(repo.issues.values(),
+                                                          key=lambda i: i.number)
+                   if i.is_pr and issue.number in i.closes
+                   and (includeClosedPrs or i.state == "open")]
+            return self._connection(prs[:first] if first else prs)
+
+        return {"__typename": "Issue", "id": issue.node_id, "number": issue.number,
+                "title": issue.title, "url": f"{HTML_BASE}/{repo.full_name}/issues/{issue.number}",
+                "state": issue.state.upper(), "closedByPullRequestsReferences": closed_by}
+
+    def _connection(self, nodes: list[Any]) -> dict[str, Any]:
+        return {"totalCount": len(nodes), "nodes": nodes,
+                "pageInfo": {"hasNextPage": False, "endCursor": None}}
+
+    def _gql_repo(self, full_name: str) -> dict[str, Any] | None:
+        repo = self.repos.get(full_name)
+        if repo is None:
+            return None
+
+        def issue(info: Any, number: int) -> Any:
+            found = repo.issues.get(number)
+            return self._gql_issue(repo, found) if found and not found.is_pr else None
+
+        def pull(info: Any, number: int) -> Any:
+            found = repo.issues.get(number)
+            return self._gql_pr(repo, found) if found and found.is_pr else None
+
+        return {"__typename": "Repository", "id": _node_id("Repository", repo.id),
+                "name": repo.name, "nameWithOwner": full_name, "issue": issue,
+                "pullRequest": pull,
+                "defaultBranchRef": {"__typename": "Ref", "name": repo.default_branch}}
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.01) -> bool:
+    """Poll ``predicate`` until it is true or ``timeout`` seconds pass (test helper)."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(interval)
+    return predicate()
