@@ -273,3 +273,18 @@ def test_a_micro_page_has_no_quiz_questions(
     assert "No questions at micro depth" in page.locator("#panel-spec-quiz").inner_text()
     assert page.locator("fieldset").count() == 0
     assert watch.errors == []
+
+
+def test_the_csp_blocks_any_inline_script_but_the_engine(
+    watched: Callable[..., Watched], both: Path
+) -> None:
+    html = both.read_text("utf-8")
+    both.write_text(html.replace("<main>", "<main><script>window.__pwned = 4</script>", 1),
+                    "utf-8")
+    watch = watched()
+    page = watch.open(both)
+    assert page.evaluate("typeof window.__pwned") == "undefined"
+    assert page.locator('[role="tab"]').count() == 4
+    page.click("#tab-spec-quiz")
+    assert page.locator("#spec-quiz-questions fieldset").count() == 3  # the engine still ran
+    assert any("Content Security Policy" in error for error in watch.errors)

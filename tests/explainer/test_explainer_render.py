@@ -134,8 +134,8 @@ def test_a_page_shows_a_progress_line_per_quiz(spec_data: dict, code_data: dict)
 def test_excerpts_keep_their_order_and_location(code_data: dict) -> None:
     html = render_page([_content(code_data)])
     locations = re.findall(r'<code class="loc">([^<]+)</code>', html)
-    assert locations == ["engine/settings.py:19", "engine/ports.py:118",
-                         "engine/evidence.py:170-185"]
+    assert locations == ["engine/evidence.py:221-224", "engine/ports.py:110",
+                         "engine/settings.py:19"]
 
 
 def test_inline_turns_paired_backticks_into_code_and_escapes() -> None:

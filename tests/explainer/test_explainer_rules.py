@@ -189,16 +189,16 @@ def test_the_code_variant_requires_a_code_section() -> None:
 
 def test_an_excerpt_needs_file_and_line() -> None:
     data = example("code")
-    data["sections"]["code"]["excerpts"][0]["location"] = "engine/settings.py"
+    data["sections"]["code"]["excerpts"][0]["location"] = "engine/evidence.py"
     assert check_content(data) == [
-        "code excerpt 1: location 'engine/settings.py' is not of the form file:line"
+        "code excerpt 1: location 'engine/evidence.py' is not of the form file:line"
     ]
 
 
 def test_file_plus_line_is_normalised_to_a_location() -> None:
     content = content_from_mapping(example("code"))
     excerpt = content.data["sections"]["code"]["excerpts"][1]
-    assert excerpt["location"] == "engine/ports.py:118"
+    assert excerpt["location"] == "engine/ports.py:110"
     assert "file" not in excerpt and "line" not in excerpt
 
 
