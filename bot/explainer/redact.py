@@ -10,8 +10,8 @@ plugin                       finds
 ``SlackDetector``            ``xox[abposr]-`` tokens and ``hooks.slack.com`` webhook URLs
 ``AWSKeyDetector``           AWS access key ids and ``aws...key = "..."`` secrets
 ``PrivateKeyDetector``       ``-----BEGIN ... PRIVATE KEY-----`` blocks (RSA, EC, SSH, PGP)
-``JwtTokenDetector``         JSON Web Tokens (also the usual OAuth bearer tokens)
-``BasicAuthDetector``        ``scheme://user:password@host`` credentials
+``JwtTokenDetector``         JSON Web Tokens (three base64url parts, ``eyJ...``)
+``BasicAuthDetector``        URLs carrying a user name and a password before the host
 ===========================  ==========================================================
 
 Filters: none besides detect-secrets' two defaults. In particular its allowlist filter
