@@ -119,7 +119,7 @@ class Dispatcher:
         self._queue: queue.Queue[tuple[Delivery, Future[DispatchResult]] | None] = queue.Queue(
             queue_size)
         self._handle_lock = threading.Lock()
-        self._pending: set[str] = set()
+        self._pending: dict[str, int] = {}  # delivery id -> how many queued or in hand
         self._pending_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
@@ -157,6 +157,7 @@ class Dispatcher:
                 break
             if item is not None:
                 item[1].cancel()
+                self._done(item[0].delivery_id)
                 cancelled += 1
         if cancelled:
             logger.warning("dispatcher stopped with %d deliveries not handled", cancelled)
@@ -166,6 +167,20 @@ class Dispatcher:
     def running(self) -> bool:
         """True while the worker thread is alive."""
         return self._thread is not None and self._thread.is_alive()
+
+    def wait_idle(self, timeout: float = 10.0) -> bool:
+        """Wait until nothing is queued or in hand (tests, shutdown).
+
+        Returns:
+            True when idle within ``timeout`` seconds.
+        """
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with self._pending_lock:
+                if not self._pending:
+                    return True
+            time.sleep(0.01)
+        return False
 
     def known(self, delivery_id: str) -> bool:
         """True when ``delivery_id`` is queued or was handled (persisted)."""
@@ -186,7 +201,7 @@ class Dispatcher:
             future.set_result(DispatchResult(DROPPED, "shutting-down"))
             return future
         with self._pending_lock:
-            self._pending.add(delivery.delivery_id)
+            self._pending[delivery.delivery_id] = self._pending.get(delivery.delivery_id, 0) + 1
         self._queue.put((delivery, future))
         return future
 
@@ -199,15 +214,21 @@ class Dispatcher:
                 self._queue.put(None)  # drain what came before the stop marker first
                 continue
             delivery, future = item
-            if not future.set_running_or_notify_cancel():
-                continue
             try:
-                future.set_result(self.handle(delivery))
+                if future.set_running_or_notify_cancel():
+                    future.set_result(self.handle(delivery))
             except BaseException as exc:  # the worker must survive any single delivery
                 future.set_exception(exc)
             finally:
-                with self._pending_lock:
-                    self._pending.discard(delivery.delivery_id)
+                self._done(delivery.delivery_id)
+
+    def _done(self, delivery_id: str) -> None:
+        with self._pending_lock:
+            left = self._pending.get(delivery_id, 0) - 1
+            if left > 0:
+                self._pending[delivery_id] = left
+            else:
+                self._pending.pop(delivery_id, None)
 
     # -- handling --------------------------------------------------------------------------
     def handle(self, delivery: Delivery) -> DispatchResult:

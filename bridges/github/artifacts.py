@@ -3,13 +3,16 @@
 Used when loopgate.yaml sets no ``workspace`` (issue 3 §6). Files live in
 ``<specDir>/issue-<n>/`` and are read at the work item's branch: the head branch of its
 first delivering pull request (see :meth:`GitHubTracker.delivering_pull_requests`), else
-the repository's default branch. The branch is resolved on every call (no cache), so a
-pull request opened a moment ago is honoured at once; only the default branch is cached.
+the repository's default branch. A branch found through a pull request is cached for
+:data:`BRANCH_TTL` seconds (a PR's head branch does not move); "no pull request yet" is
+never cached, so a pull request opened a moment ago is honoured at once.
 """
 
 from __future__ import annotations
 
 import posixpath
+import time
+from collections.abc import Callable
 from typing import Any
 
 from bridges.github.errors import BridgeError
@@ -17,7 +20,10 @@ from bridges.github.tracker import GitHubTracker
 from engine.ports import TrackerError
 from engine.refs import WorkItemRef
 
-__all__ = ["ContentsArtifactStore"]
+__all__ = ["ContentsArtifactStore", "BRANCH_TTL"]
+
+#: Seconds a pull request's head branch is reused for a work item's reads.
+BRANCH_TTL = 60.0
 
 
 class ContentsArtifactStore:
@@ -28,10 +34,13 @@ class ContentsArtifactStore:
         spec_dir: ``specDir`` relative to the repository root (default ``docs/specs``).
     """
 
-    def __init__(self, tracker: GitHubTracker, spec_dir: str = "docs/specs") -> None:
+    def __init__(self, tracker: GitHubTracker, spec_dir: str = "docs/specs", *,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.tracker = tracker
         self.client = tracker.client
         self._spec_dir = spec_dir.strip("/")
+        self._clock = clock
+        self._branches: dict[WorkItemRef, tuple[str, float]] = {}
 
     @classmethod
     def from_config(cls, config: Any, tracker: GitHubTracker) -> ContentsArtifactStore:
@@ -54,9 +63,12 @@ class ContentsArtifactStore:
         Raises:
             TrackerError: GitHub could not be asked.
         """
-        prs = self.tracker.delivering_pull_requests(ref)
-        for pr in prs:
+        cached = self._branches.get(ref)
+        if cached is not None and cached[1] > self._clock():
+            return cached[0]
+        for pr in self.tracker.delivering_pull_requests(ref):
             if pr.head_branch:
+                self._branches[ref] = (pr.head_branch, self._clock() + BRANCH_TTL)
                 return pr.head_branch
         return self._call(f"default branch of {ref.repo_full_name}",
                           lambda: self.client.default_branch(ref.owner, ref.repo))

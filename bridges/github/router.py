@@ -37,6 +37,7 @@ __all__ = [
     "route",
     "is_quiz_tick",
     "quiz_key",
+    "body_hash",
     "comment_key",
     "start_key",
     "comment_from_rest",

@@ -53,7 +53,10 @@ from graphql.error import GraphQLError
 
 __all__ = ["FakeGitHub", "Req", "github_schema", "FIXTURES", "SCHEMA_PATH"]
 
-FIXTURES = Path(os.environ.get("LOOPGATE_FIXTURES", "/work/shared/fixtures")) / "github"
+# ../shared beside the checkout, like tests/conftest.py (override with LOOPGATE_SHARED).
+_SHARED = Path(os.environ.get("LOOPGATE_SHARED", Path(__file__).resolve().parents[2].parent
+                              / "shared"))
+FIXTURES = _SHARED / "fixtures" / "github"
 SCHEMA_PATH = FIXTURES / "graphql" / "schema.docs.patched.graphql"
 HTML_BASE = "https://github.com"
 RATE_LIMIT = 5000
@@ -441,6 +444,59 @@ class FakeGitHub:
         """Label names of issue/PR ``number``."""
         with self.lock:
             return list(self._repo(repo).issues[number].labels)
+
+    # -- test API: webhooks ------------------------------------------------------------
+    def webhook(self, event: str, action: str, *, repo: str, number: int,
+                comment_id: int | None = None, label: str | None = None,
+                sender: str = "octocat", secret: str | None = None,
+                delivery_id: str | None = None,
+                previous_body: str = "") -> tuple[dict[str, str], bytes]:
+        """A webhook delivery as GitHub would send it about the fake's current data.
+
+        The body starts from the matching payload of ../shared/fixtures/github/webhooks
+        (``<event>.<action>.payload.json``) with ``repository``, ``issue``, ``comment``,
+        ``label`` and ``sender`` replaced by the fake's objects.
+
+        Args:
+            event: ``issue_comment``, ``issues`` ...
+            action: ``created``, ``edited``, ``labeled`` ...
+            repo: ``owner/name``.
+            number: the issue or PR number.
+            comment_id: the comment (issue_comment events).
+            label: the label name (``issues.labeled``).
+            sender: who acted (never trusted for attribution by loopgate).
+            secret: sign with it (``X-Hub-Signature-256``); None leaves it unsigned.
+            delivery_id: ``X-GitHub-Delivery`` (a fresh GUID when None).
+            previous_body: ``changes.body.from`` of an edit.
+
+        Returns:
+            ``(headers, body bytes)``.
+        """
+        import hmac
+        import uuid
+
+        with self.lock:
+            r = self._repo(repo)
+            payload = json.loads((FIXTURES / "webhooks" / f"{event}.{action}.payload.json")
+                                 .read_text("utf-8"))
+            payload["repository"] = {**payload.get("repository", {}), **self._repo_json(r),
+                                     "owner": self._user(r.owner, "Organization")}
+            payload["issue"] = self._issue_json(r, r.issues[number])
+            if comment_id is not None:
+                payload["comment"] = self._comment_json(self.comments[comment_id])
+            if label is not None:
+                payload["label"] = self._label_json(r, label)
+            if "changes" in payload:
+                payload["changes"] = {"body": {"from": previous_body}}
+            payload["sender"] = self._user(sender)
+        body = json.dumps(payload).encode()
+        headers = {"X-GitHub-Event": event, "Content-Type": "application/json",
+                   "User-Agent": "GitHub-Hookshot/044aadd",
+                   "X-GitHub-Delivery": delivery_id or str(uuid.uuid4())}
+        if secret is not None:
+            digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+            headers["X-Hub-Signature-256"] = f"sha256={digest}"
+        return headers, body
 
     # -- test API: limits and counts ---------------------------------------------------
     def rest_rate_limit(self, times: int = 1, *, status: int = 403, retry_after: int | None = None,
