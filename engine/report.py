@@ -24,12 +24,13 @@ from typing import Any
 from engine.graph.model import Graph, Node
 from engine.outcomes import SKIPPED
 from engine.runtime import ESCALATED_NODE, NOT_SELECTED, declared_skips, is_selected
-from engine.state import ItemState, ItemStatus
+from engine.state import STATE_VERSION, ItemState, ItemStatus
 
 __all__ = [
     "NOT_SELECTED_LINE",
     "SATISFIED",
     "build_report",
+    "document_view",
     "skip_provenance",
     "render_table",
 ]
@@ -167,6 +168,29 @@ def _phase_selection(graph: Graph, state: ItemState) -> dict[str, Any] | None:
             "at": decision.get("at")}
 
 
+def document_view(state: ItemState) -> dict[str, Any]:
+    """``state.to_document()`` without the deep copy: the same keys and values, sharing the
+    state's containers (``check --all`` reads 10,000 states; copying each one's frozen
+    selection graph twice would cost more than reading them). Treat it as read-only.
+    """
+    return {
+        "version": STATE_VERSION,
+        "workItem": str(state.ref),
+        "currentNode": state.current_node,
+        "status": state.status,
+        "startedAt": state.started_at,
+        "nodes": {k: v.to_mapping() for k, v in state.nodes.items()},
+        "decisions": state.decisions,
+        "forced": state.forced,
+        "parked": state.parked,
+        "completions": state.completions,
+        "skips": state.skips,
+        "optIns": state.opt_ins,
+        "surface": state.surface,
+        "loop": state.loop,
+    }
+
+
 def build_report(graph: Graph, state: ItemState, *, recompute: bool = False) -> dict[str, Any]:
     """The ``check`` report of one item.
 
@@ -181,8 +205,10 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False) -> 
         parked, forced, skips, optIns, invalidSkips, invalidOptIns, attestations,
         phaseSelection, completions, document}``; ``nodes`` is ``[{id, status, detail,
         outcome, attempts, forced}]`` in graph order; ``skips`` is the trusted view with
-        a ``provenance`` line per node; ``ok`` is true only for a complete item with
-        nothing unmet.
+        a ``provenance`` line per node; ``unmet`` is ``[{node, status}]`` for every
+        non-terminal node that is not passed, skipped or not selected; ``ok`` is true only
+        for a complete item with nothing unmet. The report shares the state's containers
+        (see :func:`document_view`): treat it as read-only.
     """
     reader = _Reader(graph, state, recompute)
     nodes, unmet = [], []
@@ -196,9 +222,9 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False) -> 
             "forced": bool(record and record.forced),
         })
         if not node.terminal and not line.satisfied:
-            unmet.append({"node": node.id, "status": line.status, "detail": line.detail})
+            unmet.append({"node": node.id, "status": line.status})
     status = state.status if state.current_node else NOT_STARTED
-    document = state.to_document()
+    document = document_view(state)
     return {
         "workItem": str(state.ref),
         "loop": state.loop or graph.name,
@@ -208,16 +234,16 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False) -> 
         "recompute": recompute,
         "unmet": unmet,
         "nodes": nodes,
-        "decisions": document["decisions"],
-        "parked": dict(state.parked),
-        "forced": [dict(m) for m in state.forced],
+        "decisions": state.decisions,
+        "parked": state.parked,
+        "forced": state.forced,
         "skips": {k: {**v, "provenance": skip_provenance(v)} for k, v in reader.declared.items()},
         "optIns": {k: dict(v) for k, v in state.opt_ins.items() if is_selected(graph, state, k)},
         "invalidSkips": _invalid_skips(graph, state),
         "invalidOptIns": _invalid_opt_ins(graph, state),
         "attestations": _attestations(state),
         "phaseSelection": _phase_selection(graph, state),
-        "completions": document["completions"],
+        "completions": state.completions,
         "document": document,
     }
 

@@ -149,9 +149,16 @@ def force(obj: CliContext, item: WorkItemRef, to: str, reason: str, actor: str) 
 
 
 # -- check -------------------------------------------------------------------------------
+#: Report keys that repeat the document verbatim: printed once, at the top level.
+_SHARED = ("document", "decisions", "parked", "forced", "completions")
+
+
 def check_document(report: dict[str, Any]) -> dict[str, Any]:
-    """The ``check --format json`` object of one item: the state document plus ``report``."""
-    body = {k: v for k, v in report.items() if k != "document"}
+    """The ``check --format json`` object of one item: the state document (version,
+    workItem, currentNode, nodes, decisions, forced, parked, completions, skips, optIns,
+    surface, loop) plus ``report`` (the check report without the keys that repeat the
+    document; its ``skips``/``optIns`` are the trusted views, with provenance)."""
+    body = {k: v for k, v in report.items() if k not in _SHARED}
     return {**report["document"], "report": body}
 
 
@@ -186,12 +193,14 @@ def _emit_json(reports: Iterable[dict[str, Any]], many: bool, fail_on: str | Non
             failed = fails(report, fail_on)
         return failed
     # Streamed one item per line, so 10,000 items never sit in memory as one string.
-    click.echo("[", nl=False)
+    out = sys.stdout
+    out.write("[")
     for i, report in enumerate(reports):
-        text = json.dumps(check_document(report), ensure_ascii=False)
-        click.echo(("\n" if i == 0 else ",\n") + text, nl=False)
+        text = json.dumps(check_document(report), ensure_ascii=False, separators=(",", ":"))
+        out.write(("\n" if i == 0 else ",\n") + text)
         failed = fails(report, fail_on) or failed
-    click.echo("\n]")
+    out.write("\n]\n")
+    out.flush()
     return failed
 
 
