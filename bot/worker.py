@@ -42,7 +42,7 @@ from bot.blocks.notices import (
 )
 from bot.identity import slack_users_for_login
 from bot.notifier import ensure_slack_tables, iso, load_thread, save_thread, write_scope
-from engine.ports import IssueInfo
+from engine.ports import IssueInfo, SystemClock
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
 
@@ -81,6 +81,8 @@ class SlackWorker:
         retry_base: the first retry delay in seconds (doubles per attempt, capped at
             ``retry_max``).
         retry_max: the longest retry delay in seconds.
+        clock: the wall clock for retry scheduling (``now() -> datetime``); the outbox
+            stamps rows with the wall clock too, so this is not the engine's clock.
 
     Raises:
         ConfigError: no client given and the bot token variable is not set.
@@ -95,6 +97,7 @@ class SlackWorker:
         idle_seconds: float = 0.5,
         retry_base: float = 5.0,
         retry_max: float = 300.0,
+        clock: Any = None,
     ) -> None:
         if client is None:
             from bot.app import build_web_client
@@ -106,6 +109,7 @@ class SlackWorker:
         self.idle_seconds = idle_seconds
         self.retry_base = retry_base
         self.retry_max = retry_max
+        self._clock = clock or SystemClock()
         self.channel = str(services.config.section("slack").get("channel") or "")
         self._last_post: dict[str, float] = {}
         self._stop = threading.Event()
@@ -198,7 +202,7 @@ class SlackWorker:
             db.execute(f"UPDATE slack_outbox SET {assignments} WHERE id = ?", (*params, row_id))
 
     def _now(self) -> Any:
-        return self.services.ports.clock.now()
+        return self._clock.now()
 
     # -- events ------------------------------------------------------------------------
     def handle(self, ref: WorkItemRef, event: str, data: Mapping[str, Any]) -> None:
@@ -206,7 +210,7 @@ class SlackWorker:
         if event == "phase-selection-pending":
             self._post_card(ref)
         elif event == "phase-selection-done":
-            self._refresh_status(ref, force=True)
+            self._refresh_status(ref, force=False)  # unless Execute already rewrote it
         elif event == "quiz-pending":
             self._quiz_pending(ref, data)
         elif event in ("quiz-attested", "quiz-stale"):
@@ -240,8 +244,9 @@ class SlackWorker:
         self._put_parent(ref, thread, text, blocks, revision, "card", node, info.author)
 
     def _refresh_status(self, ref: WorkItemRef, *, force: bool) -> None:
-        """Rewrite the parent message read-only when the selection is made; afterwards keep
-        it live (rewritten whenever the item's current node changed)."""
+        """Rewrite the parent message read-only once the selection is made; afterwards keep
+        it live (rewritten whenever the item's current node changed). ``force`` posts a
+        status card even while the selection waits, when the item has no card yet."""
         state, decision = self._decision(ref)
         thread = self._thread_row(ref)
         if state is None or not self.channel or (not decision and not force):
@@ -266,12 +271,12 @@ class SlackWorker:
             log.warning("slack.channel is not configured: no card for %s", ref)
             return
         if thread is None:
-            reply = self._call("chat_postMessage", self.channel, channel=self.channel,
+            reply = self._call("chat_postMessage", channel=self.channel,
                                text=text, blocks=_dicts(blocks), unfurl_links=False)
             channel, ts = str(reply.get("channel") or self.channel), str(reply["ts"])
         else:
             channel, ts = thread["channel"], thread["ts"]
-            self._call("chat_update", channel, channel=channel, ts=ts, text=text,
+            self._call("chat_update", channel=channel, ts=ts, text=text,
                        blocks=_dicts(blocks))
         save_thread(self.services.store, ref, channel=channel, ts=ts, revision=revision,
                     kind=kind, node=node, author=author)
@@ -289,7 +294,7 @@ class SlackWorker:
             return
         info_url = self._item_url(ref)
         text, blocks = event_line(ref, event, data, item_url=info_url)
-        self._call("chat_postMessage", thread["channel"], channel=thread["channel"],
+        self._call("chat_postMessage", channel=thread["channel"],
                    thread_ts=thread["ts"], text=text, blocks=_dicts(blocks))
 
     def _item_url(self, ref: WorkItemRef) -> str:
@@ -320,14 +325,14 @@ class SlackWorker:
         for user in self._owners(ref, info):
             if self._same_message(ref, node, "dm", user, key) or not self._reachable(user):
                 continue  # already sent before a retry, or nobody to read it
-            opened = self._call("conversations_open", "", users=user)
+            opened = self._call("conversations_open", users=user)
             channel = str(opened["channel"]["id"])
-            reply = self._call("chat_postMessage", channel, channel=channel, text=text,
+            reply = self._call("chat_postMessage", channel=channel, text=text,
                                blocks=_dicts(blocks), unfurl_links=False)
             self._save_message(ref, node, "dm", user, channel, str(reply["ts"]), 0, key)
         thread = self._ensure_thread(ref)
         if thread is not None and not self._same_message(ref, node, "thread", "", key):
-            reply = self._call("chat_postMessage", thread["channel"], channel=thread["channel"],
+            reply = self._call("chat_postMessage", channel=thread["channel"],
                                thread_ts=thread["ts"], text=text, blocks=_dicts(blocks),
                                unfurl_links=False)
             self._save_message(ref, node, "thread", "", thread["channel"], str(reply["ts"]), 0,
@@ -335,7 +340,7 @@ class SlackWorker:
 
     def _reachable(self, user: str) -> bool:
         # users.info: a deactivated account or a bot gets no DM (it would fail or be lost).
-        info = self._call("users_info", "", user=user).get("user") or {}
+        info = self._call("users_info", user=user).get("user") or {}
         if info.get("deleted") or info.get("is_bot"):
             log.info("slack: no quiz DM to %s (deactivated or a bot)", user)
             return False
@@ -354,14 +359,15 @@ class SlackWorker:
                     revision=revision)
             else:
                 text, blocks = quiz_stale_notice(ref, node, item_url=url, revision=revision)
-            self._call("chat_update", message["channel"], channel=message["channel"],
+            self._call("chat_update", channel=message["channel"],
                        ts=message["ts"], text=text, blocks=_dicts(blocks))
             key = {**message["data"], "event": event}
             self._save_message(ref, node, message["kind"], message["slack_user"],
                                message["channel"], message["ts"], revision, key)
 
     # -- Slack calls -------------------------------------------------------------------
-    def _call(self, method: str, channel: str, **kwargs: Any) -> Any:
+    def _call(self, method: str, **kwargs: Any) -> Any:
+        channel = str(kwargs.get("channel") or "")
         if channel and method in ("chat_postMessage", "chat_update"):
             self._pace(channel)
         try:

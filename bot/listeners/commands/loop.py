@@ -10,11 +10,9 @@ import logging
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from bot.blocks.card import phase_selection_node_id
 from bot.identity import LinkError, create_link_code, resolve_login, unlink
 from bot.listeners.commands.check import run_check
 from bot.listeners.commands.replies import HELP_TEXT, Reply
-from bot.notifier import load_thread
 from engine.errors import LoopgateError
 from engine.refs import WorkItemRef
 
@@ -70,14 +68,9 @@ def _start(services: Any, user: str, args: Sequence[str]) -> Reply:
     if refusal is not None:
         return refusal
     before = services.store.load(ref)
+    # The engine's post-phase-selection hook queues phase-selection-pending: the card.
     state = services.runtime.start(ref)
     log.info("%s started from Slack by @%s (%s)", ref, login, user)
-    node_id = phase_selection_node_id(services.graph)
-    if state.current_node == node_id and not state.decisions.get(node_id) \
-            and load_thread(services.store, ref) is None:
-        # The card for the new item: the worker posts it (the engine may send it too; a
-        # second notice only rewrites the same message).
-        services.ports.notifier.send(ref, "phase-selection-pending", {"node": node_id})
     if before is not None and before.current_node:
         return Reply(f"{ref} was already started; it is at {state.current_node}.")
     return Reply(f"Started {ref}; it is at {state.current_node}.")
