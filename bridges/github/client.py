@@ -198,7 +198,8 @@ class GitHubClient:
         # Transient transport failures are retried for reads only; 403/429 are never
         # retried here (the guard handles them, so PyGithub's own sleeping retry is off).
         retry = Retry(total=2, backoff_factor=0.2, status_forcelist=(502, 503, 504),
-                      allowed_methods=frozenset({"GET"}), raise_on_status=False)
+                      allowed_methods=frozenset({"GET"}), raise_on_status=False,
+                      respect_retry_after_header=False)
         self._gh = Github(base_url=api_url.rstrip("/"), auth=Auth.Token(token), lazy=True,
                           per_page=per_page, timeout=timeout, retry=retry,
                           seconds_between_requests=None,

@@ -102,12 +102,21 @@ def _actor(value: Any) -> tuple[str | None, str]:
     return (str(login) if login else None), str(value.get("__typename") or "")
 
 
-def _history(node: Mapping[str, Any]) -> list[CommentEdit]:
+def _history(node: Mapping[str, Any], author: str | None, editor: str | None
+             ) -> list[CommentEdit]:
     conn = node.get("userContentEdits") or {}
     raw = [e for e in (conn.get("nodes") or [])
            if isinstance(e, Mapping) and _when(e.get("editedAt"))]
-    edits = sorted((CommentEdit(*_actor(e.get("editor")), str(e["editedAt"])) for e in raw),
-                   key=lambda e: _when(e.edited_at) or datetime.min.replace(tzinfo=UTC))
+    entries = [CommentEdit(*_actor(e.get("editor")), str(e["editedAt"])) for e in raw]
+
+    def order(edit: CommentEdit) -> tuple[datetime, int]:
+        # editedAt has one-second resolution: within one second the author's entry (the
+        # creation) goes first and the entry of the comment's own ``editor`` goes last.
+        who = normalize_login(edit.editor)
+        rank = 0 if who == normalize_login(author) else 2 if who == normalize_login(editor) else 1
+        return _when(edit.edited_at) or datetime.min.replace(tzinfo=UTC), rank
+
+    edits = sorted(entries, key=order)
     total = conn.get("totalCount")
     complete = not isinstance(total, int) or total <= len(raw)
     # The creation entry is the oldest one, but only when we hold the whole list; with a
@@ -152,7 +161,8 @@ def parse_comment_edits(node: Mapping[str, Any]) -> CommentEdits | None:
         return None
     author, _ = _actor(node.get("author"))
     editor, editor_type = _actor(node.get("editor"))
-    edits = _cross_check(_history(node), editor, editor_type, node.get("lastEditedAt"))
+    edits = _cross_check(_history(node, author, editor), editor, editor_type,
+                         node.get("lastEditedAt"))
     return CommentEdits(
         comment_id=int(node["databaseId"]),
         body=str(node.get("body") or ""),
