@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from engine.errors import ClaimRefused, LoopgateError
+from engine.hooks.base import REGISTRY
 from engine.refs import WorkItemRef
 from engine.report import NOT_SELECTED_LINE
 from engine.runtime import AMNESTY, Runtime
@@ -573,3 +574,30 @@ def test_hook_data_is_stored_as_json(store: Any) -> None:
     rt.advance(REF, copy.copy(event))
     assert rt.store.load(REF).decisions["select"] == {"by": "@alice", "via": "reply",
                                                       "at": "2026-03-01T12:00:08Z"}
+
+
+# -- with the shipped graph and its real hooks -------------------------------------------
+def test_shipped_graph_skips_chosen_at_selection_get_no_label_and_no_log_entry(
+    store: Any,
+) -> None:
+    from engine.graph.compiler import shipped_graph
+
+    rt = make_runtime(store, shipped_graph(), registry=REGISTRY)
+    rt.settings = EngineSettings(authorized_users=("alice",))
+    rt.start(REF)
+    reply = "the-loop execute\n- [ ] brainstorming\n- [ ] requirements-definition\n"
+    state = rt.advance(REF, say(rt, "alice", reply))
+    assert state.current_node == "requirements-approval"
+    assert [state.nodes[n].outcome for n in ("brainstorming", "requirements-definition")] == [
+        "skipped", "skipped"]
+    assert rt.ports.tracker.labels(REF) == ["loop:phase-selection"]
+    entered = [d["node"] for d in _events(rt, "graph.node_entered")]
+    assert entered == ["phase-selection", "requirements-approval"]
+    assert [d["node"] for d in _events(rt, "graph.node_skipped")] == [
+        "brainstorming", "requirements-definition"]
+    report = rt.status(REF)
+    critic = next(n for n in report["nodes"] if n["id"] == "design-critic-review")
+    assert critic["status"] == "not selected"
+    brainstorming = next(n for n in report["nodes"] if n["id"] == "brainstorming")
+    assert brainstorming["detail"] == (
+        "skipped by declaration — via selection, token 'brainstorming', by @alice, reason: ")
