@@ -346,17 +346,27 @@ class SlackWorker:
             return False
         return True
 
+    def _attestation(self, ref: WorkItemRef, node: str, data: Mapping[str, Any]) -> tuple[str, str]:
+        # Who and when: from the event, else from the decision the gate recorded.
+        state = self.services.store.load(ref)
+        decision = (state.decisions.get(node) if state is not None else None) or {}
+        who = str(data.get("attestedBy") or decision.get("attestedBy") or "someone")
+        when = str(data.get("attestedAt") or decision.get("attestedAt") or decision.get("at")
+                   or "")
+        return who, when
+
     def _quiz_update(self, ref: WorkItemRef, event: str, data: Mapping[str, Any]) -> None:
         node = str(data.get("node") or "")
         url = self._item_url(ref)
+        who, when = self._attestation(ref, node, data)
         for message in self._messages(ref, node):
+            if message["data"].get("event") == event:
+                continue  # already rewritten before a retry
             revision = message["revision"] + 1
             if event == "quiz-attested":
                 text, blocks = quiz_attested_notice(
-                    ref, node, attested_by=str(data.get("attestedBy") or "someone"),
-                    attested_at=str(data.get("attestedAt") or data.get("at") or ""),
-                    item_url=url, comment_url_list=message["data"].get("urls") or (),
-                    revision=revision)
+                    ref, node, attested_by=who, attested_at=when, item_url=url,
+                    comment_url_list=message["data"].get("urls") or (), revision=revision)
             else:
                 text, blocks = quiz_stale_notice(ref, node, item_url=url, revision=revision)
             self._call("chat_update", channel=message["channel"],

@@ -92,6 +92,7 @@ class _Plan:
     rate_limits: dict[str, list[int]] = field(default_factory=dict)  # method -> Retry-After
     errors: dict[str, str] = field(default_factory=dict)  # method -> error code
     down: bool = False
+    users: dict[str, dict[str, Any]] = field(default_factory=dict)  # users.info overrides
 
 
 class FakeSlack:
@@ -176,6 +177,12 @@ class FakeSlack:
                 self._plan.errors.pop(method, None)
             else:
                 self._plan.errors[method] = error
+
+    def set_user(self, user_id: str, **fields: Any) -> None:
+        """Answer ``users.info`` for ``user_id`` with these fields over the example's
+        (e.g. ``deleted=True``, ``is_bot=True``)."""
+        with self._lock:
+            self._plan.users[user_id] = dict(fields)
 
     def set_down(self, down: bool) -> None:
         """While down, every call answers HTTP 503 (a Slack outage)."""
@@ -277,6 +284,11 @@ class FakeSlack:
         elif call.method == "conversations.open":
             users = str(args.get("users", ""))
             example["channel"] = {"id": "D" + users.replace(",", "").upper()[:10]}
+        elif call.method == "users.info":
+            user_id = str(args.get("user", ""))
+            with self._lock:
+                override = dict(self._plan.users.get(user_id, {}))
+            example["user"] = {**example.get("user", {}), "id": user_id, **override}
         elif call.method == "chat.postEphemeral":
             example["message_ts"] = f"1502210682.{next(self._ts):06d}"
         return example
