@@ -111,9 +111,16 @@ def advance(obj: CliContext, item: WorkItemRef, comments: tuple[str, ...]) -> No
 @click.option("--actor", default="cli", show_default=True, help="Who claims.")
 @click.pass_obj
 def complete(obj: CliContext, item: WorkItemRef, node_id: str, actor: str) -> None:
-    """Claim that node N of ITEM is done; its exit gate is then evaluated."""
+    """Claim that node N of ITEM is done; its exit gate is then evaluated.
+
+    Exits 1 when the gate did not accept the claim (the node is still current and its
+    exit chain blocked), so an agent's script stops instead of moving on.
+    """
     runtime = obj.services.runtime
-    click.echo(_summary(_run(lambda: runtime.complete(item, node_id, actor))))
+    state = _run(lambda: runtime.complete(item, node_id, actor))
+    click.echo(_summary(state))
+    if state.current_node == node_id and state.parked.get("blocked"):
+        raise SystemExit(1)
 
 
 @click.command("skip")

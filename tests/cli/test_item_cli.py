@@ -125,12 +125,29 @@ def test_refusals_exit_1(home: Path) -> None:
     assert result.exit_code == 1 and "unknown-node" in result.output
 
 
-def test_complete_claims_move_the_item(home: Path) -> None:
+def test_a_claim_is_recorded_even_when_its_gate_blocks(home: Path) -> None:
     selected(home)
     result = run(home, "complete", ITEM, "--node", "brainstorming", "--actor", "agent-1")
-    assert result.exit_code == 0
+    assert result.exit_code == 1
     doc = check_json(home, ITEM)
     assert doc["completions"]["brainstorming"]["by"] == "agent-1"
+
+
+def test_a_claim_the_gate_blocks_exits_1_and_names_the_missing_artifact(home: Path) -> None:
+    (home / "loopgate.yaml").write_text(f"authorizedUsers: [alice]\nworkspace: {home}\n")
+    selected(home)
+    result = run(home, "complete", ITEM, "--node", "brainstorming", "--actor", "agent-1")
+    assert result.exit_code == 1
+    assert "missing brainstorm.md" in result.output
+    assert check_json(home, ITEM)["currentNode"] == "brainstorming"
+    spec = home / "docs" / "specs" / "issue-7"
+    spec.mkdir(parents=True)
+    (spec / "brainstorm.md").write_text(
+        "---\nstatus: approved\n---\n## Problem / opportunity\nWidgets jam.\n"
+    )
+    result = run(home, "complete", ITEM, "--node", "brainstorming", "--actor", "agent-1")
+    assert result.exit_code == 0, result.output
+    assert check_json(home, ITEM)["currentNode"] == "requirements-definition"
 
 
 def test_skip_reports_accepted_and_refused_tokens(home: Path) -> None:
