@@ -16,8 +16,9 @@ Kinds (issue 3 §4, explainer design C5):
 * ``quiz_attestation`` is delivery-only: it never starts an item; at a waiting human gate
   it calls ``runtime.advance(ref, {"attestation": {"comment_id", "url"}})``; in every other
   state it is dropped with reason ``no-gate``. When the gate could not verify the tick
-  (the tracker's GraphQL lookup failed) the result is ``retry`` and its content key is not
-  recorded, so the poller asks again next cycle.
+  (a call to GitHub failed or was rate limited while it evaluated: the tracker's
+  ``failures`` count moved) the result is ``retry`` and its content key is not recorded,
+  so the poller asks again next cycle.
 
 Comments on a pull request are routed to the work items the pull request delivers.
 
@@ -323,9 +324,9 @@ class Dispatcher:
         node = self._waiting_gate(ref)
         if node is None:
             return DispatchResult(DROPPED, "no-gate", (str(ref),))
-        failures = getattr(self.tracker, "lookup_failures", 0)
+        failures = getattr(self.tracker, "failures", 0)
         after = self.runtime.advance(ref, {"attestation": attestation})
-        if after.current_node == node and getattr(self.tracker, "lookup_failures", 0) > failures:
+        if after.current_node == node and getattr(self.tracker, "failures", 0) > failures:
             return DispatchResult(RETRY, "unverified", (str(ref),))
         return DispatchResult(HANDLED, "evaluated", (str(ref),))
 

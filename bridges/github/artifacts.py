@@ -51,6 +51,7 @@ class ContentsArtifactStore:
         try:
             return fn()
         except BridgeError as exc:
+            self.tracker.failures += 1
             raise TrackerError(f"{what}: {exc}") from exc
 
     def spec_dir(self, ref: WorkItemRef) -> str:

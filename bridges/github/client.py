@@ -127,6 +127,11 @@ class RateGuard:
         if until is not None:
             raise RateLimited(until, self.resource)
 
+    def clear(self) -> None:
+        """Open the guard now (an operator override; tests)."""
+        with self._lock:
+            self._until = None
+
     def close(self, reset_at: datetime) -> RateLimited:
         """Close until ``reset_at`` (at least 1 s, at most ``max_wait`` from now).
 

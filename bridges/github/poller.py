@@ -92,6 +92,7 @@ class RepoReport:
         results: their results, in order.
         retries: quiz keys left unseen for the next cycle.
         error: why the repository was cut short ("" when it was not).
+        limited_until: a rate-limit reset met in this repository, or None.
     """
 
     repo: str
@@ -101,6 +102,7 @@ class RepoReport:
     results: list[DispatchResult] = field(default_factory=list)
     retries: int = 0
     error: str = ""
+    limited_until: datetime | None = None
 
 
 @dataclass
@@ -214,11 +216,14 @@ class Poller:
                     self._poll_labels(repo, repo_report)
             except RateLimited as exc:
                 repo_report.error = "rate-limited"
-                if report.limited_until is None or exc.reset_at > report.limited_until:
-                    report.limited_until = exc.reset_at
+                repo_report.limited_until = exc.reset_at
             except BridgeError as exc:
                 repo_report.error = str(exc)
                 logger.warning("poll repo=%s failed: %s", repo, exc)
+            until = repo_report.limited_until
+            if until is not None and (report.limited_until is None
+                                      or until > report.limited_until):
+                report.limited_until = until
             logger.debug("poll repo=%s requests=%d not_modified=%d deliveries=%d retries=%d",
                          repo, repo_report.requests, repo_report.not_modified,
                          repo_report.deliveries, repo_report.retries)
@@ -353,6 +358,8 @@ class Poller:
         except TrackerError as exc:
             logger.warning("poll repo=%s quiz lookup deferred (%d ticks): %s", window.repo,
                            len(ticks), exc)
+            if isinstance(exc.__cause__, RateLimited):
+                report.limited_until = exc.__cause__.reset_at
             for comment, _ in ticks:
                 window.hold(comment.updated_at)
             report.retries += len(ticks)

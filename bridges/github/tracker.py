@@ -116,8 +116,9 @@ class GitHubTracker:
         clock: monotonic seconds (tests).
 
     Attributes:
-        lookup_failures: how many ``comment_edits`` calls failed (the dispatcher reads it
-            to tell "the gate could not verify" from "the gate refused").
+        failures: how many calls to GitHub failed (tracker and contents store); the
+            dispatcher reads it to tell "the gate could not verify" from "the gate
+            refused".
     """
 
     def __init__(self, client: GitHubClient, graphql: GraphQLClient, *,
@@ -127,7 +128,7 @@ class GitHubTracker:
         self.graphql = graphql
         self.repos = tuple(repos)
         self.branch_pattern = branch_pattern
-        self.lookup_failures = 0
+        self.failures = 0
         self._node_ids: OrderedDict[int, str] = OrderedDict()
         self._ids_lock = threading.Lock()
         self._prefetched = _Prefetched(PREFETCH_TTL, clock)
@@ -156,6 +157,7 @@ class GitHubTracker:
         try:
             return fn()
         except BridgeError as exc:
+            self.failures += 1
             raise TrackerError(f"{what}: {exc}") from exc
 
     def remember(self, comment: Comment) -> None:
@@ -249,11 +251,7 @@ class GitHubTracker:
             else:
                 missing.append(cid)
         if missing:
-            try:
-                found.update(self._lookup(missing))
-            except TrackerError:
-                self.lookup_failures += 1
-                raise
+            found.update(self._lookup(missing))
         return found
 
     def prefetch(self, comment_ids: Sequence[int]) -> dict[int, CommentEdits]:

@@ -101,7 +101,7 @@ def test_a_rate_limited_lookup_is_a_tracker_error_and_counted(fake: FakeGitHub) 
     with pytest.raises(TrackerError) as err:
         tracker.comment_edits([posted.id])
     assert isinstance(err.value.__cause__, RateLimited)
-    assert tracker.lookup_failures == 1
+    assert tracker.failures == 1
 
 
 def test_prefetched_answers_serve_one_lookup_each(fake: FakeGitHub) -> None:
