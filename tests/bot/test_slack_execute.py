@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from bot.blocks import ids
 from bot.listeners.actions.execute import REFUSED_EVENT, on_execute
 from bot.listeners.actions.ticks import on_tick
 from bot.notifier import load_thread
@@ -215,11 +214,3 @@ def test_execute_on_an_item_not_started_is_refused_plainly(world: SlackWorld) ->
 
     [text] = _ephemerals(world, "UALICE")
     assert text == "acme/widgets#7 is not started."
-
-
-def test_card_action_ids_are_registered_once(world: SlackWorld) -> None:
-    # Every interactive id on the card has a listener (an unhandled action would 404).
-    constraints = [str(getattr(listener.matchers[0], "func", "")) for listener in
-                   world.app._listeners]
-    assert len(world.app._listeners) >= 7
-    assert ids.ACTION_EXECUTE and constraints
