@@ -122,13 +122,17 @@ class Server:
 
     def stop(self, grace: float = 5.0) -> None:
         """Stop listening, let requests in hand finish (up to ``grace`` seconds), close."""
+        from waitress import wasyncore
+
         server = self._server
-        server.trigger.pull_trigger(server.close)  # no new connections
+        # Close only the listening socket first (waitress' own close() would also close
+        # the trigger we still need): no new connections, requests in hand go on.
+        server.trigger.pull_trigger(lambda: wasyncore.dispatcher.close(server))
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and _busy(server):
             time.sleep(0.05)
 
-        def close_all() -> None:
+        def close_all() -> None:  # the channels and the trigger: the loop then ends
             for channel in list(server._map.values()):
                 channel.close()
 

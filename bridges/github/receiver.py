@@ -33,9 +33,9 @@ WEBHOOK_PATH = "/github/webhook"
 HEALTH_PATH = "/healthz"
 
 
-def _answer(status: int, **body: Any) -> Response:
+def _answer(code: int, **body: Any) -> Response:
     response = jsonify(body)
-    response.status_code = status
+    response.status_code = code
     return response
 
 
