@@ -10,7 +10,9 @@ from engine.errors import WorkItemRefError
 __all__ = ["WorkItemRef"]
 
 # GitHub owner and repository names: letters, digits, '-', '_' and '.' (no slash, no '#').
-_REF = re.compile(r"^(?P<owner>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<repo>[A-Za-z0-9._-]+)#(?P<number>[1-9][0-9]*)$")
+_REF = re.compile(
+    r"^(?P<owner>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<repo>[A-Za-z0-9._-]+)#(?P<number>[1-9][0-9]*)$"
+)
 
 
 @dataclass(frozen=True, order=True)

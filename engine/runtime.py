@@ -215,7 +215,10 @@ class Runtime:
 
         Args:
             ref: the work item.
-            event: ``{"comments": [Comment]}`` | ``{"attestation": {...}}`` | ``{}``.
+            event: ``{"comments": [Comment]}`` | ``{"attestation": {...}}`` | ``{}``; an
+                optional ``expectNode`` key makes the event apply only while the pointer
+                is at that node (an ingress that read the state before this transaction,
+                such as Slack's Execute, must not answer the next gate by accident).
 
         Returns:
             A copy of the committed state.
@@ -223,12 +226,16 @@ class Runtime:
         Raises:
             ClaimRefused: ``not-started``.
         """
+        event = dict(event or {})
+        expected = event.pop("expectNode", None)
         with self.store.transaction(ref) as tx:
             state = self._started(tx, ref)
             node = self._current(state)
+            if expected is not None and expected != node.id:
+                return state.copy()
             if not self._finished(state, node) and node.actor != "agent":
                 w = _Walk(tx, state, self.ports)
-                self._go(w, node, self._evaluate(w, node, dict(event or {})))
+                self._go(w, node, self._evaluate(w, node, event))
         return state.copy()
 
     def complete(self, ref: WorkItemRef, node_id: str, actor: str) -> ItemState:

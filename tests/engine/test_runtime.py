@@ -601,3 +601,27 @@ def test_shipped_graph_skips_chosen_at_selection_get_no_label_and_no_log_entry(
     brainstorming = next(n for n in report["nodes"] if n["id"] == "brainstorming")
     assert brainstorming["detail"] == (
         "skipped by declaration — via selection, token 'brainstorming', by @alice, reason: ")
+
+
+def test_an_event_bound_to_another_node_changes_nothing(tmp_path) -> None:
+    """``expectNode`` makes a late ingress (Slack's Execute) a no-op once the pointer moved."""
+    from engine.graph.compiler import shipped_graph
+    from engine.local.checkout import CheckoutArtifactStore
+    from engine.local.memory_tracker import MemoryTracker
+    from engine.ports import Comment, Ports
+    from engine.refs import WorkItemRef
+    from engine.runtime import Runtime
+    from engine.settings import EngineSettings
+    from engine.store.memory import MemoryStore
+
+    ref = WorkItemRef("acme", "widgets", 9)
+    tracker = MemoryTracker()
+    runtime = Runtime(shipped_graph(), MemoryStore(),
+                      Ports(tracker, CheckoutArtifactStore(tmp_path, "docs/specs")),
+                      EngineSettings(authorized_users=("alice",)))
+    runtime.start(ref)
+    reply = Comment(id=0, author="alice", body="the-loop execute")
+    stale = runtime.advance(ref, {"comments": [reply], "expectNode": "design-approval"})
+    assert stale.current_node == "phase-selection" and not stale.decisions
+    moved = runtime.advance(ref, {"comments": [reply], "expectNode": "phase-selection"})
+    assert moved.decisions["phase-selection"]["by"] == "@alice"

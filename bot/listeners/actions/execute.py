@@ -181,7 +181,10 @@ def _decide(services: Any, click: Click) -> ExecuteOutcome:
     selection = selection_from_state(services.graph, click.values)
     text = reply_body(services.graph, services.settings, selection)
     reply = Comment(id=0, author=login, body=text)
-    after = services.runtime.advance(ref, {"comments": [reply], "via": "slack"})
+    # expectNode: a GitHub reply handled since the load above must not be answered twice.
+    after = services.runtime.advance(
+        ref, {"comments": [reply], "via": "slack", "expectNode": node_id}
+    )
     decision = after.decisions.get(node_id)
     if not decision:
         reason = str(after.parked.get("reason") or "no reason was given")
