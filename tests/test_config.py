@@ -24,7 +24,8 @@ def test_defaults_fill_every_section() -> None:
     ("raw", "message"),
     [
         ({"slack": {"chanel": "C1"}}, "unknown key slack.chanel"),
-        ({"github": {"repos": ["acme/widgets"], "pollInterval": 5}}, "unknown key github.pollInterval"),
+        ({"github": {"repos": ["acme/widgets"], "pollInterval": 5}},
+         "unknown key github.pollInterval"),
         ({"authorisedUsers": ["a"]}, "unknown key authorisedUsers"),
         ({"server": {"port": "eighty"}}, "server.port"),
         ({"github": {"repos": ["not a repo"]}}, "github.repos.0"),

@@ -49,7 +49,8 @@ def test_non_editable_install_finds_the_shipped_graph(tmp_path: Path) -> None:
     # Dependencies come from this interpreter's site-packages through a .pth line (the
     # .pth files *inside* that folder, such as an editable install's finder, are not run),
     # so only loopgate itself is installed, non-editable, from a wheel build.
-    purelib = subprocess.run([str(py), "-c", "import sysconfig;print(sysconfig.get_paths()['purelib'])"],
+    probe = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    purelib = subprocess.run([str(py), "-c", probe],
                              check=True, capture_output=True, text=True).stdout.strip()
     Path(purelib, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     env = {**os.environ, "PIP_NO_INPUT": "1"}
