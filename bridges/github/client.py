@@ -267,12 +267,11 @@ class GitHubClient:
 
     def list_comments(self, owner: str, repo: str, number: int) -> list[Comment]:
         """Every comment on issue/PR ``number`` (all pages), oldest first."""
-
-        def fetch() -> list[Comment]:
-            issue = self._repo(owner, repo).get_issue(number)
-            return [comment_from_rest(c.raw_data, number) for c in issue.get_comments()]
-
-        return self._call(f"list comments {owner}/{repo}#{number}", fetch)
+        # Raw JSON through the requester: PyGithub's lazy objects would fetch each
+        # comment again to hand out ``raw_data``.
+        raw = self._all_pages(f"list comments {owner}/{repo}#{number}",
+                              f"/repos/{owner}/{repo}/issues/{number}/comments", {})
+        return [comment_from_rest(c, number) for c in raw]
 
     def get_comment(self, owner: str, repo: str, comment_id: int) -> Comment:
         """One comment by numeric id (gives its ``node_id``)."""
@@ -281,11 +280,13 @@ class GitHubClient:
         return comment_from_rest(data)
 
     def add_comment(self, owner: str, repo: str, number: int, body: str) -> Comment:
-        """Post ``body`` on issue/PR ``number``; returns the created comment."""
+        """Post ``body`` on issue/PR ``number``; returns the created comment (one request,
+        spaced from the previous write by ``seconds_between_writes``)."""
 
         def post() -> Comment:
-            created = self._repo(owner, repo).get_issue(number).create_comment(body)
-            return comment_from_rest(created.raw_data, number)
+            _, data = self._gh.requester.requestJsonAndCheck(
+                "POST", f"/repos/{owner}/{repo}/issues/{number}/comments", input={"body": body})
+            return comment_from_rest(data, number)
 
         return self._call(f"add comment {owner}/{repo}#{number}", post)
 

@@ -14,9 +14,14 @@ Per configured repository, per cycle:
 Cursors: ``since`` has one-second resolution, so the next cursor is the newest
 ``updated_at`` seen minus :attr:`Poller.overlap` seconds; the overlap re-reads a few
 comments, which are de-duplicated **by key, never by time**. An ETag is kept with the
-``since`` it answered, since it only matches the same URL. Cursor and ETag per repository
-live in SQLite (:mod:`bridges.github.persistence`) and are written after the cycle's
-deliveries were handled, so a restart between cycles neither repeats nor loses an event.
+``since`` it answered, since it only matches the same URL, and only when the whole window
+fitted in one page: an ETag covers the first page, and in ascending order new comments
+land on later pages of a full window. A busy window is read unconditionally and its next
+cursor is the newest second itself (``since`` is inclusive), so it shrinks back to one
+page; only more than a page of comments updated in one second keeps it unconditional.
+Cursor and ETag per repository live in SQLite (:mod:`bridges.github.persistence`) and are
+written after the cycle's deliveries were handled, so a restart between cycles neither
+repeats nor loses an event.
 
 For each changed comment:
 
@@ -157,14 +162,15 @@ class Poller:
         start_label: the label that starts a work item ("" = no label query).
         bot_login: loopgate's login ("" if unknown).
         tracker: the GitHub tracker (node ids, batched edit lookups), or None.
-        overlap: seconds the next ``since`` reaches back before the newest update.
+        overlap: seconds the next ``since`` reaches back before the newest update (one:
+            ``since`` has one-second resolution).
         initial_lookback: seconds a never-polled repository looks back on its first cycle.
         clock: current UTC time.
     """
 
     def __init__(self, client: GitHubClient, dispatcher: Dispatcher, state: BridgeState, *,
                  repos: Sequence[str], start_label: str = "", bot_login: str = "",
-                 tracker: Any = None, overlap: float = 5.0, initial_lookback: float = 600.0,
+                 tracker: Any = None, overlap: float = 1.0, initial_lookback: float = 600.0,
                  clock: Callable[[], datetime] | None = None) -> None:
         self.client = client
         self.dispatcher = dispatcher
@@ -245,7 +251,10 @@ class Poller:
         if result.not_modified:
             report.not_modified += 1
             return None
-        window.etag = result.etag
+        # The ETag covers the first page only. With ascending order new items land at the
+        # end, so a full first page would keep its ETag while later pages grow: keep the
+        # ETag only when the whole window fitted in a page with room to spare.
+        window.etag = result.etag if len(result.items) < self.client.per_page else ""
         return result.items
 
     def _commit(self, window: _Window) -> None:
@@ -253,7 +262,10 @@ class Poller:
         newest = window.newest
         cursor = window.since
         if newest is not None:
-            cursor = max(cursor, _iso(newest - self.overlap))
+            # A window that filled a page keeps no ETag; reaching back only to the newest
+            # second (``since`` is inclusive) lets it shrink to one page again.
+            reach = self.overlap if window.etag else timedelta(0)
+            cursor = max(cursor, _iso(newest - reach))
         if window.hold_back is not None:
             # Keep the held-back comment inside the next window (never behind this one).
             cursor = min(cursor, max(window.since, _iso(window.hold_back - self.overlap)))

@@ -187,3 +187,23 @@ def test_an_authorized_start_comment_starts_an_item(world: GitHubWorld) -> None:
     assert any(r.reason == "started-by-comment" and r.status == HANDLED
                for r in report.repos[0].results)
     assert world.state(ref).current_node == "phase-selection"
+
+
+def test_a_window_larger_than_a_page_never_hides_new_comments_behind_a_304(
+        world: GitHubWorld) -> None:
+    world.services.ports.tracker.client.per_page = 2
+    seen = _observed(world)
+    ref = world.issue()
+    burst = [world.comment(ref, f"burst {i}").id for i in range(3)]  # one second, 2 pages
+    world.poll()
+    late = world.comment(ref, "late")  # lands on a later page of the same window
+    world.poll()
+    assert seen == [*burst, late.id]
+    world.fake.advance(10)
+    quiet = world.comment(ref, "a quiet moment later")
+    world.poll()
+    world.poll()
+    world.fake.reset_log()
+    world.poll()  # the window has shrunk to one page again: back to free 304s
+    assert seen[-1] == quiet.id and len(seen) == 5
+    assert world.fake.count(status=304) == 2 and world.fake.count(counted=True) == 0
