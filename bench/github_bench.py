@@ -80,6 +80,7 @@ def bench_poll_cost(fake: FakeGitHub, tmp: Path, items: int, repos: int) -> dict
         for i in range(items // repos):
             number = fake.create_issue(name, f"item {i}", author="alice")
             fake.add_comment(name, number, "context", as_user="alice")
+            fake.advance(2)  # items and their comments arrived over time, not in one second
             ref = WorkItemRef(*name.split("/"), number)
             with services.store.transaction(ref) as tx:  # an open, started work item
                 state = tx.create(services.graph.name)
