@@ -121,12 +121,14 @@ class SqliteBridgeState:
         return _atomic(self.store.db())
 
     def get_cursor(self, repo: str, stream: str) -> PollCursor:
+        """The stored cursor of ``repo``/``stream`` (empty when never polled)."""
         row = self.store.db().conn.execute(
             "SELECT cursor, etag, etag_since FROM github_poll WHERE repo = ? AND stream = ?",
             (repo, stream)).fetchone()
         return PollCursor(*row) if row else PollCursor()
 
     def set_cursor(self, repo: str, stream: str, cursor: PollCursor) -> None:
+        """Store the cursor of ``repo``/``stream`` (one write transaction)."""
         with self._writing() as db:
             db.conn.execute(
                 "INSERT INTO github_poll (repo, stream, cursor, etag, etag_since, updated_at) "
@@ -136,6 +138,7 @@ class SqliteBridgeState:
                 (repo, stream, cursor.cursor, cursor.etag, cursor.etag_since, _now()))
 
     def seen(self, scope: str, kind: str, keys: Iterable[str]) -> set[str]:
+        """Which of ``keys`` are marked seen under ``scope``/``kind``."""
         wanted = list(dict.fromkeys(keys))
         found: set[str] = set()
         conn = self.store.db().conn
@@ -149,6 +152,7 @@ class SqliteBridgeState:
         return found
 
     def mark_seen(self, scope: str, kind: str, keys: Iterable[str], cap: int = SEEN_CAP) -> None:
+        """Mark ``keys`` seen, then keep only the newest ``cap`` of ``scope``/``kind``."""
         rows = [(scope, kind, k, _now()) for k in dict.fromkeys(keys)]
         if not rows:
             return
@@ -162,11 +166,13 @@ class SqliteBridgeState:
                 "ORDER BY rowid DESC LIMIT ?)", (scope, kind, scope, kind, cap))
 
     def handled(self, key: str) -> bool:
+        """True when the dispatcher recorded ``key`` (a delivery id or content key)."""
         row = self.store.db().conn.execute(
             "SELECT 1 FROM github_deliveries WHERE key = ?", (key,)).fetchone()
         return row is not None
 
     def mark_handled(self, key: str, status: str) -> None:
+        """Record ``key`` with ``status``; the oldest beyond :data:`DELIVERY_CAP` go."""
         with self._writing() as db:
             db.conn.execute(
                 "INSERT INTO github_deliveries (key, status, at) VALUES (?, ?, ?) "
@@ -193,19 +199,23 @@ class MemoryBridgeState:
         self._lock = threading.Lock()
 
     def get_cursor(self, repo: str, stream: str) -> PollCursor:
+        """The stored cursor of ``repo``/``stream`` (empty when never polled)."""
         with self._lock:
             return self._cursors.get((repo, stream), PollCursor())
 
     def set_cursor(self, repo: str, stream: str, cursor: PollCursor) -> None:
+        """Store the cursor of ``repo``/``stream`` (one write transaction)."""
         with self._lock:
             self._cursors[(repo, stream)] = cursor
 
     def seen(self, scope: str, kind: str, keys: Iterable[str]) -> set[str]:
+        """Which of ``keys`` are marked seen under ``scope``/``kind``."""
         with self._lock:
             bucket = self._seen.get((scope, kind), OrderedDict())
             return {k for k in keys if k in bucket}
 
     def mark_seen(self, scope: str, kind: str, keys: Iterable[str], cap: int = SEEN_CAP) -> None:
+        """Mark ``keys`` seen, then keep only the newest ``cap`` of ``scope``/``kind``."""
         with self._lock:
             bucket = self._seen.setdefault((scope, kind), OrderedDict())
             for key in keys:
@@ -214,10 +224,12 @@ class MemoryBridgeState:
                 bucket.popitem(last=False)
 
     def handled(self, key: str) -> bool:
+        """True when the dispatcher recorded ``key`` (a delivery id or content key)."""
         with self._lock:
             return key in self._handled
 
     def mark_handled(self, key: str, status: str) -> None:
+        """Record ``key`` with ``status``; the oldest beyond :data:`DELIVERY_CAP` go."""
         with self._lock:
             self._handled[key] = status
             while len(self._handled) > DELIVERY_CAP:
