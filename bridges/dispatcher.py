@@ -12,7 +12,8 @@ Kinds (issue 3 §4, explainer design C5):
 * ``comment`` → every callable in :attr:`Dispatcher.comment_observers` is called with
   ``(ref, Comment)`` (the Slack side confirms ``loopgate link <code>`` there); then, on an
   item not started, an authorized author's start keyword starts it; on an item whose
-  current node is a human gate that is waiting, ``runtime.advance(ref, {"comments": [c]})``.
+  current node is a human gate that is waiting, ``runtime.advance(ref, {"comments": [c]})``
+  (``retry`` when the gate stayed put while a GitHub call failed, as below).
 * ``quiz_attestation`` is delivery-only: it never starts an item; at a waiting human gate
   it calls ``runtime.advance(ref, {"attestation": {"comment_id", "url"}})``; in every other
   state it is dropped with reason ``no-gate``. When the gate could not verify the tick
@@ -302,10 +303,10 @@ class Dispatcher:
             if self._is_start_request(comment):
                 return self._start(ref, "comment")
             return DispatchResult(DROPPED, "not-started", (str(ref),))
-        if self._waiting_gate(ref) is None:
+        node = self._waiting_gate(ref)
+        if node is None:
             return DispatchResult(DROPPED, "not-at-gate", (str(ref),))
-        self.runtime.advance(ref, {"comments": [comment]})
-        return DispatchResult(HANDLED, "advanced", (str(ref),))
+        return self._evaluate(ref, node, {"comments": [comment]}, "advanced")
 
     def _quiz(self, ref: WorkItemRef, delivery: Delivery) -> DispatchResult:
         remember = getattr(self.tracker, "remember", None)
@@ -324,11 +325,17 @@ class Dispatcher:
         node = self._waiting_gate(ref)
         if node is None:
             return DispatchResult(DROPPED, "no-gate", (str(ref),))
+        return self._evaluate(ref, node, {"attestation": attestation}, "evaluated")
+
+    def _evaluate(self, ref: WorkItemRef, node: str, event: dict[str, Any],
+                  reason: str) -> DispatchResult:
+        """Re-evaluate the gate; ``retry`` when it stayed put while a GitHub call failed
+        (the gate could not read what it needed, so the event must be offered again)."""
         failures = getattr(self.tracker, "failures", 0)
-        after = self.runtime.advance(ref, {"attestation": attestation})
+        after = self.runtime.advance(ref, event)
         if after.current_node == node and getattr(self.tracker, "failures", 0) > failures:
             return DispatchResult(RETRY, "unverified", (str(ref),))
-        return DispatchResult(HANDLED, "evaluated", (str(ref),))
+        return DispatchResult(HANDLED, reason, (str(ref),))
 
     # -- helpers ---------------------------------------------------------------------------
     def _observe(self, ref: WorkItemRef, comment: Comment) -> None:

@@ -184,3 +184,17 @@ def test_stop_finishes_the_event_in_hand_and_drains_the_queue(world: GitHubWorld
 def test_a_delivery_without_an_item_is_dropped(world: GitHubWorld, kind: str) -> None:
     result = world.dispatcher.handle(Delivery("d-x", "github", kind, "", {"ref": None}))
     assert (result.status, result.reason) == (DROPPED, "no-item")
+
+
+def test_a_reply_read_during_a_github_outage_is_offered_again(world: GitHubWorld) -> None:
+    ref = world.issue()
+    world.dispatcher.handle(start_delivery(ref))
+    reply = world.comment(ref, "the-loop execute")
+    world.fake.rest_rate_limit(1)
+    first = world.dispatcher.handle(comment_delivery(ref, reply, "d-reply"))
+    assert (first.status, first.reason) == (RETRY, "unverified")
+    assert world.state(ref).current_node == "phase-selection"
+    world.services.ports.tracker.client.guard.clear()
+    again = world.dispatcher.handle(comment_delivery(ref, reply, "d-reply"))
+    assert (again.status, again.reason) == (HANDLED, "advanced")
+    assert world.state(ref).current_node != "phase-selection"
