@@ -71,7 +71,7 @@ def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None
     from bridges.github.receiver import health_blueprint, webhook_blueprint
     from bridges.github.router import RouterConfig
 
-    app = Flask("loopgate")
+    app = Flask("loopgate", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.register_blueprint(health_blueprint(dispatcher))
     if services.config.has("github"):
