@@ -332,7 +332,9 @@ class Dispatcher:
         """Re-evaluate the gate; ``retry`` when it stayed put while a GitHub call failed
         (the gate could not read what it needed, so the event must be offered again)."""
         failures = getattr(self.tracker, "failures", 0)
-        after = self.runtime.advance(ref, event)
+        # Bound to the gate we saw: if another ingress (Slack, the CLI) moved the pointer
+        # since, the event must not answer the next gate.
+        after = self.runtime.advance(ref, {**event, "expectNode": node})
         if after.current_node == node and getattr(self.tracker, "failures", 0) > failures:
             return DispatchResult(RETRY, "unverified", (str(ref),))
         return DispatchResult(HANDLED, reason, (str(ref),))
