@@ -116,6 +116,10 @@ def _serve(ctx: CliContext, insecure_webhooks: bool) -> None:
 
     services = ctx.services
     secret = _webhook_secret(services, insecure_webhooks)
+    if not services.config.has("github"):
+        logger.info("offline: no github section in %s, so no poller and no webhook "
+                    "deliveries; work items live in the local tracker (see the CLI)",
+                    services.config.path or "the configuration (defaults in use)")
     stop = threading.Event()
     _install_signals(stop)
     dispatcher = Dispatcher(services).start()
