@@ -163,10 +163,12 @@ def test_no_network_request_and_no_console_error_while_loading_and_answering(
     assert watch.errors == []
 
 
-def test_hostile_content_renders_as_text_and_runs_nothing(
+def test_explainer_template_renders_text_not_markup(
     watched: Callable[..., Watched], write_page: Callable[..., Path], spec_data: dict,
     code_data: dict,
 ) -> None:
+    """Abuse case 3 of the explainer design's Security table: `<script>`, `<img onerror>`
+    and `</script>` in content render as visible text and run nothing."""
     path = write_page(hostile(spec_data), hostile(code_data))
     watch = watched()
     page = watch.open(path)
