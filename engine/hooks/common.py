@@ -284,21 +284,14 @@ def review_text(ctx: HookContext) -> str:
 @hook("request-review")
 def request_review(ctx: HookContext) -> HookResult:
     """Ask the authorized users to review (approve / approve with comments / request
-    changes) and send ``phase-approval-pending``. Never gates."""
+    changes) in a comment on the item. Never gates.
+
+    It sends no notice of its own: the graph says which event a gate announces with an
+    explicit ``notify`` hook (``phase-approval-pending`` at the approval gates,
+    ``pr-review-pending`` at human-approval), so each gate entry is announced once.
+    """
     marker = review_marker(ctx.node.id, _entered_at(ctx))
-    result = _post_once(ctx, "request-review", marker, review_text(ctx))
-    safe_notify(
-        ctx,
-        "request-review",
-        "phase-approval-pending",
-        {
-            "workItem": str(ctx.ref),
-            "node": ctx.node.id,
-            "phase": ctx.node.phase,
-            "reviewers": list(ctx.settings.authorized_users),
-        },
-    )
-    return result
+    return _post_once(ctx, "request-review", marker, review_text(ctx))
 
 
 # -- notify -----------------------------------------------------------------------------
