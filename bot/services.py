@@ -7,7 +7,7 @@ and the tests build the same object graph.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,13 @@ def _tracker(config: Config, store: Any) -> Tracker:
     from engine.local.sqlite_tracker import LocalTracker
 
     return LocalTracker(store)
+
+
+def _bot_login(config: Config, tracker: Tracker) -> str:
+    # Gates trust only comments by this login (a marker alone can be forged).
+    if config.has("github"):
+        return tracker.bot_login(config.section("github").get("botLogin") or "")  # type: ignore[attr-defined]
+    return str(getattr(tracker, "bot_login", ""))
 
 
 def _artifacts(config: Config, tracker: Tracker) -> ArtifactStore:
@@ -104,7 +111,7 @@ class Services:
         notifier = _notifier(config, store)
         if notifier is not None:
             ports.notifier = notifier
-        settings = config.engine_settings()
+        settings = replace(config.engine_settings(), bot_login=_bot_login(config, tracker))
         runtime = Runtime(graph, store, ports, settings)
         return cls(config, settings, graph, store, ports, runtime)
 

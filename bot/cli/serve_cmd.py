@@ -40,10 +40,10 @@ def configure_logging(level: int = logging.INFO) -> None:
                             format="%(asctime)s %(levelname)s %(name)s %(message)s")
 
 
-def _webhook_secret(services: Any, insecure: bool) -> str | None:
-    if not services.config.has("github"):
+def _webhook_secret(config: Any, insecure: bool) -> str | None:
+    if not config.has("github"):
         return None
-    variable = services.config.section("github").get("webhookSecretEnv") or "GITHUB_WEBHOOK_SECRET"
+    variable = config.section("github").get("webhookSecretEnv") or "GITHUB_WEBHOOK_SECRET"
     secret = os.environ.get(variable, "").strip()
     if secret:
         return secret
@@ -114,8 +114,9 @@ def _serve(ctx: CliContext, insecure_webhooks: bool) -> None:
     from bot.server import build_wsgi_app, serve_forever
     from bridges.dispatcher import Dispatcher
 
+    # Configuration errors are reported before anything talks to GitHub.
+    secret = _webhook_secret(ctx.config, insecure_webhooks)
     services = ctx.services
-    secret = _webhook_secret(services, insecure_webhooks)
     if not services.config.has("github"):
         logger.info("offline: no github section in %s, so no poller and no webhook "
                     "deliveries; work items live in the local tracker (see the CLI)",

@@ -251,6 +251,15 @@ class GitHubClient:
             raise self._convert(what, status, hdrs, {"message": message})
         return status, hdrs, data
 
+    def viewer_login(self) -> str:
+        """The login of the token's owner (``GET /user``): who loopgate posts as.
+
+        Raises:
+            GitHubApiError: the call failed (a GitHub App installation token cannot read
+                ``/user``: configure ``github.botLogin`` instead); RateLimited while limited.
+        """
+        return str(self._call("read the token's login", lambda: self._gh.get_user().login))
+
     def _repo(self, owner: str, repo: str) -> Any:
         return self._gh.get_repo(f"{owner}/{repo}")
 

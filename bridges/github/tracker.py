@@ -152,6 +152,27 @@ class GitHubTracker:
         return cls(client, graphql, repos=section.get("repos") or (),
                    branch_pattern=section.get("branchPattern") or "")
 
+    def bot_login(self, configured: str = "") -> str:
+        """The login loopgate posts as: ``configured`` (``github.botLogin``) when set, else
+        the token owner's login from GitHub.
+
+        Gates compare authors with it so a look-alike checklist or quiz comment posted by
+        someone else is never taken for loopgate's own (explainer design, abuse case 6).
+
+        Raises:
+            ConfigError: GitHub could not tell (e.g. an App installation token); the message
+                says to set ``github.botLogin``.
+        """
+        if configured:
+            return configured
+        try:
+            return self.client.viewer_login()
+        except BridgeError as exc:
+            raise ConfigError(
+                f"could not learn loopgate's GitHub login from the token ({exc}); "
+                "set github.botLogin in loopgate.yaml"
+            ) from None
+
     # -- plumbing ------------------------------------------------------------------------
     def _guarded(self, what: str, fn: Callable[[], T]) -> T:
         try:

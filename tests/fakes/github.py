@@ -215,6 +215,7 @@ def _routes() -> list[_Route]:
     seg = r"(?P<owner>[^/]+)/(?P<repo>[^/]+)"
     table = [
         ("GET", "rate-limit", r"/rate_limit"),
+        ("GET", "user", r"/user"),
         ("GET", "repo", rf"/repos/{seg}"),
         ("GET", "repo-issues", rf"/repos/{seg}/issues"),
         ("GET", "repo-comments", rf"/repos/{seg}/issues/comments"),
@@ -750,6 +751,12 @@ class FakeGitHub:
         return _Response(200, chunk, headers, conditional_ok=True)
 
     # -- REST routes ---------------------------------------------------------------------
+    def _r_user(self, params: dict[str, str], query: dict[str, str], body: bytes,
+                h: BaseHTTPRequestHandler) -> _Response:
+        # GET /user: the token's owner, which is who loopgate posts as.
+        return _Response(200, {"login": self.bot_login, "id": 1, "type": "User",
+                               "node_id": "MDQ6VXNlcjE="})
+
     def _r_rate_limit(self, p: dict[str, str], q: dict[str, str], body: bytes,
                       h: Any) -> _Response:
         data = _copy(_template("rate-limit.get.200.json"))
