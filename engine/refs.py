@@ -20,14 +20,20 @@ class WorkItemRef:
     """A GitHub issue walked through a graph.
 
     Attributes:
-        owner: the repository owner (user or organisation login).
-        repo: the repository name.
+        owner: the repository owner (user or organisation login), lower-cased.
+        repo: the repository name, lower-cased.
         number: the issue number (>= 1).
     """
 
     owner: str
     repo: str
     number: int
+
+    def __post_init__(self) -> None:
+        # GitHub names are case-insensitive: one issue must be one work item, however the
+        # config, a webhook payload or a person spells its repository.
+        object.__setattr__(self, "owner", self.owner.lower())
+        object.__setattr__(self, "repo", self.repo.lower())
 
     @classmethod
     def parse(cls, text: str) -> WorkItemRef:

@@ -56,7 +56,7 @@ def test_the_real_payloads_signed_with_the_docs_secret_are_accepted(
     assert answers == EXPECTED
     assert fixture_world.dispatcher.wait_idle(10)
     # the two "created" examples carry the same comment id: one comment, told once
-    assert observed == ["Codertocat/Hello-World#1"]
+    assert observed == ["codertocat/hello-world#1"]
 
 
 def test_a_forged_signature_is_refused_before_parsing(world: GitHubWorld) -> None:

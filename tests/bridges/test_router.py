@@ -108,7 +108,7 @@ def test_the_start_label_starts_and_other_labels_do_not(fixtures_dir: Path) -> N
     routed = route(_delivery("issues", payload), CFG)
     assert isinstance(routed, Delivery) and routed.event == START
     assert routed.data["ref"] == WorkItemRef("Codertocat", "Hello-World", 1)
-    assert routed.data["key"] == "start:Codertocat/Hello-World#1"
+    assert routed.data["key"] == "start:codertocat/hello-world#1"
 
 
 def test_ping_and_unhandled_events_are_dropped(fixtures_dir: Path) -> None:

@@ -171,3 +171,10 @@ def test_a_symlink_out_of_the_workspace_is_not_followed(workspace: Path) -> None
     artifacts = CheckoutArtifactStore(workspace, "docs/specs")
     assert artifacts.read(REF, "leak.md") is None
     assert "leak.md" not in artifacts.list(REF)
+
+
+def test_one_issue_is_one_work_item_however_its_repository_is_spelled() -> None:
+    from engine.refs import WorkItemRef
+
+    assert WorkItemRef.parse("ACME/Widgets#7") == WorkItemRef("acme", "widgets", 7)
+    assert str(WorkItemRef("Codertocat", "Hello-World", 1)) == "codertocat/hello-world#1"
