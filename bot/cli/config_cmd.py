@@ -15,9 +15,17 @@ def config_group() -> None:
 @config_group.command("check")
 @click.pass_obj
 def check(obj: object) -> None:
-    """Validate the configuration file (exit 2 naming the offending key)."""
+    """Validate the configuration file and compile its graph (exit 2 naming the offender)."""
+    from bot.services import load_graph
+    from engine.errors import LoopgateError
+
     cfg = obj.config  # type: ignore[attr-defined]
-    click.echo(f"ok: {cfg.path or 'defaults'}")
+    try:
+        graph = load_graph(cfg)
+    except LoopgateError as exc:
+        click.echo(f"loopgate: {cfg.path or 'defaults'}: loop: {exc}", err=True)
+        raise SystemExit(2) from None
+    click.echo(f"ok: {cfg.path or 'defaults'} (graph {graph.name}, {len(graph.nodes)} nodes)")
 
 
 @config_group.command("reference")
