@@ -4,7 +4,7 @@ Structure is checked first by the JSON Schema (:mod:`engine.graph.loader`); the 
 is checked here by small ``_check_*`` functions run in the fixed order of ``_CHECKS``.
 Each refusal raises :class:`~engine.errors.GraphConfigError` whose message names the
 offending node, edge or skip set (issue #2 §2). Findings that do not stop a graph
-(a repeated ``(from, on)`` pair, an outcome nobody emits, ...) become ``Graph.warnings``.
+(a repeated ``(from, on)`` pair, a dead end, ...) become ``Graph.warnings``.
 
 Rules (issue #2 §2; opt-in design "model.py — the vocabulary"):
 
@@ -211,12 +211,14 @@ def _warn_duplicate_routes(doc: _Doc) -> None:
         )
 
 
-def _warn_unknown_outcomes(doc: _Doc) -> None:
+def _check_known_outcomes(doc: _Doc) -> None:
+    # An edge on an outcome no hook returns can never be taken: almost always a typo
+    # (`on: pas`), which would leave its node without the edge the author meant.
     for index, edge in enumerate(doc.edges):
         if edge["on"] not in outcomes.ALL_OUTCOMES:
-            doc.warnings.append(
-                f"{_edge_text(index, edge)}: {edge['on']!r} is not a known outcome "
-                f"({', '.join(outcomes.ALL_OUTCOMES)}); only a hook returning it takes it"
+            raise GraphConfigError(
+                f"{_edge_text(index, edge)}: {edge['on']!r} is not an outcome "
+                f"(one of {', '.join(outcomes.ALL_OUTCOMES)})"
             )
 
 
@@ -258,10 +260,10 @@ _CHECKS: tuple[Callable[[_Doc], None], ...] = (
     _check_hooks_registered,
     _check_hook_params,
     _check_edges_declared,
+    _check_known_outcomes,
     _check_skipped_edges,
     _check_skip_sets,
     _warn_duplicate_routes,
-    _warn_unknown_outcomes,
     _warn_dead_ends,
     _warn_opt_in_without_description,
     _warn_set_shadows_node,

@@ -350,12 +350,20 @@ def test_duplicate_from_on_pair_is_a_warning_and_the_first_edge_wins(
     assert "the first edge wins" in graph.warnings[0]
 
 
-def test_unknown_outcome_and_dead_end_are_warnings(registry: HookRegistry) -> None:
+def test_an_unknown_outcome_is_refused_naming_the_edge(registry: HookRegistry) -> None:
+    doc = _doc()
+    doc["edges"].append({"from": "a", "to": "b", "on": "aproved"})
+    with pytest.raises(GraphConfigError) as err:
+        compile_graph(doc, registry)
+    assert "{from: a, to: b, on: aproved}" in str(err.value)
+    assert "'aproved' is not an outcome" in str(err.value)
+
+
+def test_a_dead_end_is_a_warning(registry: HookRegistry) -> None:
     doc = _doc()
     doc["nodes"].insert(2, {"id": "stuck", "actor": "agent"})
-    doc["edges"].append({"from": "a", "to": "stuck", "on": "aproved"})
+    doc["edges"].append({"from": "a", "to": "stuck", "on": "approved"})
     warnings = compile_graph(doc, registry).warnings
-    assert any("'aproved' is not a known outcome" in w for w in warnings)
     assert any("node 'stuck' is not terminal but no edge leaves it" in w for w in warnings)
 
 
