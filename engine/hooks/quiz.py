@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -493,6 +494,35 @@ def _stale(ctx: HookContext, node: str, posted: str, current: str) -> HookResult
     )
 
 
+def _post_late(ctx: HookContext, node: str) -> HookResult | None:
+    """Retry the entry hook's post when no quiz comment was recorded (design "Error
+    handling": the gate must not wait on a box nobody can see after a tracker outage).
+
+    Returns:
+        None when a comment is recorded (or the node has no such entry hook); otherwise a
+        wait, carrying the newly recorded surface when the post now succeeded.
+    """
+    if _posted(ctx, node).get("comments"):
+        return None
+    entry_hook = next((h for h in ctx.node.entry if h.name == "post-quiz-attestation"), None)
+    if entry_hook is None:
+        return None
+    result = post_quiz_attestation(replace(ctx, params=entry_hook.params))
+    surface = result.data.get("surface") or {}
+    posted = ((surface.get("quiz") or {}).get(node) or {}).get("comments") or []
+    if result.kind != PASS or not posted:
+        why = result.reason or "the tracker did not take it"
+        return HookResult.wait(f"the {node} comment is not posted yet ({why}); retried on "
+                               "the next event", **({"surface": surface} if surface else {}))
+    data = {"workItem": str(ctx.ref), "node": node, "event": "quiz-pending",
+            "commentUrls": [c.get("url", "") for c in posted]}
+    safe_notify(ctx, "quiz-attested", "quiz-pending", data)
+    return HookResult.wait(
+        f"the {node} comment was posted late; waiting for an authorized user to tick it",
+        surface=surface,
+    )
+
+
 @hook("quiz-attested", params=("digest",))
 def quiz_attested(ctx: HookContext) -> HookResult:
     """Gate a quiz node on an attributed tick (design C4).
@@ -503,6 +533,9 @@ def quiz_attested(ctx: HookContext) -> HookResult:
         (or typed line); otherwise wait with the reason.
     """
     node = ctx.node.id
+    late = _post_late(ctx, node)
+    if late is not None:
+        return _typed(ctx, node) or late
     try:
         digest = spec_digest(ctx, ctx.params.get("digest"))
     except (TrackerError, OSError, ValueError) as exc:

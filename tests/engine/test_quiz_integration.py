@@ -209,3 +209,26 @@ def test_a_changed_spec_sends_the_spec_quiz_back_to_the_explainer(world: World) 
     state = world.runtime.advance(REF, world.tick(new[0], "alice"))
     assert state.current_node == "tasks-breakdown"
     assert state.decisions["spec-quiz"]["comment"] == new[0].url
+
+
+def test_a_quiz_comment_lost_to_an_outage_is_posted_on_the_next_event(world: World) -> None:
+    """Design "Error handling": a failed post must not leave the gate waiting on a box nobody
+    can see (found by the break-it review: entry hooks are never re-run)."""
+    state = world.select(*SPEC_CHAIN)
+    world.write_spec()
+    world.tracker.failing = {"add_comment"}
+    state = world.runtime.complete(REF, "spec-explainer", "agent")
+    assert state.current_node == "spec-quiz"
+    assert world.quiz_comments() == []
+    world.tracker.failing = set()
+
+    state = world.runtime.advance(REF, {})
+
+    [comment] = world.quiz_comments()
+    assert state.current_node == "spec-quiz"
+    assert "posted late" in state.parked["reason"]
+    assert state.surface["quiz"]["spec-quiz"]["comments"][0]["id"] == comment.id
+    pending = [d for _, e, d in world.notifier.sent if e == "quiz-pending"]
+    assert pending[-1]["commentUrls"] == [comment.url]
+    state = world.runtime.advance(REF, world.tick(comment, "alice"))
+    assert state.current_node == "tasks-breakdown"
