@@ -280,8 +280,8 @@ class Graph:
             return f"{token!r} is neither a node nor a skip set of {self.name}"
         if node.opt_in:
             return (
-                f"{token!r} is an opt-in phase: it is already off unless ticked at "
-                "phase-selection, so declaring it skipped says nothing"
+                f"{token!r} is an opt-in phase: it runs only when ticked at phase-selection "
+                "and is off otherwise, so a skip declaration does not apply to it"
             )
         return f"{token!r} is not skippable"
 
