@@ -280,8 +280,8 @@ class Graph:
             return f"{token!r} is neither a node nor a skip set of {self.name}"
         if node.opt_in:
             return (
-                f"{token!r} is an opt-in phase: it runs only when ticked at phase-selection "
-                "and is off otherwise, so a skip declaration does not apply to it"
+                f"{token!r} is an opt-in phase, off unless ticked at phase-selection: "
+                "declaring it skipped says nothing (the selection alone decides if it runs)"
             )
         return f"{token!r} is not skippable"
 
