@@ -62,13 +62,14 @@ def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None
             configured in HTTP mode (no app token).
 
     Returns:
-        The app.
+        The app. Webhook deliveries a previous process acknowledged but did not handle
+        (the receiver's persisted inbox) are queued on ``dispatcher`` again.
 
     Raises:
         ConfigError: ``github`` is configured, no secret is set and ``insecure_webhooks``
             is False (the message names the variable).
     """
-    from bridges.github.receiver import health_blueprint, webhook_blueprint
+    from bridges.github.receiver import health_blueprint, replay_inbox, webhook_blueprint
     from bridges.github.router import RouterConfig
 
     app = Flask("loopgate", static_folder=None)
@@ -85,6 +86,10 @@ def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None
                                     services.settings.bot_login)
         app.register_blueprint(webhook_blueprint(dispatcher, router, secret=webhook_secret,
                                                  insecure=insecure_webhooks))
+        replayed = replay_inbox(dispatcher, router)
+        if replayed:
+            logger.info("replayed %d webhook deliveries acknowledged before a restart",
+                        replayed)
     if callable(slack_routes):
         slack_routes(app, services)
     elif slack_routes is None and _slack_http_mode(services):

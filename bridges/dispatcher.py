@@ -1,6 +1,8 @@
 """The dispatcher: routed deliveries (webhook or poller) → the engine runtime, exactly once.
 
-One worker thread takes deliveries from an in-process queue (:meth:`Dispatcher.submit`);
+One worker thread takes deliveries from an in-process queue (:meth:`Dispatcher.submit`)
+and, once a webhook delivery is handled for good, removes it from the receiver's
+persisted inbox (a ``retry``/``failed`` one stays and is replayed on the next start);
 ``loopgate poll --once`` calls :meth:`Dispatcher.handle` directly. Either way one delivery
 is handled at a time, so a tick seen by both the poller and the webhook leads to one
 transition and one decision: the first re-evaluates the gate, the second finds the same
@@ -218,7 +220,11 @@ class Dispatcher:
             delivery, future = item
             try:
                 if future.set_running_or_notify_cancel():
-                    future.set_result(self.handle(delivery))
+                    result = self.handle(delivery)
+                    if result.final and delivery.source == "github":
+                        # handled for good: the receiver's inbox row can go
+                        self.state.inbox_done(delivery.delivery_id)
+                    future.set_result(result)
             except BaseException as exc:  # the worker must survive any single delivery
                 future.set_exception(exc)
             finally:

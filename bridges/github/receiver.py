@@ -9,8 +9,12 @@ Order of work for one request (issue 3 §3):
 4. de-duplicate on ``X-GitHub-Delivery`` (queued or handled, persisted by the
    dispatcher) → ``200 {"status": "duplicate"}``;
 5. ``ping`` → ``200``; route by ``event.action``; a dropped delivery → ``200`` with its
-   reason; otherwise queue it for the dispatcher and answer ``202`` at once, well inside
-   GitHub's 10 s.
+   reason; otherwise keep the raw delivery in the persisted inbox, queue it for the
+   dispatcher and answer ``202`` at once, well inside GitHub's 10 s.
+
+GitHub does not redeliver a delivery it got a ``2xx`` for, so a ``202`` is a promise: the
+inbox row goes only once the dispatcher handled the delivery, and :func:`replay_inbox`
+queues what a killed process had acknowledged but not handled.
 """
 
 from __future__ import annotations
@@ -25,7 +29,8 @@ from bridges.github.errors import PayloadError, SignatureError
 from bridges.github.router import Dropped, RouterConfig, route
 from bridges.github.webhook import parse_delivery, verify_signature
 
-__all__ = ["webhook_blueprint", "health_blueprint", "WEBHOOK_PATH", "HEALTH_PATH"]
+__all__ = ["webhook_blueprint", "health_blueprint", "replay_inbox", "WEBHOOK_PATH",
+           "HEALTH_PATH"]
 
 logger = logging.getLogger(__name__)
 
@@ -102,5 +107,40 @@ def _receive(dispatcher: Dispatcher, router_config: RouterConfig, body: bytes) -
         logger.info("delivery=%s source=github kind=%s result=dropped reason=%s",
                     delivery.delivery_id, delivery.route_key, routed.reason)
         return _answer(200, status="ignored", reason=routed.reason)
+    dispatcher.state.inbox_put(delivery.delivery_id, delivery.event, body)
     dispatcher.submit(routed)
     return _answer(202, status="queued", kind=routed.event)
+
+
+def replay_inbox(dispatcher: Dispatcher, router_config: RouterConfig) -> int:
+    """Queue again the webhook deliveries a previous process answered but did not handle.
+
+    Each kept delivery is parsed and routed again (the same pure functions as on
+    arrival); one the dispatcher already handled, or one that no longer routes, is
+    forgotten.
+
+    Args:
+        dispatcher: the dispatcher (its worker removes each row once handled).
+        router_config: watched repositories, start label, bot login.
+
+    Returns:
+        How many deliveries were queued.
+    """
+    queued = 0
+    for delivery_id, event, body in dispatcher.state.inbox_pending():
+        headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery_id}
+        try:
+            delivery = parse_delivery(headers, body)
+        except PayloadError as exc:
+            logger.warning("delivery=%s kept in the inbox is unreadable: %s", delivery_id, exc)
+            dispatcher.state.inbox_done(delivery_id)
+            continue
+        routed = route(delivery, router_config)
+        if dispatcher.known(delivery_id) or isinstance(routed, Dropped):
+            dispatcher.state.inbox_done(delivery_id)
+            continue
+        logger.info("delivery=%s source=github kind=%s replayed from the inbox",
+                    delivery_id, routed.event)
+        dispatcher.submit(routed)
+        queued += 1
+    return queued

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from bot.server import build_wsgi_app
+from bot.server import Server, build_wsgi_app
 from engine.errors import ConfigError
 from tests.bridges.conftest import REPO, SECRET, GitHubWorld
 from tests.fakes.github import FakeGitHub
@@ -146,3 +146,30 @@ def test_a_bad_body_with_a_good_signature_is_a_400(world: GitHubWorld) -> None:
     response = world.post({"X-GitHub-Event": "issues", "X-GitHub-Delivery": "b-1",
                            "X-Hub-Signature-256": sign(body, SECRET)}, body)
     assert response.status_code == 400 and "not a JSON object" in response.json()["error"]
+
+
+def test_an_answered_delivery_a_killed_process_did_not_handle_is_replayed_on_start(
+        world: GitHubWorld) -> None:
+    # The dispatcher's worker never runs: the delivery is answered 202 and still queued
+    # when the process goes away, as when loopgate serve is killed right after answering.
+    app = build_wsgi_app(world.services, world.dispatcher, webhook_secret=SECRET,
+                         slack_routes=False)
+    world.server = Server(app, "127.0.0.1", 0, threads=2).start()
+    ref = world.issue()
+    world.fake.add_label(REPO, ref.number, "loop:start")
+    headers, body = world.fake.webhook("issues", "labeled", repo=REPO, number=ref.number,
+                                       label="loop:start", sender="alice", secret=SECRET)
+    assert world.post(headers, body).status_code == 202
+    assert world.services.store.load(ref) is None
+    assert [d for d, _, _ in world.dispatcher.state.inbox_pending()] == [
+        headers["X-GitHub-Delivery"]]
+    world.restart()  # the queue in memory is gone; the inbox row is not
+    world.serve()
+    assert world.dispatcher.wait_idle(10)
+    assert world.state(ref).current_node == "phase-selection"
+    assert world.dispatcher.state.inbox_pending() == []  # handled, so forgotten
+    assert world.post(headers, body).json() == {"status": "duplicate"}
+    world.restart()
+    world.serve()
+    assert world.dispatcher.wait_idle(10)
+    assert len(world.events(ref, "graph.started")) == 1  # nothing replayed twice
