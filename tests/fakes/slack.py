@@ -70,6 +70,7 @@ class SlackCall:
         headers: request headers (lower-case names).
         path: the request path.
         status: the HTTP status the fake answered.
+        response: the JSON body the fake answered with (e.g. the ``ts`` it gave a post).
     """
 
     method: str
@@ -78,6 +79,7 @@ class SlackCall:
     headers: dict[str, str]
     path: str
     status: int = 200
+    response: dict[str, Any] = field(default_factory=dict)
 
     @property
     def args(self) -> dict[str, Any]:
@@ -245,6 +247,7 @@ class FakeSlack:
         call = SlackCall(method, params, body, headers, parsed.path)
         status, reply, extra = self._answer(call)
         call.status = status
+        call.response = reply
         with self._cond:
             self.calls.append(call)
             self._cond.notify_all()
