@@ -13,7 +13,14 @@ from typing import Any
 
 from engine.graph.model import Graph, HookRef, Node
 from engine.hooks.base import HookContext, HookResult, hook
-from engine.hooks.markers import assignment_marker, review_marker, with_self_marker
+from engine.hooks.markers import (
+    assignment_marker,
+    assignment_prefix,
+    entry_marker,
+    review_marker,
+    review_prefix,
+    with_self_marker,
+)
 from engine.ports import SELF_MARKER, Comment, TrackerError
 from engine.settings import EngineSettings, normalize_login
 from engine.state import ItemState
@@ -133,12 +140,27 @@ def has_marker(comments: Sequence[Comment], marker: str, settings: EngineSetting
     return any(marker in (c.body or "") and is_self_authored(c, settings) for c in comments)
 
 
-def _post_once(ctx: HookContext, hook_name: str, marker: str, body: str) -> HookResult:
-    # Idempotent post: skip when a self-authored comment already carries the marker.
+def _posted_for_entry(comments: Sequence[Comment], marker: str, prefix: str, entry: str,
+                      settings: EngineSettings) -> bool:
+    # This entry's comment: its exact marker, or (a retry of an entry whose transaction was
+    # lost after posting) the same node's marker from the same committed revision.
+    for comment in comments:
+        body = comment.body or ""
+        if is_self_authored(comment, settings) and (
+                marker in body or (prefix in body and entry in body)):
+            return True
+    return False
+
+
+def _post_once(ctx: HookContext, hook_name: str, marker: str, prefix: str,
+               body: str) -> HookResult:
+    # Idempotent post per node entry, also across a retried transaction (see entry_marker).
+    entry = entry_marker(ctx.node.id, ctx.state.revision)
     try:
-        if has_marker(ctx.ports.tracker.list_comments(ctx.ref), marker, ctx.settings):
+        comments = ctx.ports.tracker.list_comments(ctx.ref)
+        if _posted_for_entry(comments, marker, prefix, entry, ctx.settings):
             return HookResult.passed(f"{hook_name}: already posted")
-        posted = ctx.ports.tracker.add_comment(ctx.ref, with_self_marker(body, marker))
+        posted = ctx.ports.tracker.add_comment(ctx.ref, with_self_marker(body, marker, entry))
     except TrackerError as exc:
         degrade(ctx, hook_name, f"tracker error: {exc}")
         return HookResult.passed(f"{hook_name}: degraded")
@@ -253,11 +275,14 @@ def assignment_text(ctx: HookContext) -> str:
 def deliver_assignment(ctx: HookContext) -> HookResult:
     """Post who works this node, what to produce, the command and the claim command.
 
-    Human nodes get "human gate: do not claim" instead. Idempotent per (node, entry time)
-    through the assignment marker. Tracker failure: ``graph.hook_degraded`` and pass.
+    Human nodes get "human gate: do not claim" instead. Idempotent per node entry through
+    the assignment marker, also when the entry is retried after its transaction was lost
+    (the entry marker names the committed revision it started from). Tracker failure:
+    ``graph.hook_degraded`` and pass.
     """
     marker = assignment_marker(ctx.node.id, _entered_at(ctx))
-    return _post_once(ctx, "deliver-assignment", marker, assignment_text(ctx))
+    return _post_once(ctx, "deliver-assignment", marker, assignment_prefix(ctx.node.id),
+                      assignment_text(ctx))
 
 
 # -- request-review ---------------------------------------------------------------------
@@ -291,7 +316,8 @@ def request_review(ctx: HookContext) -> HookResult:
     ``pr-review-pending`` at human-approval), so each gate entry is announced once.
     """
     marker = review_marker(ctx.node.id, _entered_at(ctx))
-    return _post_once(ctx, "request-review", marker, review_text(ctx))
+    return _post_once(ctx, "request-review", marker, review_prefix(ctx.node.id),
+                      review_text(ctx))
 
 
 # -- notify -----------------------------------------------------------------------------

@@ -14,6 +14,8 @@ loopgate's own additions in the same style:
 * ``<!-- the-loop:assignment <node> entered=<enteredAt> -->`` — ``deliver-assignment``.
 * ``<!-- the-loop:review-request <node> entered=<enteredAt> -->`` — ``request-review``.
 * ``<!-- the-loop:selection-confirmation -->`` — the phase-selection confirmation.
+* ``<!-- the-loop:entry <node> rev=<revision> -->`` — beside the assignment and review
+  markers: the committed state revision the node entry started from.
 """
 
 from __future__ import annotations
@@ -32,8 +34,11 @@ __all__ = [
     "quiz_marker",
     "parse_quiz_markers",
     "has_quiz_marker",
+    "assignment_prefix",
     "assignment_marker",
+    "review_prefix",
     "review_marker",
+    "entry_marker",
     "quiz_kind",
     "attestation_line",
     "attestation_ticked",
@@ -104,14 +109,34 @@ def has_quiz_marker(body: str | None, node: str, digest: str) -> bool:
     return QuizMarker(node, digest or "-") in parse_quiz_markers(body)
 
 
+def assignment_prefix(node: str) -> str:
+    """What every ``deliver-assignment`` marker of ``node`` starts with."""
+    return f"<!-- the-loop:assignment {node} entered="
+
+
 def assignment_marker(node: str, entered_at: str) -> str:
     """The ``deliver-assignment`` marker: one assignment per node entry."""
-    return f"<!-- the-loop:assignment {node} entered={entered_at or '-'} -->"
+    return f"{assignment_prefix(node)}{entered_at or '-'} -->"
+
+
+def review_prefix(node: str) -> str:
+    """What every ``request-review`` marker of ``node`` starts with."""
+    return f"<!-- the-loop:review-request {node} entered="
 
 
 def review_marker(node: str, entered_at: str) -> str:
     """The ``request-review`` marker: one review request per node entry."""
-    return f"<!-- the-loop:review-request {node} entered={entered_at or '-'} -->"
+    return f"{review_prefix(node)}{entered_at or '-'} -->"
+
+
+def entry_marker(node: str, revision: int) -> str:
+    """The committed state a node entry started from: ``<!-- the-loop:entry <node> rev=<R> -->``.
+
+    A transaction that posted a comment and then never committed (the process was killed
+    in between) is retried from the same committed revision with a new ``enteredAt``; this
+    marker lets the retry find the comment the lost attempt posted.
+    """
+    return f"<!-- the-loop:entry {node} rev={revision} -->"
 
 
 def quiz_kind(node: str) -> str:

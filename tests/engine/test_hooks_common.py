@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from engine.graph.compiler import shipped_graph
 from engine.hooks.markers import SELF_MARKER, assignment_marker
-from tests.engine.test_hooks_support import REF, Harness
+from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
+from engine.ports import Ports
+from engine.runtime import Runtime
+from engine.settings import EngineSettings
+from engine.store.sqlite import SqliteStore
+from tests.engine.runtime_support import StepClock
+from tests.engine.test_hooks_support import REF, Harness, RecordingNotifier
 
 
 # -- set-phase-label ------------------------------------------------------------------------
@@ -86,6 +95,7 @@ def test_deliver_assignment_is_idempotent_per_entry() -> None:
     h.run("design", "deliver-assignment", chain="entry")
     h.run("design", "deliver-assignment", chain="entry")
     assert len(h.tracker.comments_on(REF)) == 1
+    h.state.revision += 3  # the first visit committed; so did the review that sent it back
     h.enter("design", at="2026-03-02T10:00:00Z")  # re-entered after changes requested
     h.run("design", "deliver-assignment", chain="entry")
     assert len(h.tracker.comments_on(REF)) == 2
@@ -152,3 +162,55 @@ def test_notify_never_gates_when_the_notifier_fails() -> None:
     assert result.kind == "pass"
     assert h.log[0][0] == "graph.hook_degraded"
     assert "phase-approval-pending" in h.log[0][1]["reason"]
+
+
+# -- a node entry retried after its transaction was lost ------------------------------------
+def test_an_entry_retried_from_the_same_committed_revision_posts_nothing_new() -> None:
+    h = Harness()
+    h.state.revision = 5
+    h.enter("design", at="2026-03-01T10:00:00Z")
+    h.run("design", "deliver-assignment", chain="entry")
+    # the transaction never committed: the retry starts from revision 5 with a new time
+    h.enter("design", at="2026-03-01T10:00:07Z")
+    assert h.run("design", "deliver-assignment", chain="entry").reason == (
+        "deliver-assignment: already posted")
+    [comment] = h.tracker.comments_on(REF)
+    assert "<!-- the-loop:entry design rev=5 -->" in comment.body
+    # a later, committed visit of the same node gets its own assignment
+    h.state.revision = 9
+    h.enter("design", at="2026-03-01T11:00:00Z")
+    h.run("design", "deliver-assignment", chain="entry")
+    assert len(h.tracker.comments_on(REF)) == 2
+
+
+def test_a_review_request_is_not_repeated_when_its_transaction_is_retried(
+        tmp_path: Path) -> None:
+    tracker, artifacts = MemoryTracker(), MemoryArtifactStore()
+    notifier = RecordingNotifier()
+    runtime = Runtime(shipped_graph(), SqliteStore(tmp_path / "loopgate.db"),
+                      Ports(tracker, artifacts, notifier, StepClock()),  # a new second per read
+                      EngineSettings(authorized_users=("alice",)))
+    runtime.start(REF)
+    runtime.force(REF, "test-planning", "test setup", "tester")
+    artifacts.write(REF, "testing-plan.md",
+                    "---\nstatus: approved\n---\n## Test matrix\n\n| a | b |\n")
+
+    class Killed(BaseException):
+        """The process dies after the review request was posted, before the commit."""
+
+    def die(*args: object) -> None:
+        raise Killed()
+
+    notifier.send = die  # type: ignore[method-assign]  # notify runs after request-review
+    with pytest.raises(Killed):
+        runtime.complete(REF, "test-planning", "agent")
+    assert runtime.store.load(REF).current_node == "test-planning"  # rolled back
+    del notifier.send
+    state = runtime.complete(REF, "test-planning", "agent")
+    assert state.current_node == "design-approval"
+    requests = [c for c in tracker.comments_on(REF)
+                if "<!-- the-loop:review-request design-approval " in c.body]
+    assert len(requests) == 1
+    assigned = [c for c in tracker.comments_on(REF)
+                if "<!-- the-loop:assignment design-approval " in c.body]
+    assert len(assigned) == 1
