@@ -127,8 +127,9 @@ def loopgate_markers(body: str) -> list[str]:
     out = []
     for line in body.splitlines():
         line = line.strip()
-        if not line.startswith("<!-- the-loop:") or "agent-comment" in line:
-            continue
+        if not line.startswith("<!-- the-loop:") or line.startswith(
+                ("<!-- the-loop:agent-comment", "<!-- the-loop:entry ")):
+            continue  # the self-authored marker and an entry's revision ride along
         words = line[len("<!-- the-loop:"):].rstrip("->").split()
         out.append(" ".join(w for w in words[:2] if "=" not in w))
     return out
@@ -518,9 +519,17 @@ class Walk:
                          if c.args.get("channel") == CHANNEL and _has_execute(c)), None)
         return wait_until(posted, "the phase-selection card in Slack")
 
-    def execute(self, untick: Sequence[str] = (), tick: Sequence[str] = ()) -> Any:
+    def execute(self, untick: Sequence[str] = (), tick: Sequence[str] = (), *,
+                secret: str = SLACK_SECRET, status: int = 200) -> Any:
         """Press Execute on the card after changing boxes: a signed ``block_actions``
-        request whose ``state.values`` are built from the card's blocks as posted."""
+        request whose ``state.values`` are built from the card's blocks as posted.
+
+        Args:
+            untick: option values the person unticked.
+            tick: option values the person ticked.
+            secret: the signing secret (another one forges the request).
+            status: the HTTP status the server must answer.
+        """
         card = self.card()
         blocks = _blocks(card)
         ts = str(card.response["ts"])
@@ -542,8 +551,8 @@ class Walk:
                          "value": button["value"], "style": button.get("style", "")}],
         })
         reply = signed_post(f"{self.server.url}/slack/events", interaction_body(payload),
-                            SLACK_SECRET)
-        assert reply.status == 200, (reply.status, reply.body)
+                            secret)
+        assert reply.status == status, (reply.status, reply.body)
         return reply
 
     def dm_posts(self) -> list[SlackCall]:
@@ -559,8 +568,12 @@ class Walk:
         return self.start()
 
     def select_in_slack(self) -> None:
-        """Untick brainstorming, tick design-critic-review, Execute; wait until the item
-        left phase-selection (its confirmation comment and the next assignment)."""
+        """Untick brainstorming, tick design-critic-review, Execute (a forged click first:
+        refused with 401); wait until the item left phase-selection (its confirmation
+        comment and the next assignment)."""
+        forged = self.execute(untick=["brainstorming"], tick=["design-critic-review"],
+                              secret="not the signing secret", status=401)
+        assert forged.json() == {"error": "invalid signature"}
         self.execute(untick=["brainstorming"], tick=["design-critic-review"])
         self.wait_comment(CONFIRMATION_MARKER)
         self.wait_comment("the-loop:assignment requirements-definition ")
