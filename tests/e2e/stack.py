@@ -62,9 +62,9 @@ CHANNEL = "C0LOOPGATE"
 START_LABEL = "loop:start"
 PR_BRANCH = "issue-{n}-widget"
 
-GITHUB_SECRET = "e2e webhook secret"  # noqa: S105 - a test value, never a real secret
-SLACK_SECRET = "e2e-slack-signing-secret"  # noqa: S105
-SLACK_TOKEN = "xoxb-e2e-bot-token"  # noqa: S105
+GITHUB_SECRET = "e2e webhook secret"  # test values, never real secrets
+SLACK_SECRET = "e2e-slack-signing-secret"
+SLACK_TOKEN = "xoxb-e2e-bot-token"
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 SHARED = Path(os.environ.get("LOOPGATE_SHARED", REPO_ROOT.parent / "shared")).resolve()
