@@ -97,6 +97,48 @@ def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None
     return app
 
 
+#: Seconds between re-tries of webhook deliveries whose handling ended ``retry``/``failed``
+#: (e.g. a rate-limited GraphQL lookup): with the poller off nothing else would retry them.
+INBOX_RETRY_SECONDS = 60.0
+
+
+def start_inbox_retry(services: Any, dispatcher: Any, stop: threading.Event, *,
+                      every: float = INBOX_RETRY_SECONDS) -> threading.Thread | None:
+    """Replay the persisted webhook inbox every ``every`` seconds until ``stop`` is set.
+
+    Deliveries handled for good have left the inbox, and the dispatcher drops a delivery it
+    already handled, so a replay only re-tries what is still owed (issue 3: a limited query
+    makes the gate wait and is retried).
+
+    Args:
+        services: the wired services (``github`` must be configured, else nothing starts).
+        dispatcher: the running dispatcher.
+        stop: set to end the loop.
+        every: seconds between replays.
+
+    Returns:
+        The daemon thread, or None when GitHub is not configured.
+    """
+    if not services.config.has("github"):
+        return None
+    from bridges.github import receiver
+    from bridges.github.router import RouterConfig
+
+    section = services.config.section("github")
+    router = RouterConfig.build(section.get("repos") or (), section.get("startLabel") or "",
+                                services.settings.bot_login)
+
+    def loop() -> None:
+        while not stop.wait(every):
+            queued = receiver.replay_inbox(dispatcher, router)
+            if queued:
+                logger.info("re-tried %d webhook deliveries still owed", queued)
+
+    thread = threading.Thread(target=loop, name="loopgate-inbox-retry", daemon=True)
+    thread.start()
+    return thread
+
+
 class Server:
     """A waitress server running in a background thread, stoppable from any thread.
 

@@ -111,7 +111,7 @@ def _start_slack(services: Any, dispatcher: Any) -> list[Callable[[], Any]]:
 
 
 def _serve(ctx: CliContext, insecure_webhooks: bool) -> None:
-    from bot.server import build_wsgi_app, serve_forever
+    from bot.server import build_wsgi_app, serve_forever, start_inbox_retry
     from bridges.dispatcher import Dispatcher
 
     # Configuration errors are reported before anything talks to GitHub.
@@ -131,6 +131,7 @@ def _serve(ctx: CliContext, insecure_webhooks: bool) -> None:
         app = build_wsgi_app(services, dispatcher, webhook_secret=secret,
                              insecure_webhooks=insecure_webhooks)
         poller = _start_poller(services, dispatcher, stop)
+        start_inbox_retry(services, dispatcher, stop)
         server = services.config.section("server")
 
         def listening(url: str) -> None:

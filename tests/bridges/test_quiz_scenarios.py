@@ -5,12 +5,14 @@ through the loopback fake GitHub with the real receiver, poller, PyGithub and gq
 from __future__ import annotations
 
 import json
+import threading
 
+from bot.server import start_inbox_retry
 from bridges.github.webhook import sign
 from engine.hooks.markers import attestation_line
 from engine.refs import WorkItemRef
 from tests.bridges.conftest import EXPLAINER_NODES, REPO, SECRET, SPEC_CHAIN, GitHubWorld
-from tests.fakes.github import FakeComment
+from tests.fakes.github import FakeComment, wait_for
 
 
 def _tick_by_webhook(world: GitHubWorld, quiz: FakeComment, editor: str | None, *,
@@ -266,3 +268,24 @@ def test_a_forged_quiz_event_cannot_claim_an_editor(world: GitHubWorld) -> None:
     assert world.dispatcher.wait_idle(10)
     assert world.state(ref).current_node == "spec-quiz"
     assert "spec-quiz" not in world.state(ref).decisions
+
+
+def test_a_webhook_tick_whose_lookup_was_limited_is_retried_without_the_poller(
+    world: GitHubWorld,
+) -> None:
+    """Issue 3: a limited query makes the gate wait and is retried — with webhooks only,
+    by the inbox replay of ``loopgate serve``."""
+    world.serve()
+    ref = world.issue()
+    quiz = world.to_spec_quiz(ref)
+    world.fake.graphql_rate_limit(1)
+    assert _tick_by_webhook(world, quiz, "alice") == 202
+    assert world.state(ref).current_node == "spec-quiz"
+    world.services.ports.tracker.graphql.guard.clear()  # the reset has come
+    stop = threading.Event()
+    try:
+        start_inbox_retry(world.services, world.dispatcher, stop, every=0.05)
+        assert wait_for(lambda: world.state(ref).current_node == "tasks-breakdown", timeout=10)
+    finally:
+        stop.set()
+    assert world.state(ref).decisions["spec-quiz"]["attestedBy"] == "@alice"
