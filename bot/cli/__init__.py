@@ -2,8 +2,8 @@
 
 Subcommands live in small modules, each with ``register(group)``:
 ``graph_cmd`` (graph show/validate), ``item_cmd`` (start, advance, complete, skip, force,
-check, comments, events, briefing), ``explainer_cmd`` (explainer render/check/redact),
-``serve_cmd`` (serve, poll).
+check, comments, events), ``explainer_cmd`` (explainer render/check/redact, briefing),
+``serve_cmd`` (serve, poll), ``config_cmd`` (config check/reference).
 
 Exit codes: 0 success; 1 a refusal or an unmet ``--fail-on`` condition; 2 a usage,
 configuration or graph error (click's own usage errors are 2 as well).
