@@ -261,24 +261,26 @@ def _protected_line(rows: CardRows) -> list[Block]:
     return [ContextBlock(elements=[MarkdownTextObject(text=truncate_keep_lines(text))])]
 
 
-def _phase_blocks(rows: CardRows, revision: int) -> list[Block]:
-    if not rows.default_on:
+def _node_rows(nodes: Sequence[Node], heading: str, block_id: str, action_id: str,
+               ticked: bool, revision: int) -> list[Block]:
+    # A heading, the checkbox elements (split at 10), and the full descriptions the
+    # 75-character option text may have cut.
+    if not nodes:
         return []
-    options = [_option(n.id, n.id, n.description) for n in rows.default_on]
-    head = _section("*Phases* — ticked phases run; untick one to skip it.")
-    checks = _checkbox_blocks(ids.BLOCK_PHASES, ids.ACTION_PHASES, options, True, revision)
-    return [head, *checks,
-            *_full_text_context((n.id, n.description) for n in rows.default_on)]
+    options = [_option(n.id, n.id, n.description) for n in nodes]
+    checks = _checkbox_blocks(block_id, action_id, options, ticked, revision)
+    return [_section(heading), *checks,
+            *_full_text_context((n.id, n.description) for n in nodes)]
+
+
+def _phase_blocks(rows: CardRows, revision: int) -> list[Block]:
+    return _node_rows(rows.default_on, "*Phases* — ticked phases run; untick one to skip it.",
+                      ids.BLOCK_PHASES, ids.ACTION_PHASES, True, revision)
 
 
 def _opt_in_blocks(rows: CardRows, revision: int) -> list[Block]:
-    if not rows.opt_in:
-        return []
-    options = [_option(n.id, n.id, n.description) for n in rows.opt_in]
-    head = _section("*Optional phases — off unless you tick them*")
-    checks = _checkbox_blocks(ids.BLOCK_OPT_INS, ids.ACTION_OPT_INS, options, False, revision)
-    return [head, *checks,
-            *_full_text_context((n.id, n.description) for n in rows.opt_in)]
+    return _node_rows(rows.opt_in, "*Optional phases — off unless you tick them*",
+                      ids.BLOCK_OPT_INS, ids.ACTION_OPT_INS, False, revision)
 
 
 def _settings_blocks(rows: CardRows, revision: int) -> list[Block]:
