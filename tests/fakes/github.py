@@ -52,6 +52,8 @@ from urllib.parse import parse_qs, quote, unquote, urlencode, urlsplit
 from graphql import GraphQLSchema, build_schema, execute, parse, validate
 from graphql.error import GraphQLError
 
+from tests.fakes import LoopbackServer
+
 __all__ = ["FakeGitHub", "Req", "github_schema", "FIXTURES", "SCHEMA_PATH"]
 
 # ../shared beside the checkout, like tests/conftest.py (override with LOOPGATE_SHARED).
@@ -239,7 +241,7 @@ def _routes() -> list[_Route]:
 _ROUTES = _routes()
 
 
-class FakeGitHub:
+class FakeGitHub(LoopbackServer):
     """The fake server and its data.
 
     Args:
@@ -272,29 +274,11 @@ class FakeGitHub:
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
-    # -- lifecycle ---------------------------------------------------------------------
-    def start(self) -> FakeGitHub:
-        """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
+    # -- lifecycle (start/stop/with: LoopbackServer) --------------------------------------
+    def _make_server(self) -> _Server:
         server = _Server(("127.0.0.1", 0), _Handler)
         server.fake = self
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="fake-github",
-                                        kwargs={"poll_interval": 0.05}, daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Stop serving and close the socket."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> FakeGitHub:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return server
 
     @property
     def url(self) -> str:

@@ -33,6 +33,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from tests.fakes import LoopbackServer
+
 __all__ = [
     "EXAMPLES_PATH",
     "SlackCall",
@@ -97,7 +99,7 @@ class _Plan:
     users: dict[str, dict[str, Any]] = field(default_factory=dict)  # users.info overrides
 
 
-class FakeSlack:
+class FakeSlack(LoopbackServer):
     """The fake server. Use as a context manager, or call :meth:`start`/:meth:`stop`.
 
     Attributes:
@@ -114,9 +116,8 @@ class FakeSlack:
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
-    # -- lifecycle ---------------------------------------------------------------------
-    def start(self) -> FakeSlack:
-        """Bind 127.0.0.1 on a free port and serve in a daemon thread."""
+    # -- lifecycle (start/stop/with: LoopbackServer) --------------------------------------
+    def _make_server(self) -> ThreadingHTTPServer:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -129,25 +130,7 @@ class FakeSlack:
             def log_message(self, *args: Any) -> None:
                 return None
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        """Shut the server down."""
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-
-    def __enter__(self) -> FakeSlack:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        return ThreadingHTTPServer(("127.0.0.1", 0), Handler)
 
     @property
     def port(self) -> int:
