@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bridges.github.persistence import BridgeState, bridge_state
@@ -73,11 +73,15 @@ class DispatchResult:
         reason: a kebab-case code (``advanced``, ``started``, ``no-gate``, ``not-at-gate``,
             ``not-started``, ``unverified`` ...).
         refs: the work items touched, as ``owner/repo#N`` strings.
+        settled: False when a quiz tick was evaluated but the gate still waits (refused,
+            unticked): its content key stays open, because the same ticked text may later
+            be an authorized user's re-tick (a refused tick must not block the real one).
     """
 
     status: str
     reason: str = ""
     refs: tuple[str, ...] = ()
+    settled: bool = True
 
     @property
     def final(self) -> bool:
@@ -88,13 +92,13 @@ class DispatchResult:
 def _merge(results: list[DispatchResult]) -> DispatchResult:
     if not results:
         return DispatchResult(DROPPED, "no-item")
+    refs = tuple(ref for r in results for ref in r.refs)
+    settled = all(r.settled for r in results)
     for status in (FAILED, RETRY, HANDLED):
         picked = [r for r in results if r.status == status]
         if picked:
-            refs = tuple(ref for r in results for ref in r.refs)
-            return DispatchResult(status, picked[0].reason, refs)
-    return DispatchResult(results[0].status, results[0].reason,
-                          tuple(ref for r in results for ref in r.refs))
+            return DispatchResult(status, picked[0].reason, refs, settled)
+    return DispatchResult(results[0].status, results[0].reason, refs, settled)
 
 
 class Dispatcher:
@@ -269,7 +273,7 @@ class Dispatcher:
         except (LoopgateError, TrackerError) as exc:
             return DispatchResult(FAILED, f"error: {type(exc).__name__}: {exc}")
         if result.final:  # retry/failed stay unrecorded so a second try gets through
-            if content_key:
+            if content_key and result.settled:
                 self.state.mark_handled(content_key, result.status)
             self.state.mark_handled(id_key, result.status)
         return result
@@ -287,8 +291,17 @@ class Dispatcher:
         return DispatchResult(DROPPED, "unknown-kind")
 
     # -- kinds ---------------------------------------------------------------------------
+    def _needs_start(self, ref: WorkItemRef) -> bool:
+        # Not started, or started but its first node never entered (a crash between the
+        # two transactions of Runtime.start): start() is idempotent and repairs the latter.
+        state = self.store.load(ref)
+        if state is None or not state.current_node:
+            return True
+        record = state.nodes.get(self.graph.start)
+        return state.current_node == self.graph.start and not (record and record.entered_at)
+
     def _start(self, ref: WorkItemRef, via: str) -> DispatchResult:
-        if self.store.load(ref) is not None:
+        if not self._needs_start(ref):
             return DispatchResult(DROPPED, "already-started", (str(ref),))
         self.runtime.start(ref)
         return DispatchResult(HANDLED, f"started-by-{via}", (str(ref),))
@@ -305,10 +318,11 @@ class Dispatcher:
         return _merge([self._comment_on(target, comment) for target in targets])
 
     def _comment_on(self, ref: WorkItemRef, comment: Comment) -> DispatchResult:
-        if self.store.load(ref) is None:
+        if self._needs_start(ref):
             if self._is_start_request(comment):
                 return self._start(ref, "comment")
-            return DispatchResult(DROPPED, "not-started", (str(ref),))
+            if self.store.load(ref) is None:
+                return DispatchResult(DROPPED, "not-started", (str(ref),))
         node = self._waiting_gate(ref)
         if node is None:
             return DispatchResult(DROPPED, "not-at-gate", (str(ref),))
@@ -331,7 +345,10 @@ class Dispatcher:
         node = self._waiting_gate(ref)
         if node is None:
             return DispatchResult(DROPPED, "no-gate", (str(ref),))
-        return self._evaluate(ref, node, {"attestation": attestation}, "evaluated")
+        result = self._evaluate(ref, node, {"attestation": attestation}, "evaluated")
+        if result.status == HANDLED and self.store.load(ref).current_node == node:
+            return replace(result, reason="still-waiting", settled=False)
+        return result
 
     def _evaluate(self, ref: WorkItemRef, node: str, event: dict[str, Any],
                   reason: str) -> DispatchResult:

@@ -329,8 +329,11 @@ class Poller:
             if is_self_authored(comment, self.bot_login):
                 if is_quiz_tick(comment.body):
                     key = quiz_key(comment.id, comment.body)
+                    # One delivery per observed edit (updated_at): a refused tick's key
+                    # stays open, and a later re-tick with the same text is a new edit.
                     ticks.append((comment, Delivery(
-                        f"poll:{key}", "poller", QUIZ_ATTESTATION, "issue_comment.edited",
+                        f"poll:{key}:{comment.updated_at}", "poller", QUIZ_ATTESTATION,
+                        "issue_comment.edited",
                         {"ref": ref, "comment_id": comment.id, "node_id": comment.node_id,
                          "url": comment.url, "key": key, "pull_request": on_pr})))
                 continue
@@ -388,6 +391,7 @@ class Poller:
             report.retries += delivery.event == QUIZ_ATTESTATION
             return
         if delivery.event == QUIZ_ATTESTATION:
-            self.state.mark_seen(repo, "quiz", [str(delivery.data["key"])])
+            if result.settled:  # a refused tick stays open for an authorized re-tick
+                self.state.mark_seen(repo, "quiz", [str(delivery.data["key"])])
         else:
             self.state.mark_seen(repo, "comment", [str(comment.id)])

@@ -494,15 +494,32 @@ def _stale(ctx: HookContext, node: str, posted: str, current: str) -> HookResult
     )
 
 
+def _recorded_present(ctx: HookContext, node: str) -> bool:
+    """True unless every quiz comment recorded for ``node`` is gone from its thread (someone
+    deleted it). A tick event proves its comment exists, so callers ask only otherwise;
+    a failed read counts as present (never post twice on a guess)."""
+    for posted in _posted(ctx, node).get("comments") or ():
+        try:
+            target = WorkItemRef.parse(str(posted.get("target") or ctx.ref))
+            if any(c.id == posted.get("id") for c in ctx.ports.tracker.list_comments(target)):
+                return True
+        except (TrackerError, ValueError):
+            return True
+    return False
+
+
 def _post_late(ctx: HookContext, node: str) -> HookResult | None:
-    """Retry the entry hook's post when no quiz comment was recorded (design "Error
-    handling": the gate must not wait on a box nobody can see after a tracker outage).
+    """Retry the entry hook's post when no quiz comment was recorded, or the recorded one was
+    deleted (design "Error handling": the gate must not wait on a box nobody can see after
+    a tracker outage or a deletion; the next comment or ``loopgate advance`` reposts).
 
     Returns:
         None when a comment is recorded (or the node has no such entry hook); otherwise a
         wait, carrying the newly recorded surface when the post now succeeded.
     """
-    if _posted(ctx, node).get("comments"):
+    if _posted(ctx, node).get("comments") and (
+        isinstance(ctx.event.get("attestation"), Mapping) or _recorded_present(ctx, node)
+    ):
         return None
     entry_hook = next((h for h in ctx.node.entry if h.name == "post-quiz-attestation"), None)
     if entry_hook is None:

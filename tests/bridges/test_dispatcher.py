@@ -198,3 +198,28 @@ def test_a_reply_read_during_a_github_outage_is_offered_again(world: GitHubWorld
     again = world.dispatcher.handle(comment_delivery(ref, reply, "d-reply"))
     assert (again.status, again.reason) == (HANDLED, "advanced")
     assert world.state(ref).current_node != "phase-selection"
+
+
+def test_a_start_cut_short_by_a_crash_is_finished_by_the_replayed_delivery(
+    world: GitHubWorld, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Runtime.start commits the started state before the entry chain; a kill in between
+    left an item with no checklist that no later start could repair (break-it review)."""
+    ref = world.issue()
+    tracker = world.services.ports.tracker
+
+    def killed(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt("SIGKILL stand-in")
+
+    monkeypatch.setattr(tracker, "add_comment", killed)
+    with pytest.raises(KeyboardInterrupt):
+        world.services.runtime.start(ref)
+    monkeypatch.undo()
+    assert world.state(ref).current_node == "phase-selection"
+    result = world.dispatcher.handle(start_delivery(ref))
+    assert (result.status, result.reason) == (HANDLED, "started-by-label")
+    checklists = [c for c in world.fake.comments_on("acme/widgets", ref.number)
+                  if "<!-- the-loop:phase-selection -->" in c.body]
+    assert len(checklists) == 1
+    again = world.dispatcher.handle(start_delivery(ref))
+    assert again.status in (DUPLICATE, DROPPED)

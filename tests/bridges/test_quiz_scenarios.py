@@ -289,3 +289,65 @@ def test_a_webhook_tick_whose_lookup_was_limited_is_retried_without_the_poller(
     finally:
         stop.set()
     assert world.state(ref).decisions["spec-quiz"]["attestedBy"] == "@alice"
+
+
+def _untick(world: GitHubWorld, quiz: FakeComment, editor: str) -> None:
+    body = world.fake.comments[quiz.id].body
+    world.fake.edit_comment(quiz.id, body.replace(attestation_line("spec", True),
+                                                  attestation_line("spec")), editor)
+
+
+def test_an_authorized_re_tick_after_a_refused_tick_passes_by_webhook(world: GitHubWorld) -> None:
+    """A refused tick must not block the real one: the re-ticked text is identical, so its
+    content key is the refused tick's (found by a break-it review)."""
+    world.serve()
+    ref = world.issue()
+    quiz = world.to_spec_quiz(ref)
+    _tick_by_webhook(world, quiz, "mallory")
+    assert world.state(ref).current_node == "spec-quiz"
+    _untick(world, quiz, "alice")
+    assert _tick_by_webhook(world, quiz, "alice") == 202
+    state = world.state(ref)
+    assert state.current_node == "tasks-breakdown"
+    assert state.decisions["spec-quiz"]["attestedBy"] == "@alice"
+
+
+def test_an_authorized_re_tick_after_a_refused_tick_passes_by_the_poller(
+    world: GitHubWorld,
+) -> None:
+    ref = world.issue()
+    quiz = world.to_spec_quiz(ref)
+    world.tick(quiz, "mallory")
+    world.poll()
+    assert world.state(ref).current_node == "spec-quiz"
+    world.fake.advance(5)  # alice notices a few seconds later
+    _untick(world, quiz, "alice")
+    world.tick(quiz, "alice")
+    world.poll()
+    state = world.state(ref)
+    assert state.current_node == "tasks-breakdown"
+    assert state.decisions["spec-quiz"]["attestedBy"] == "@alice"
+    assert world.events(ref, "graph.quiz_refused") == [{"node": "spec-quiz",
+                                                        "editor": "mallory"}]
+
+
+def test_a_deleted_quiz_comment_is_posted_again_on_the_next_comment(world: GitHubWorld) -> None:
+    """Design "Error handling": a deleted checkbox comment is reposted (found stuck by a
+    break-it review: later events never reposted a comment that had been recorded)."""
+    ref = world.issue()
+    quiz = world.to_spec_quiz(ref)
+    world.fake.delete_comment(quiz.id)
+    world.comment(ref, "I can't find the quiz box", as_user="alice")
+    world.poll()
+    [again] = world.quiz_comments(ref)
+    assert again.id != quiz.id
+    assert parse_quiz_digest(again.body) == parse_quiz_digest(quiz.body)
+    world.fake.advance(5)
+    world.tick(again, "alice")
+    world.poll()
+    assert world.state(ref).current_node == "tasks-breakdown"
+
+
+def parse_quiz_digest(body: str) -> str:
+    [marker] = [m for m in body.splitlines() if "the-loop:quiz" in m]
+    return marker
