@@ -102,7 +102,13 @@ def _receive(dispatcher: Dispatcher, router_config: RouterConfig, body: bytes) -
         logger.info("delivery=%s source=github kind=%s result=duplicate reason=delivery-id",
                     delivery.delivery_id, delivery.route_key)
         return _answer(200, status="duplicate")
-    routed = route(delivery, router_config)
+    try:
+        routed = route(delivery, router_config)
+    except (KeyError, TypeError, ValueError) as exc:
+        # Signed but malformed (e.g. a comment id that is not a number): the sender's fault.
+        logger.warning("delivery=%s source=github kind=%s result=refused reason=bad-payload "
+                       "error=%s", delivery.delivery_id, delivery.route_key, type(exc).__name__)
+        return _answer(400, error=f"malformed {delivery.route_key} payload")
     if isinstance(routed, Dropped):
         logger.info("delivery=%s source=github kind=%s result=dropped reason=%s",
                     delivery.delivery_id, delivery.route_key, routed.reason)

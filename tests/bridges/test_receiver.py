@@ -173,3 +173,22 @@ def test_an_answered_delivery_a_killed_process_did_not_handle_is_replayed_on_sta
     world.serve()
     assert world.dispatcher.wait_idle(10)
     assert len(world.events(ref, "graph.started")) == 1  # nothing replayed twice
+
+
+def test_a_signed_payload_with_a_malformed_field_is_a_400_not_a_crash(
+    world: GitHubWorld,
+) -> None:
+    world.serve()
+    import json
+
+    from bridges.github.webhook import sign
+
+    body = json.dumps({"action": "created", "repository": {"full_name": REPO},
+                       "issue": {"number": 1}, "sender": {"login": "alice"},
+                       "comment": {"id": "abc", "body": "hi", "user": {"login": "alice"}}}
+                      ).encode()
+    response = world.post({"X-GitHub-Event": "issue_comment", "X-GitHub-Delivery": "b-2",
+                           "X-Hub-Signature-256": sign(body, SECRET)}, body)
+    assert response.status_code == 400
+    assert response.json()["error"] == "malformed issue_comment.created payload"
+    assert not world.dispatcher.known("b-2")
