@@ -44,10 +44,11 @@ def _tracker(config: Config, store: Any) -> Tracker:
     return LocalTracker(store)
 
 
-def _bot_login(config: Config, tracker: Tracker) -> str:
+def _bot_login(config: Config, tracker: Tracker, store: Any) -> str:
     # Gates trust only comments by this login (a marker alone can be forged).
     if config.has("github"):
-        return tracker.bot_login(config.section("github").get("botLogin") or "")  # type: ignore[attr-defined]
+        configured = config.section("github").get("botLogin") or ""
+        return tracker.bot_login(configured, cache=store)  # type: ignore[attr-defined]
     return str(getattr(tracker, "bot_login", ""))
 
 
@@ -111,7 +112,7 @@ class Services:
         notifier = _notifier(config, store)
         if notifier is not None:
             ports.notifier = notifier
-        settings = replace(config.engine_settings(), bot_login=_bot_login(config, tracker))
+        settings = replace(config.engine_settings(), bot_login=_bot_login(config, tracker, store))
         runtime = Runtime(graph, store, ports, settings)
         return cls(config, settings, graph, store, ports, runtime)
 

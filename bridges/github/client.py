@@ -24,6 +24,7 @@ The token is given to PyGithub once and never logged or put into an exception me
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import logging
 import threading
@@ -210,6 +211,9 @@ class GitHubClient:
                           seconds_between_requests=None,
                           seconds_between_writes=seconds_between_writes or None)
         self.api_url = api_url.rstrip("/")
+        #: Names this (server, token) pair without revealing the token: a one-way digest,
+        #: used to cache what GitHub says about the token (its owner's login).
+        self.identity = hashlib.sha256(f"{self.api_url}\0{token}".encode()).hexdigest()[:16]
         self.per_page = per_page
         self.guard = RateGuard("core", max_wait, clock)
         self._clock = clock or (lambda: datetime.now(UTC))

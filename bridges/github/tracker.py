@@ -152,26 +152,38 @@ class GitHubTracker:
         return cls(client, graphql, repos=section.get("repos") or (),
                    branch_pattern=section.get("branchPattern") or "")
 
-    def bot_login(self, configured: str = "") -> str:
+    def bot_login(self, configured: str = "", cache: Any = None) -> str:
         """The login loopgate posts as: ``configured`` (``github.botLogin``) when set, else
-        the token owner's login from GitHub.
+        the token owner's login from GitHub (``GET /user``), remembered in ``cache`` per
+        server and token so CLI calls do not ask again (and work while GitHub is away).
 
         Gates compare authors with it so a look-alike checklist or quiz comment posted by
         someone else is never taken for loopgate's own (explainer design, abuse case 6).
 
+        Args:
+            configured: ``github.botLogin``, or "".
+            cache: a store with ``kv_get``/``kv_set`` (the SQLite store), or None.
+
         Raises:
-            ConfigError: GitHub could not tell (e.g. an App installation token); the message
-                says to set ``github.botLogin``.
+            ConfigError: GitHub could not tell (e.g. an App installation token) and nothing
+                is cached; the message says to set ``github.botLogin``.
         """
         if configured:
             return configured
+        key = f"botLogin:{self.client.identity}"
+        cached = cache.kv_get("github", key) if cache is not None else None
+        if cached:
+            return str(cached)
         try:
-            return self.client.viewer_login()
+            login = self.client.viewer_login()
         except BridgeError as exc:
             raise ConfigError(
                 f"could not learn loopgate's GitHub login from the token ({exc}); "
                 "set github.botLogin in loopgate.yaml"
             ) from None
+        if cache is not None:
+            cache.kv_set("github", key, login)
+        return login
 
     # -- plumbing ------------------------------------------------------------------------
     def _guarded(self, what: str, fn: Callable[[], T]) -> T:

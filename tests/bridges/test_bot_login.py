@@ -41,3 +41,12 @@ def test_a_look_alike_checklist_posted_before_start_is_not_loopgates(
     assert state.current_node == "brainstorming"
     assert state.skips == {}
     assert state.decisions["phase-selection"]["via"] == "checklist"
+
+
+def test_the_learned_login_is_remembered_so_a_restart_does_not_ask_again(
+    world: GitHubWorld,
+) -> None:
+    assert world.fake.count(route="user") == 1
+    world.restart()
+    assert world.services.settings.bot_login == world.fake.bot_login
+    assert world.fake.count(route="user") == 1
