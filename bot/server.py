@@ -47,6 +47,14 @@ def _auto_slack_routes(app: Flask, services: Any) -> None:
     register(app, services)
 
 
+def _router_config(services: Any) -> Any:
+    from bridges.github.router import RouterConfig
+
+    section = services.config.section("github")
+    return RouterConfig.build(section.get("repos") or (), section.get("startLabel") or "",
+                              services.settings.bot_login)
+
+
 def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None,
                    insecure_webhooks: bool = False,
                    slack_routes: Callable[[Flask, Any], Any] | bool | None = None) -> Flask:
@@ -70,7 +78,6 @@ def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None
             is False (the message names the variable).
     """
     from bridges.github.receiver import health_blueprint, replay_inbox, webhook_blueprint
-    from bridges.github.router import RouterConfig
 
     app = Flask("loopgate", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
@@ -82,8 +89,7 @@ def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None
             raise ConfigError(
                 f"webhook secret missing: set the environment variable {variable}, or pass "
                 "--insecure-webhooks to accept unsigned deliveries (development only)")
-        router = RouterConfig.build(section.get("repos") or (), section.get("startLabel") or "",
-                                    services.settings.bot_login)
+        router = _router_config(services)
         app.register_blueprint(webhook_blueprint(dispatcher, router, secret=webhook_secret,
                                                  insecure=insecure_webhooks))
         replayed = replay_inbox(dispatcher, router)
@@ -122,11 +128,8 @@ def start_inbox_retry(services: Any, dispatcher: Any, stop: threading.Event, *,
     if not services.config.has("github"):
         return None
     from bridges.github import receiver
-    from bridges.github.router import RouterConfig
 
-    section = services.config.section("github")
-    router = RouterConfig.build(section.get("repos") or (), section.get("startLabel") or "",
-                                services.settings.bot_login)
+    router = _router_config(services)
 
     def loop() -> None:
         while not stop.wait(every):

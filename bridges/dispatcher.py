@@ -39,7 +39,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from bridges.github.persistence import BridgeState, bridge_state
@@ -345,21 +345,25 @@ class Dispatcher:
         node = self._waiting_gate(ref)
         if node is None:
             return DispatchResult(DROPPED, "no-gate", (str(ref),))
-        result = self._evaluate(ref, node, {"attestation": attestation}, "evaluated")
-        if result.status == HANDLED and self.store.load(ref).current_node == node:
-            return replace(result, reason="still-waiting", settled=False)
-        return result
+        return self._evaluate(ref, node, {"attestation": attestation}, "evaluated",
+                              open_while_waiting=True)
 
-    def _evaluate(self, ref: WorkItemRef, node: str, event: dict[str, Any],
-                  reason: str) -> DispatchResult:
+    def _evaluate(self, ref: WorkItemRef, node: str, event: dict[str, Any], reason: str, *,
+                  open_while_waiting: bool = False) -> DispatchResult:
         """Re-evaluate the gate; ``retry`` when it stayed put while a GitHub call failed
-        (the gate could not read what it needed, so the event must be offered again)."""
+        (the gate could not read what it needed, so the event must be offered again).
+        With ``open_while_waiting`` a gate that still waits gives an unsettled result
+        (``still-waiting``): the event's content key stays open."""
         failures = getattr(self.tracker, "failures", 0)
         # Bound to the gate we saw: if another ingress (Slack, the CLI) moved the pointer
         # since, the event must not answer the next gate.
         after = self.runtime.advance(ref, {**event, "expectNode": node})
-        if after.current_node == node and getattr(self.tracker, "failures", 0) > failures:
+        if after.current_node != node:
+            return DispatchResult(HANDLED, reason, (str(ref),))
+        if getattr(self.tracker, "failures", 0) > failures:
             return DispatchResult(RETRY, "unverified", (str(ref),))
+        if open_while_waiting:
+            return DispatchResult(HANDLED, "still-waiting", (str(ref),), settled=False)
         return DispatchResult(HANDLED, reason, (str(ref),))
 
     # -- helpers ---------------------------------------------------------------------------
