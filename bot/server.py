@@ -52,7 +52,7 @@ def _router_config(services: Any) -> Any:
 
     section = services.config.section("github")
     return RouterConfig.build(section.get("repos") or (), section.get("startLabel") or "",
-                              services.settings.bot_login)
+                              services.settings.bot)
 
 
 def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None,

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, runtime_checkable
 
+from engine.identity import Actor
 from engine.refs import WorkItemRef
 
 __all__ = [
@@ -43,14 +44,19 @@ class Comment:
     """One comment on a work item's thread.
 
     Attributes:
-        id: the tracker's numeric comment id.
-        author: the author's login ("" when unknown, e.g. a deleted account).
+        id: the tracker's numeric comment id (GitHub's are past 2^31: a Python int,
+            never squeezed into 32 bits).
+        author: the author's login as REST spells it ("" when unknown, e.g. a deleted
+            account; ``loopgate[bot]`` for a GitHub App).
         body: the current body (Markdown).
         created_at: ISO-8601 UTC timestamp string.
         updated_at: ISO-8601 UTC timestamp string.
         node_id: GitHub's global node id (used for GraphQL lookups), "" if none.
         url: a link to the comment, "" if none.
         issue_number: the issue or pull request number the comment is on (0 if unknown).
+        author_type: REST ``user.type`` (``User``/``Bot``), "" when the tracker does not
+            say (the offline thread).
+        author_id: REST ``user.id``, or None.
     """
 
     id: int
@@ -61,6 +67,14 @@ class Comment:
     node_id: str = ""
     url: str = ""
     issue_number: int = 0
+    author_type: str = ""
+    author_id: int | None = None
+
+    @property
+    def actor(self) -> Actor:
+        """The author as an :class:`~engine.identity.Actor`."""
+        return Actor(self.author, self.author_type or Actor.from_login(self.author).kind,
+                     self.author_id)
 
     @property
     def self_authored(self) -> bool:
@@ -76,11 +90,18 @@ class CommentEdit:
         editor: the editor's login, or None when GitHub names nobody (ghost, deleted).
         editor_type: the actor's ``__typename`` (``User``, ``Bot``, ``Mannequin`` ...) or "".
         edited_at: ISO-8601 UTC timestamp string.
+        editor_id: the editor's ``databaseId`` when GitHub gave it, else None.
     """
 
     editor: str | None
     editor_type: str
     edited_at: str
+    editor_id: int | None = None
+
+    @property
+    def actor(self) -> Actor:
+        """The editor as an :class:`~engine.identity.Actor` (``Actor("")`` for nobody)."""
+        return Actor(self.editor or "", self.editor_type, self.editor_id)
 
 
 @dataclass(frozen=True)
@@ -88,7 +109,7 @@ class CommentEdits:
     """A comment as the tracker holds it now, with who edited it.
 
     Attributes:
-        comment_id: the numeric id asked about.
+        comment_id: the numeric id asked about (GraphQL ``fullDatabaseId``: 64-bit).
         body: current body.
         url: link to the comment.
         author: author login ("" if unknown).
@@ -96,6 +117,9 @@ class CommentEdits:
         editor_type: ``__typename`` of that editor, or "".
         last_edited_at: ISO-8601 timestamp of the last edit, or None.
         edits: real edits (creation entry dropped), sorted oldest first by ``edited_at``.
+        author_type: the author's ``__typename`` (``User``, ``Bot`` ...) or "".
+        author_id: the author's ``databaseId`` or None.
+        editor_id: the editor's ``databaseId`` or None.
     """
 
     comment_id: int
@@ -106,6 +130,20 @@ class CommentEdits:
     editor_type: str
     last_edited_at: str | None
     edits: tuple[CommentEdit, ...] = ()
+    author_type: str = ""
+    author_id: int | None = None
+    editor_id: int | None = None
+
+    @property
+    def author_actor(self) -> Actor:
+        """The author as an :class:`~engine.identity.Actor` (GraphQL spelling: a Bot's
+        login has no ``[bot]`` suffix)."""
+        return Actor(self.author, self.author_type, self.author_id)
+
+    @property
+    def editor_actor(self) -> Actor:
+        """The comment's latest editor as an :class:`~engine.identity.Actor`."""
+        return Actor(self.editor or "", self.editor_type, self.editor_id)
 
     def latest_edit(self) -> CommentEdit | None:
         """The newest real edit, or None when the comment was never edited."""

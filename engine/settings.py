@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from engine.identity import Actor
+
 __all__ = ["EngineSettings", "normalize_login", "is_authorized"]
 
 DEFAULT_EXECUTE_KEYWORD = "the-loop execute"
@@ -36,8 +38,13 @@ class EngineSettings:
         start_keyword: the comment that starts a work item.
         loop: the graph name to walk.
         spec_dir: the spec directory relative to the repository root.
-        bot_login: the tracker login loopgate posts as ("" if unknown); its comments
-            are self-authored even without the marker.
+        bot_login: the tracker login loopgate posts as ("" if unknown), spelled as REST
+            spells it (``loopgate[bot]`` for a GitHub App); its comments are
+            self-authored even without the marker.
+        bot_kind: ``User`` or ``Bot`` when GitHub told us (``GET /user`` / ``GET /app``),
+            "" when unknown (then a ``[bot]`` suffix of ``bot_login`` means ``Bot``).
+        bot_id: loopgate's numeric account id when known (REST ``user.id`` = GraphQL
+            ``databaseId``), else None.
     """
 
     authorized_users: tuple[str, ...] = ()
@@ -46,6 +53,21 @@ class EngineSettings:
     loop: str = "pdlc-work-item-loop"
     spec_dir: str = "docs/specs"
     bot_login: str = ""
+    bot_kind: str = ""
+    bot_id: int | None = None
+
+    @property
+    def bot(self) -> Actor:
+        """loopgate's own identity as an :class:`~engine.identity.Actor` (login "" when
+        unknown, e.g. a test that configures none)."""
+        known = Actor.from_login(self.bot_login, id=self.bot_id)
+        return Actor(known.login, self.bot_kind or known.kind, known.id)
+
+    def is_loopgate(self, actor: Actor) -> bool:
+        """True when ``actor`` is loopgate itself (issue 9 §1: kind and id where GitHub
+        gives them, one login normalisation otherwise). False while loopgate's identity
+        is unknown."""
+        return self.bot.same_as(actor)
 
     def is_authorized(self, login: str | None) -> bool:
         """See :func:`is_authorized`."""

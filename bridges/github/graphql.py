@@ -32,8 +32,10 @@ from gql import Client, GraphQLRequest
 from gql.transport.exceptions import TransportError, TransportQueryError, TransportServerError
 from gql.transport.requests import RequestsHTTPTransport
 
+from bridges.github.app import RequestsAuth, StaticToken, TokenSource, repository_scope
 from bridges.github.client import DEFAULT_MAX_WAIT, RateGuard, rate_limit_reset
-from bridges.github.errors import GraphQLQueryError
+from bridges.github.errors import CredentialsError, GraphQLQueryError
+from engine.identity import Actor
 from engine.ports import CommentEdit, CommentEdits, PullRequest
 from engine.settings import normalize_login
 
@@ -95,11 +97,9 @@ def _when(text: str | None) -> datetime | None:
         return None
 
 
-def _actor(value: Any) -> tuple[str | None, str]:
-    if not isinstance(value, Mapping):
-        return None, ""
-    login = value.get("login")
-    return (str(login) if login else None), str(value.get("__typename") or "")
+def _edit(entry: Mapping[str, Any]) -> CommentEdit:
+    actor = Actor.from_graphql(entry.get("editor"))
+    return CommentEdit(actor.login or None, actor.kind, str(entry["editedAt"]), actor.id)
 
 
 def _history(node: Mapping[str, Any], author: str | None, editor: str | None
@@ -107,7 +107,7 @@ def _history(node: Mapping[str, Any], author: str | None, editor: str | None
     conn = node.get("userContentEdits") or {}
     raw = [e for e in (conn.get("nodes") or [])
            if isinstance(e, Mapping) and _when(e.get("editedAt"))]
-    entries = [CommentEdit(*_actor(e.get("editor")), str(e["editedAt"])) for e in raw]
+    entries = [_edit(e) for e in raw]
 
     def order(edit: CommentEdit) -> tuple[datetime, int]:
         # editedAt has one-second resolution: within one second the author's entry (the
@@ -126,7 +126,7 @@ def _history(node: Mapping[str, Any], author: str | None, editor: str | None
     return edits
 
 
-def _cross_check(edits: list[CommentEdit], editor: str | None, editor_type: str,
+def _cross_check(edits: list[CommentEdit], editor: Actor,
                  last_edited: str | None) -> list[CommentEdit]:
     latest = edits[-1] if edits else None
     last_at = _when(last_edited)
@@ -137,8 +137,9 @@ def _cross_check(edits: list[CommentEdit], editor: str | None, editor_type: str,
     latest_at = _when(latest.edited_at) if latest else None
     if latest is None or (latest_at is not None and latest_at < last_at):
         # The history lags behind: the comment's editor made the newest edit.
-        edits.append(CommentEdit(editor, editor_type, str(last_edited)))
-    elif normalize_login(latest.editor) != normalize_login(editor):
+        edits.append(CommentEdit(editor.login or None, editor.kind, str(last_edited),
+                                 editor.id))
+    elif normalize_login(latest.editor) != normalize_login(editor.login):
         # Same moment, different people: nobody can be named, so the gate must wait.
         edits.append(CommentEdit(None, "", max(str(last_edited), latest.edited_at)))
     return edits
@@ -157,22 +158,41 @@ def parse_comment_edits(node: Mapping[str, Any]) -> CommentEdits | None:
     """
     if not isinstance(node, Mapping) or node.get("__typename") != "IssueComment":
         return None
-    if not isinstance(node.get("databaseId"), int):
+    comment_id = _big_int(node.get("fullDatabaseId"))
+    if comment_id is None:
         return None
-    author, _ = _actor(node.get("author"))
-    editor, editor_type = _actor(node.get("editor"))
-    edits = _cross_check(_history(node, author, editor), editor, editor_type,
+    author = Actor.from_graphql(node.get("author"))
+    editor = Actor.from_graphql(node.get("editor"))
+    edits = _cross_check(_history(node, author.login or None, editor.login or None), editor,
                          node.get("lastEditedAt"))
     return CommentEdits(
-        comment_id=int(node["databaseId"]),
+        comment_id=comment_id,
         body=str(node.get("body") or ""),
         url=str(node.get("url") or ""),
-        author=author or "",
-        editor=editor,
-        editor_type=editor_type,
+        author=author.login,
+        editor=editor.login or None,
+        editor_type=editor.kind,
         last_edited_at=node.get("lastEditedAt"),
         edits=tuple(edits),
+        author_type=author.kind,
+        author_id=author.id,
+        editor_id=editor.id,
     )
+
+
+def _big_int(value: Any) -> int | None:
+    # GraphQL BigInt is serialized as a string ("5186334064"); GitHub's ids are positive.
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.isdigit():
+        return int(value)
+    return None
+
+
+def _repository(variables: Mapping[str, Any]) -> str:
+    # Queries about one repository carry it as ``owner``/``name``.
+    owner, name = variables.get("owner"), variables.get("name")
+    return f"{owner}/{name}" if isinstance(owner, str) and isinstance(name, str) else ""
 
 
 def _error_types(errors: Any) -> set[str]:
@@ -182,9 +202,17 @@ def _error_types(errors: Any) -> set[str]:
 class GraphQLClient:
     """gql client for GitHub's GraphQL API.
 
+    Each request asks ``auth`` for its token (``Authorization: bearer``; never logged), so
+    a GitHub App's installation token is refreshed before it expires, and a query naming a
+    repository (``owner``/``name`` variables) uses that repository's installation. A ``401``
+    drops the refused token and the query is sent once more with a fresh one; a second
+    ``401`` raises :class:`~bridges.github.errors.CredentialsError` (the gate waits).
+
     Args:
         url: the endpoint (``github.graphqlUrl``).
-        token: the token (sent as ``Authorization: bearer``; never logged).
+        token: the token (token mode); ignored when ``auth`` is given.
+        auth: where tokens come from (:class:`~bridges.github.app.AppInstallations` for a
+            GitHub App); default: ``token`` for every request.
         timeout: seconds per request.
         max_wait: longest wait imposed by one rate limit (seconds).
         clock: current UTC time (tests).
@@ -193,11 +221,13 @@ class GraphQLClient:
         queries_sent: how many queries were sent (benchmarks, tests).
     """
 
-    def __init__(self, url: str, token: str, *, timeout: int = 15,
-                 max_wait: float = DEFAULT_MAX_WAIT,
+    def __init__(self, url: str, token: str = "", *, auth: TokenSource | None = None,
+                 timeout: int = 15, max_wait: float = DEFAULT_MAX_WAIT,
                  clock: Callable[[], datetime] | None = None) -> None:
-        self._transport = RequestsHTTPTransport(
-            url=url, headers={"Authorization": f"bearer {token}"}, timeout=timeout, retries=0)
+        self.auth: TokenSource = auth or StaticToken(url, token)
+        self._auth = RequestsAuth(self.auth)
+        self._transport = RequestsHTTPTransport(url=url, auth=self._auth, timeout=timeout,
+                                                retries=0)
         self._client = Client(transport=self._transport, fetch_schema_from_transport=False)
         self.guard = RateGuard("graphql", max_wait, clock)
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -217,10 +247,10 @@ class GraphQLClient:
         """
         self.guard.check()
         request = GraphQLRequest(_parsed(name), variable_values=dict(variables))
-        with self._lock:
-            self.queries_sent += 1
+        repo = _repository(variables)
+        with self._lock, repository_scope(repo):
             try:
-                return dict(self._client.execute(request) or {})
+                return self._send(request, repo)
             except TransportQueryError as exc:
                 return self._query_error(name, exc)
             except TransportServerError as exc:
@@ -228,6 +258,16 @@ class GraphQLClient:
             except (TransportError, requests.RequestException) as exc:
                 raise GraphQLQueryError(f"{name}: GitHub GraphQL unreachable "
                                         f"({type(exc).__name__})") from None
+
+    def _send(self, request: GraphQLRequest, repo: str) -> dict[str, Any]:
+        self.queries_sent += 1
+        try:
+            return dict(self._client.execute(request) or {})
+        except TransportServerError as exc:
+            if exc.code != 401 or not self.auth.refresh(repo, self._auth.last):
+                raise
+        self.queries_sent += 1  # once more, with a fresh token
+        return dict(self._client.execute(request) or {})
 
     def _headers(self) -> dict[str, str]:
         return {str(k).lower(): str(v) for k, v in (self._transport.response_headers or {}).items()}
@@ -244,6 +284,11 @@ class GraphQLClient:
         raise GraphQLQueryError(f"{name}: GraphQL error: {message}") from None
 
     def _server_error(self, name: str, exc: TransportServerError) -> Exception:
+        if exc.code == 401:
+            logger.warning("github credentials refused (%s): GraphQL answered 401; the query "
+                           "fails and is tried again later", name)
+            return CredentialsError(401, f"{name}: GitHub GraphQL refused loopgate's "
+                                    "credentials (401)")
         if exc.code in (403, 429):
             reset = rate_limit_reset(exc.code, self._headers(), "rate limit", now=self._clock())
             return self.guard.close(reset or self._clock())
@@ -264,6 +309,18 @@ class GraphQLClient:
             so a caller never evaluates half a batch).
         """
         unique = list(dict.fromkeys(i for i in node_ids if i))
+        found: dict[str, CommentEdits] = {}
+        # A GitHub App installed in several organisations: each installation's token sees
+        # its own repositories, so ids one could not resolve are asked of the next.
+        for scope in self.auth.scopes():
+            missing = [i for i in unique if i not in found]
+            if not missing:
+                break
+            with repository_scope(scope):
+                found.update(self._comment_edits(missing))
+        return found
+
+    def _comment_edits(self, unique: list[str]) -> dict[str, CommentEdits]:
         found: dict[str, CommentEdits] = {}
         for chunk in chunks(unique):
             data = self.execute("comment_edits", {"ids": chunk, "edits": EDITS_WINDOW})

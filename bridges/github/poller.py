@@ -55,6 +55,7 @@ from bridges.github.router import (
     COMMENT,
     QUIZ_ATTESTATION,
     START,
+    as_actor,
     comment_from_rest,
     comment_key,
     is_quiz_tick,
@@ -63,6 +64,7 @@ from bridges.github.router import (
     start_key,
 )
 from bridges.github.webhook import Delivery
+from engine.identity import Actor
 from engine.ports import Comment, TrackerError
 from engine.refs import WorkItemRef
 
@@ -160,7 +162,8 @@ class Poller:
         state: cursors, ETags and seen keys (usually ``dispatcher.state``).
         repos: ``owner/repo`` names to poll.
         start_label: the label that starts a work item ("" = no label query).
-        bot_login: loopgate's login ("" if unknown).
+        bot_login: loopgate's identity (an :class:`~engine.identity.Actor`, or a login;
+            "" if unknown).
         tracker: the GitHub tracker (node ids, batched edit lookups), or None.
         overlap: seconds the next ``since`` reaches back before the newest update (one:
             ``since`` has one-second resolution).
@@ -169,7 +172,7 @@ class Poller:
     """
 
     def __init__(self, client: GitHubClient, dispatcher: Dispatcher, state: BridgeState, *,
-                 repos: Sequence[str], start_label: str = "", bot_login: str = "",
+                 repos: Sequence[str], start_label: str = "", bot_login: Actor | str = "",
                  tracker: Any = None, overlap: float = 1.0, initial_lookback: float = 600.0,
                  clock: Callable[[], datetime] | None = None) -> None:
         self.client = client
@@ -177,7 +180,7 @@ class Poller:
         self.state = state
         self.repos = tuple(repos)
         self.start_label = start_label
-        self.bot_login = bot_login
+        self.bot = as_actor(bot_login)
         self.tracker = tracker
         self.overlap = timedelta(seconds=overlap)
         self.initial_lookback = timedelta(seconds=initial_lookback)
@@ -191,7 +194,7 @@ class Poller:
         return cls(tracker.client, dispatcher, dispatcher.state,
                    repos=section.get("repos") or (),
                    start_label=section.get("startLabel") or "",
-                   bot_login=services.settings.bot_login, tracker=tracker, **kwargs)
+                   bot_login=services.settings.bot, tracker=tracker, **kwargs)
 
     # -- the loop --------------------------------------------------------------------------
     def run(self, interval: float, stop: threading.Event) -> None:
@@ -326,7 +329,7 @@ class Poller:
                 remember(comment)
             ref = WorkItemRef(owner, name, comment.issue_number)
             on_pr = "/pull/" in comment.url
-            if is_self_authored(comment, self.bot_login):
+            if is_self_authored(comment, self.bot):
                 if is_quiz_tick(comment.body):
                     key = quiz_key(comment.id, comment.body)
                     # One delivery per observed edit (updated_at): a refused tick's key

@@ -23,9 +23,9 @@ from typing import Any
 
 from bridges.github.webhook import Delivery
 from engine.hooks.markers import QUIZ_MARKER_PREFIX, any_attestation_ticked
+from engine.identity import Actor
 from engine.ports import Comment
 from engine.refs import WorkItemRef
-from engine.settings import normalize_login
 
 __all__ = [
     "COMMENT",
@@ -42,6 +42,7 @@ __all__ = [
     "start_key",
     "comment_from_rest",
     "is_self_authored",
+    "as_actor",
 ]
 
 COMMENT = "comment"
@@ -71,22 +72,30 @@ class RouterConfig:
     Attributes:
         repos: watched repositories as ``owner/repo`` (compared case-insensitively).
         start_label: the label whose addition starts a work item.
-        bot_login: the login loopgate posts as ("" if unknown); its comments count as
+        bot: loopgate's own identity (``Actor("")`` if unknown); its comments count as
             self-authored even without the marker.
     """
 
     repos: frozenset[str]
     start_label: str = "loop:start"
-    bot_login: str = ""
+    bot: Actor = Actor("")
 
     @classmethod
-    def build(cls, repos: Iterable[str], start_label: str, bot_login: str = "") -> RouterConfig:
-        """Normalise ``repos`` to lower case."""
-        return cls(frozenset(r.lower() for r in repos), start_label, bot_login)
+    def build(cls, repos: Iterable[str], start_label: str,
+              bot_login: Actor | str = "") -> RouterConfig:
+        """Normalise ``repos`` to lower case; ``bot_login`` is loopgate's
+        :class:`~engine.identity.Actor` or a login (``name[bot]`` for an App)."""
+        return cls(frozenset(r.lower() for r in repos), start_label, as_actor(bot_login))
 
     def watches(self, full_name: str) -> bool:
         """True when ``owner/repo`` is configured."""
         return full_name.lower() in self.repos
+
+
+def as_actor(bot: Actor | str) -> Actor:
+    """``bot`` as an :class:`~engine.identity.Actor` (a login string is read with
+    :meth:`Actor.from_login`)."""
+    return bot if isinstance(bot, Actor) else Actor.from_login(bot)
 
 
 def is_quiz_tick(body: str) -> bool:
@@ -119,11 +128,12 @@ def start_key(ref: WorkItemRef) -> str:
     return f"start:{ref}"
 
 
-def is_self_authored(comment: Comment, bot_login: str) -> bool:
-    """True for loopgate's own comments: the marker, or posted as ``bot_login``."""
+def is_self_authored(comment: Comment, bot: Actor | str) -> bool:
+    """True for loopgate's own comments: the marker, or written by loopgate ``bot``
+    (compared as :meth:`Actor.same_as`: kind and id, not a login string alone)."""
     if comment.self_authored:
         return True
-    return bool(bot_login) and normalize_login(comment.author) == normalize_login(bot_login)
+    return as_actor(bot).same_as(comment.actor)
 
 
 def comment_from_rest(raw: Mapping[str, Any], issue_number: int = 0) -> Comment:
@@ -133,17 +143,19 @@ def comment_from_rest(raw: Mapping[str, Any], issue_number: int = 0) -> Comment:
         raw: the comment JSON (``id``, ``node_id``, ``user.login``, ``body``, ...).
         issue_number: the issue/PR number when known; otherwise read from ``issue_url``.
     """
-    user = raw.get("user") or {}
+    author = Actor.from_rest(raw.get("user"))
     number = issue_number or _number_from_url(str(raw.get("issue_url") or ""))
     return Comment(
         id=int(raw["id"]),
-        author=str(user.get("login") or ""),
+        author=author.login,
         body=str(raw.get("body") or ""),
         created_at=str(raw.get("created_at") or ""),
         updated_at=str(raw.get("updated_at") or ""),
         node_id=str(raw.get("node_id") or ""),
         url=str(raw.get("html_url") or ""),
         issue_number=number,
+        author_type=author.kind,
+        author_id=author.id,
     )
 
 
@@ -170,7 +182,7 @@ def _comment_created(delivery: Delivery, cfg: RouterConfig) -> Delivery | Droppe
     payload = delivery.data
     ref = _ref(payload)
     comment = comment_from_rest(payload.get("comment") or {}, ref.number if ref else 0)
-    if is_self_authored(comment, cfg.bot_login):
+    if is_self_authored(comment, cfg.bot):
         return Dropped("self-authored")
     is_pr = bool((payload.get("issue") or {}).get("pull_request"))
     return _routed(delivery, COMMENT, ref=ref, comment=comment, key=comment_key(comment.id),
@@ -188,14 +200,14 @@ def _comment_edited(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped
         return _routed(delivery, QUIZ_ATTESTATION, ref=ref, comment_id=comment.id,
                        node_id=comment.node_id, url=comment.url,
                        key=quiz_key(comment.id, comment.body), pull_request=is_pr)
-    if is_self_authored(comment, cfg.bot_login):
+    if is_self_authored(comment, cfg.bot):
         return Dropped("self-authored-edit")
     return Dropped("human-edit-ignored")
 
 
 def _comment_deleted(delivery: Delivery, cfg: RouterConfig) -> Dropped:
     comment = comment_from_rest((delivery.data.get("comment") or {}) | {"id": 0})
-    own = is_self_authored(comment, cfg.bot_login)
+    own = is_self_authored(comment, cfg.bot)
     return Dropped("self-authored-deleted" if own else "comment-deleted")
 
 

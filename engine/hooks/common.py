@@ -22,7 +22,7 @@ from engine.hooks.markers import (
     with_self_marker,
 )
 from engine.ports import SELF_MARKER, Comment, TrackerError
-from engine.settings import EngineSettings, normalize_login
+from engine.settings import EngineSettings
 from engine.state import ItemState
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "safe_notify",
     "at_login",
     "is_self_authored",
+    "posted_by_loopgate",
     "event_comments",
     "authorized_comments",
     "latest",
@@ -83,12 +84,21 @@ def at_login(login: str) -> str:
 
 
 def is_self_authored(comment: Comment, settings: EngineSettings) -> bool:
-    """True for a comment loopgate posted: it carries :data:`SELF_MARKER`, or its author is
-    the configured ``bot_login``."""
+    """True for a comment that is never read as a person's command: it carries
+    :data:`SELF_MARKER`, or loopgate wrote it (:meth:`EngineSettings.is_loopgate`)."""
     if SELF_MARKER in (comment.body or ""):
         return True
-    bot = normalize_login(settings.bot_login)
-    return bool(bot) and normalize_login(comment.author) == bot
+    return settings.is_loopgate(comment.actor)
+
+
+def posted_by_loopgate(comment: Comment, settings: EngineSettings) -> bool:
+    """True for a comment a gate may trust as loopgate's own: it carries
+    :data:`SELF_MARKER` and, when loopgate's identity is known, loopgate is its author
+    (kind and id where GitHub gives them: a ``User`` named like the App is not the App's
+    ``Bot``; issue 9 §1, explainer design abuse case 6)."""
+    if SELF_MARKER not in (comment.body or ""):
+        return False
+    return not settings.bot.known or settings.is_loopgate(comment.actor)
 
 
 def event_comments(ctx: HookContext) -> list[Comment]:
@@ -136,8 +146,8 @@ def node_entered(state: ItemState, node_id: str) -> bool:
 
 
 def has_marker(comments: Sequence[Comment], marker: str, settings: EngineSettings) -> bool:
-    """True when a self-authored comment among ``comments`` carries ``marker``."""
-    return any(marker in (c.body or "") and is_self_authored(c, settings) for c in comments)
+    """True when a comment loopgate posted (:func:`posted_by_loopgate`) carries ``marker``."""
+    return any(marker in (c.body or "") and posted_by_loopgate(c, settings) for c in comments)
 
 
 def _posted_for_entry(comments: Sequence[Comment], marker: str, prefix: str, entry: str,
@@ -146,7 +156,7 @@ def _posted_for_entry(comments: Sequence[Comment], marker: str, prefix: str, ent
     # lost after posting) the same node's marker from the same committed revision.
     for comment in comments:
         body = comment.body or ""
-        if is_self_authored(comment, settings) and (
+        if posted_by_loopgate(comment, settings) and (
                 marker in body or (prefix in body and entry in body)):
             return True
     return False

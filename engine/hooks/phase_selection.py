@@ -41,6 +41,7 @@ from engine.hooks.common import (
     is_self_authored,
     latest,
     node_entered,
+    posted_by_loopgate,
     safe_notify,
     trusted_skipped_ids,
 )
@@ -48,7 +49,7 @@ from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER, wi
 from engine.outcomes import SELECTED
 from engine.ports import Comment, TrackerError
 from engine.refs import WorkItemRef
-from engine.settings import EngineSettings, normalize_login
+from engine.settings import EngineSettings
 
 __all__ = [
     "EXPLAINER_TOKEN",
@@ -380,19 +381,16 @@ def find_checklist(
     """loopgate's checklist comment among ``comments``.
 
     The id recorded when it was posted wins; otherwise the earliest self-authored comment
-    carrying the phase-selection marker (authored by ``bot_login`` when that is known), so
-    a later look-alike cannot replace it.
+    carrying the phase-selection marker and posted by loopgate
+    (:func:`~engine.hooks.common.posted_by_loopgate`), so a look-alike cannot replace it.
     """
     marked = [c for c in comments if PHASE_SELECTION_MARKER in (c.body or "")]
     if comment_id is not None:
         for comment in marked:
             if comment.id == comment_id:
                 return comment
-    bot = normalize_login(settings.bot_login)
     for comment in marked:
-        if is_self_authored(comment, settings) and (
-            not bot or normalize_login(comment.author) == bot
-        ):
+        if posted_by_loopgate(comment, settings):
             return comment
     return None
 

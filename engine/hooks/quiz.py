@@ -27,8 +27,8 @@ from engine.hooks.common import (
     at_login,
     authorized_comments,
     degrade,
-    is_self_authored,
     latest,
+    posted_by_loopgate,
     safe_notify,
 )
 from engine.hooks.markers import (
@@ -240,19 +240,12 @@ def _targets(ctx: HookContext, on: str) -> list[WorkItemRef]:
     return refs or [ctx.ref]
 
 
-def _genuine_author(comment_author: str, ctx: HookContext) -> bool:
-    bot = normalize_login(ctx.settings.bot_login)
-    return not bot or normalize_login(comment_author) == bot
-
-
 def _existing_quiz_comment(
     ctx: HookContext, comments: Sequence[Comment], node: str, digest: str
 ) -> Comment | None:
     for comment in comments:
-        if (
-            has_quiz_marker(comment.body, node, digest)
-            and is_self_authored(comment, ctx.settings)
-            and _genuine_author(comment.author, ctx)
+        if has_quiz_marker(comment.body, node, digest) and posted_by_loopgate(
+            comment, ctx.settings
         ):
             return comment
     return None
@@ -413,7 +406,11 @@ def _attested(ctx: HookContext, node: str, decision: dict[str, Any]) -> HookResu
 
 def _genuine(ctx: HookContext, node: str, edits: CommentEdits) -> bool:
     # Abuse case 6: loopgate's own comment — its marker, its author, the id it posted.
-    if SELF_MARKER not in (edits.body or "") or not _genuine_author(edits.author, ctx):
+    # GraphQL names an App's bot without "[bot]": the identity model compares kinds and
+    # ids, so a User named like the App is not loopgate (issue 9 §1).
+    if SELF_MARKER not in (edits.body or ""):
+        return False
+    if ctx.settings.bot.known and not ctx.settings.is_loopgate(edits.author_actor):
         return False
     ids = {c.get("id") for c in _posted(ctx, node).get("comments") or () if isinstance(c, Mapping)}
     return not ids or edits.comment_id in ids
@@ -449,7 +446,9 @@ def _check_attestation(
     editor, editor_type, edited_at, problem = latest_editor(edits)
     if problem:
         return _unverified(ctx, node, comment_id, problem)
-    if editor_type == "Bot":
+    if editor_type == "Bot" or ctx.settings.is_loopgate(edits.editor_actor):
+        # A Bot never attests, whatever the allow-list says; nor does loopgate itself
+        # (a token-mode loopgate is a User: its own re-render is not a person's tick).
         return _refused(ctx, node, editor, edits.body, "a bot")
     if not ctx.settings.is_authorized(editor):
         return _refused(ctx, node, editor, edits.body, "who is not authorized")

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 from gql import Client, gql
+from gql.transport.exceptions import TransportQueryError
+from gql.transport.requests import RequestsHTTPTransport
 from graphql import GraphQLError
 
 from bridges.github.errors import GraphQLQueryError, RateLimited
@@ -22,7 +24,7 @@ from bridges.github.graphql import (
 )
 from engine.ports import CommentEdit
 from tests.bridges.conftest import REPO
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FIRST_COMMENT_ID, FakeGitHub
 
 
 @pytest.mark.parametrize("name", query_names())
@@ -46,7 +48,7 @@ def _client(fake: FakeGitHub) -> GraphQLClient:
 
 
 def _node(**over: Any) -> dict[str, Any]:
-    node = {"__typename": "IssueComment", "databaseId": 7, "body": "b", "url": "u",
+    node = {"__typename": "IssueComment", "fullDatabaseId": "5186334064", "body": "b", "url": "u",
             "author": {"__typename": "User", "login": "loopgate-bot"},
             "editor": {"__typename": "User", "login": "alice"},
             "lastEditedAt": "2024-05-01T10:00:05Z", "includesCreatedEdit": True,
@@ -68,7 +70,7 @@ def test_edits_are_sorted_by_time_and_the_creation_entry_dropped() -> None:
     assert edits.edits == (CommentEdit("mallory", "User", "2024-05-01T10:00:01Z"),
                            CommentEdit("alice", "User", "2024-05-01T10:00:05Z"))
     assert edits.latest_edit() == CommentEdit("alice", "User", "2024-05-01T10:00:05Z")
-    assert (edits.comment_id, edits.author, edits.editor) == (7, "loopgate-bot", "alice")
+    assert (edits.comment_id, edits.author, edits.editor) == (5186334064, "loopgate-bot", "alice")
 
 
 def test_the_latest_edit_counts_even_when_listed_first_or_last() -> None:
@@ -105,7 +107,7 @@ def test_a_ghost_editor_is_none_and_never_edited_has_no_edits() -> None:
 
 
 def test_non_comments_are_ignored() -> None:
-    assert parse_comment_edits({"__typename": "Issue", "databaseId": 1}) is None
+    assert parse_comment_edits({"__typename": "Issue", "fullDatabaseId": "1"}) is None
     assert parse_comment_edits(None) is None  # type: ignore[arg-type]
 
 
@@ -190,3 +192,47 @@ def test_a_tick_in_the_same_second_as_the_post_is_attributed_to_the_ticker() -> 
             "totalCount": 2, "nodes": nodes[::order]}))
         assert edits is not None
         assert edits.edits == (CommentEdit("alice", "User", same),)
+
+
+def test_a_comment_without_full_database_id_is_not_trusted() -> None:
+    # The 32-bit databaseId is never read: a node that only has it names no comment.
+    node = _node()
+    del node["fullDatabaseId"]
+    assert parse_comment_edits({**node, "databaseId": 7}) is None
+
+
+def test_selecting_database_id_of_a_comment_past_2_31_is_githubs_error(
+        fake: FakeGitHub) -> None:
+    number = fake.create_issue(REPO, "t")
+    c = fake.add_comment(REPO, number, "x")
+    assert c.id > 2**31 - 1  # the fake hands out today's ids by default
+    query = gql(query_text("comment_edits").replace("fullDatabaseId", "databaseId"))
+    query.variable_values = {"ids": [c.node_id], "edits": 5}
+    raw = Client(transport=RequestsHTTPTransport(
+        url=fake.graphql_url, headers={"Authorization": f"bearer {fake.token}"}))
+    with pytest.raises(TransportQueryError) as err:
+        raw.execute(query)
+    [error] = err.value.errors or []
+    assert error["message"] == ("Int cannot represent non 32-bit signed integer value: "
+                                f"{c.id}")
+    assert error["path"] == ["nodes", 0, "databaseId"]
+
+
+def test_the_shipped_query_round_trips_a_64_bit_comment_id(fake: FakeGitHub) -> None:
+    number = fake.create_issue(REPO, "t")
+    c = fake.add_comment(REPO, number, "- [ ] box", as_user="loopgate[bot]", user_type="Bot")
+    fake.edit_comment(c.id, "- [x] box", "alice")
+    edits = _client(fake).comment_edits([c.node_id])[c.node_id]
+    assert edits.comment_id == c.id == FIRST_COMMENT_ID > 2**31 - 1
+
+
+def test_graphql_names_an_apps_bot_without_the_suffix_and_with_its_id(fake: FakeGitHub) -> None:
+    number = fake.create_issue(REPO, "t")
+    c = fake.add_comment(REPO, number, "- [ ] box", as_user="loopgate[bot]", user_type="Bot")
+    fake.edit_comment(c.id, "- [x] box", "dependabot[bot]", editor_type="Bot")
+    edits = _client(fake).comment_edits([c.node_id])[c.node_id]
+    rest_user = fake._user("loopgate[bot]", "Bot")
+    assert (edits.author, edits.author_type) == ("loopgate", "Bot")
+    assert edits.author_id == rest_user["id"]  # the same account id as REST's user.id
+    assert (edits.editor, edits.editor_type) == ("dependabot", "Bot")
+    assert edits.latest_edit() is not None and edits.latest_edit().editor == "dependabot"

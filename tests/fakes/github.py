@@ -18,6 +18,15 @@ What it does like GitHub:
   first edit, ``includesCreatedEdit`` set), returned newest first by default so clients
   must sort them themselves.
 * Unknown ids in ``nodes(ids:)`` answer ``null`` plus a ``NOT_FOUND`` error.
+* Comment ids start above 2^31 (ids like ``5186334064`` are ordinary on github.com), so
+  selecting GraphQL's 32-bit ``databaseId`` of a comment is GitHub's own error ("Int cannot
+  represent non 32-bit signed integer value") — graphql-core raises it exactly as GitHub
+  does; ``fullDatabaseId`` (a BigInt string) and node ids work (platform-facts A2, A9).
+* Bots look as they do on GitHub (platform-facts A7): REST and webhook ``user`` objects say
+  ``login: "name[bot]"``, ``type: "Bot"``; GraphQL says ``__typename: "Bot"`` with
+  ``login: "name"`` (no suffix) and the same numeric ``databaseId`` as REST's ``id``. A
+  ``User`` can have the login an App's slug has (``loopgate``): it is another account.
+* A comment body over 65,536 characters is refused with ``422`` (platform-facts A8).
 
 Use it from a test::
 
@@ -63,6 +72,10 @@ FIXTURES = _SHARED / "fixtures" / "github"
 SCHEMA_PATH = FIXTURES / "graphql" / "schema.docs.patched.graphql"
 HTML_BASE = "https://github.com"
 RATE_LIMIT = 5000
+#: Where comment ids start: past 2^31, like github.com's (e.g. 5186334064).
+FIRST_COMMENT_ID = 5_186_334_064
+#: GitHub's limit on an issue or comment body (characters; platform-facts A8).
+MAX_BODY = 65_536
 
 
 @lru_cache(maxsize=1)
@@ -90,6 +103,22 @@ def _parse_iso(text: str) -> datetime:
 
 def _node_id(kind: str, number: int) -> str:
     return base64.b64encode(f"0:{kind}{number}".encode()).decode().rstrip("=")
+
+
+def _account_id(login: str, kind: str) -> int:
+    """A stable account id per (login, kind): a ``User`` named ``loopgate`` and the
+    ``loopgate[bot]`` Bot are different accounts, as on GitHub."""
+    key = f"{kind}:{login[: -len('[bot]')] if login.endswith('[bot]') else login}".lower()
+    return int(hashlib.sha256(key.encode()).hexdigest()[:7], 16) + 1
+
+
+def _checked_body(text: Any) -> str:
+    # GitHub's 422 texts for a missing and an oversized body.
+    if not isinstance(text, str) or not text:
+        raise ValueError("body is required")
+    if len(text) > MAX_BODY:
+        raise ValueError(f"body is too long (maximum is {MAX_BODY} characters)")
+    return text
 
 
 @dataclass
@@ -246,16 +275,21 @@ class FakeGitHub(LoopbackServer):
 
     Args:
         token: the only token accepted (``Authorization: token|bearer <token>``).
-        bot_login: the login of the token's owner: comments and edits made through the
-            API are authored by it.
+        bot_login: the login of the token's owner as REST spells it: comments and edits
+            made through the API are authored by it (``loopgate[bot]`` for an App).
+        bot_type: ``User`` (a personal token's owner) or ``Bot`` (a GitHub App's bot).
+        first_comment_id: the first comment id handed out (default above 2^31, as on
+            github.com today).
         api_prefix: REST path prefix (``/api/v3`` imitates GitHub Enterprise Server).
         edits_newest_first: the order ``userContentEdits`` nodes are returned in.
     """
 
     def __init__(self, *, token: str = "ghp-test-token", bot_login: str = "loopgate-bot",
-                 api_prefix: str = "", edits_newest_first: bool = True) -> None:
+                 bot_type: str = "User", api_prefix: str = "", edits_newest_first: bool = True,
+                 first_comment_id: int = FIRST_COMMENT_ID) -> None:
         self.token = token
         self.bot_login = bot_login
+        self.bot_type = bot_type
         self.api_prefix = api_prefix.rstrip("/")
         self.edits_newest_first = edits_newest_first
         self.repos: dict[str, FakeRepo] = {}
@@ -265,7 +299,7 @@ class FakeGitHub(LoopbackServer):
         self.invalid_queries: list[tuple[str, list[str]]] = []
         self.lock = threading.RLock()
         self._offset = timedelta(0)
-        self._next_comment = 1000
+        self._next_comment = first_comment_id - 1
         self._next_repo = 1
         self._rest_limits: list[dict[str, Any]] = []
         self._graphql_limits: list[str] = []
@@ -480,7 +514,7 @@ class FakeGitHub(LoopbackServer):
                 payload["label"] = self._label_json(r, label)
             if "changes" in payload:
                 payload["changes"] = {"body": {"from": previous_body}}
-            payload["sender"] = self._user(sender)
+            payload["sender"] = self._user(sender, "Bot" if sender.endswith("[bot]") else "User")
         body = json.dumps(payload).encode()
         headers = {"X-GitHub-Event": event, "Content-Type": "application/json",
                    "User-Agent": "GitHub-Hookshot/044aadd",
@@ -636,7 +670,7 @@ class FakeGitHub(LoopbackServer):
         if login is None:
             return None
         user = _copy(_template("issues.list-comments.200.json")[0]["user"])
-        digest = int(hashlib.sha256(login.encode()).hexdigest()[:8], 16)
+        digest = _account_id(login, kind or "User")
         user.update({"login": login, "id": digest, "type": kind or "User",
                      "node_id": _node_id(kind or "User", digest),
                      "url": f"{self.api_url}/users/{quote(login)}",
@@ -734,12 +768,15 @@ class FakeGitHub(LoopbackServer):
         headers = {"Link": ", ".join(links)} if links else {}
         return _Response(200, chunk, headers, conditional_ok=True)
 
+    def _api_actor(self, h: Any) -> tuple[str, str]:
+        """Who a write through the API is made by: ``(REST login, type)`` of the token."""
+        return self.bot_login, self.bot_type
+
     # -- REST routes ---------------------------------------------------------------------
     def _r_user(self, params: dict[str, str], query: dict[str, str], body: bytes,
                 h: BaseHTTPRequestHandler) -> _Response:
         # GET /user: the token's owner, which is who loopgate posts as.
-        return _Response(200, {"login": self.bot_login, "id": 1, "type": "User",
-                               "node_id": "MDQ6VXNlcjE="})
+        return _Response(200, self._user(self.bot_login, self.bot_type))
 
     def _r_rate_limit(self, p: dict[str, str], q: dict[str, str], body: bytes,
                       h: Any) -> _Response:
@@ -794,7 +831,9 @@ class FakeGitHub(LoopbackServer):
     def _r_comment_edit(self, p: dict[str, str], q: dict[str, str], body: bytes,
                         h: Any) -> _Response:
         c = self._find_comment(p)
-        self.edit_comment(c.id, str(json.loads(body)["body"]), self.bot_login)
+        text = _checked_body(json.loads(body)["body"])
+        login, kind = self._api_actor(h)
+        self.edit_comment(c.id, text, login, editor_type=kind)
         return _Response(200, self._comment_json(c))
 
     def _r_comment_delete(self, p: dict[str, str], q: dict[str, str], body: bytes,
@@ -824,10 +863,9 @@ class FakeGitHub(LoopbackServer):
     def _r_comment_create(self, p: dict[str, str], q: dict[str, str], body: bytes,
                           h: Any) -> _Response:
         repo, issue = self._issue(p)
-        text = json.loads(body)["body"]
-        if not isinstance(text, str) or not text:
-            raise ValueError("body is required")
-        c = self.add_comment(repo.full_name, issue.number, text, as_user=self.bot_login)
+        text = _checked_body(json.loads(body)["body"])
+        login, kind = self._api_actor(h)
+        c = self.add_comment(repo.full_name, issue.number, text, as_user=login, user_type=kind)
         return _Response(201, self._comment_json(c))
 
     def _r_labels(self, p: dict[str, str], q: dict[str, str], body: bytes, h: Any) -> _Response:
@@ -966,7 +1004,7 @@ class FakeGitHub(LoopbackServer):
             "nodes": lambda info, ids: [self._gql_node(i, info.context, ["nodes", n])
                                         for n, i in enumerate(ids)],
             "repository": lambda info, owner, name, **_: self._gql_repo(f"{owner}/{name}"),
-            "viewer": self._actor(self.bot_login, "User"),
+            "viewer": self._actor(self.bot_login, self.bot_type),
             "rateLimit": lambda info, **_: {
                 "limit": RATE_LIMIT, "cost": 1, "nodeCount": 1,
                 "remaining": RATE_LIMIT - self._graphql_used, "used": self._graphql_used,
@@ -974,10 +1012,16 @@ class FakeGitHub(LoopbackServer):
         }
 
     def _actor(self, login: str | None, kind: str) -> dict[str, Any] | None:
+        # GraphQL spells a Bot without the "[bot]" REST adds; the account id is the same.
         if login is None:
             return None
-        return {"__typename": kind or "User", "login": login,
-                "url": f"{HTML_BASE}/{login}", "avatarUrl": f"{HTML_BASE}/{login}.png"}
+        kind = kind or "User"
+        name = login[: -len("[bot]")] if kind == "Bot" and login.endswith("[bot]") else login
+        actor = {"__typename": kind, "login": name, "url": f"{HTML_BASE}/{login}",
+                 "avatarUrl": f"{HTML_BASE}/{login}.png"}
+        if kind in ("User", "Bot"):
+            actor["databaseId"] = _account_id(login, kind)
+        return actor
 
     def _gql_node(self, node_id: str, context: dict[str, Any], path: list[Any]) -> Any:
         for c in self.comments.values():
@@ -1017,7 +1061,7 @@ class FakeGitHub(LoopbackServer):
             "lastEditedAt": c.last_edited_at, "includesCreatedEdit": c.includes_created_edit,
             "author": self._actor(c.author, c.author_type),
             "editor": self._actor(c.editor, c.editor_type),
-            "viewerDidAuthor": c.author == self.bot_login,
+            "viewerDidAuthor": (c.author, c.author_type) == (self.bot_login, self.bot_type),
             "userContentEdits": edits,
         }
 
