@@ -446,9 +446,10 @@ def _check_attestation(
     editor, editor_type, edited_at, problem = latest_editor(edits)
     if problem:
         return _unverified(ctx, node, comment_id, problem)
-    if editor_type == "Bot" or ctx.settings.is_loopgate(edits.editor_actor):
-        # A Bot never attests, whatever the allow-list says; nor does loopgate itself
-        # (a token-mode loopgate is a User: its own re-render is not a person's tick).
+    if ctx.settings.is_loopgate(edits.editor_actor):
+        # A token-mode loopgate is a User: its own re-render is not a person's tick.
+        return _refused(ctx, node, editor, edits.body, "loopgate itself")
+    if editor_type == "Bot":  # issue 9 §1: a Bot never attests, whatever the allow-list
         return _refused(ctx, node, editor, edits.body, "a bot")
     if not ctx.settings.is_authorized(editor):
         return _refused(ctx, node, editor, edits.body, "who is not authorized")

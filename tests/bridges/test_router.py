@@ -70,6 +70,33 @@ def test_bot_login_comments_are_self_authored_without_the_marker(fixtures_dir: P
     assert route(_delivery("issue_comment", payload), cfg) == Dropped("self-authored")
 
 
+def _app_comment(fixtures_dir: Path, login: str, kind: str) -> dict[str, Any]:
+    payload = _payload(fixtures_dir, "issue_comment.created.payload.json")
+    payload["comment"]["user"] = {**payload["comment"]["user"], "login": login, "type": kind,
+                                  "id": 149_000_001 if kind == "Bot" else 9}
+    return payload
+
+
+def test_an_apps_bot_comment_is_self_authored_and_a_user_named_like_it_is_not(
+        fixtures_dir: Path) -> None:
+    cfg = RouterConfig.build(["Codertocat/Hello-World"], "loop:start", bot_login="loopgate[bot]")
+    own = _app_comment(fixtures_dir, "loopgate[bot]", "Bot")
+    assert route(_delivery("issue_comment", own), cfg) == Dropped("self-authored")
+    person = route(_delivery("issue_comment", _app_comment(fixtures_dir, "loopgate", "User")),
+                   cfg)
+    assert isinstance(person, Delivery) and person.event == COMMENT
+    assert person.data["comment"].actor.kind == "User"
+
+
+def test_a_64_bit_comment_id_round_trips_through_routing(fixtures_dir: Path) -> None:
+    payload = _payload(fixtures_dir, "issue_comment.edited.payload.json", comment__body=TICKED,
+                       comment__id=5_186_334_064)
+    routed = route(_delivery("issue_comment", payload), CFG)
+    assert isinstance(routed, Delivery)
+    assert routed.data["comment_id"] == 5_186_334_064
+    assert routed.data["key"] == f"quiz:5186334064:{body_hash(TICKED)}"
+
+
 def test_a_ticked_quiz_edit_is_rewritten_before_the_self_reply_guard(fixtures_dir: Path) -> None:
     payload = _payload(fixtures_dir, "issue_comment.edited.payload.json", comment__body=TICKED)
     routed = route(_delivery("issue_comment", payload), CFG)
