@@ -13,10 +13,11 @@ from typing import Any
 
 from bot.config import Config, default_db_path
 from engine.graph.model import Graph
+from engine.identity import Actor
 from engine.ports import ArtifactStore, Notifier, Ports, Tracker
 from engine.settings import EngineSettings
 
-__all__ = ["Services", "load_graph"]
+__all__ = ["Services", "load_graph", "verify_github"]
 
 
 def load_graph(config: Config) -> Graph:
@@ -34,22 +35,58 @@ def load_graph(config: Config) -> Graph:
     return shipped_graph(loop)
 
 
-def _tracker(config: Config, store: Any) -> Tracker:
+def _credentials(config: Config) -> Any:
+    """The GitHub token source (a token, or a GitHub App's installations); None offline."""
+    if not config.has("github"):
+        return None
+    from bridges.github.app import token_source_from_config
+    from bridges.github.tracker import token_from_env
+
+    return token_source_from_config(config.section("github"), token_from_env)
+
+
+def verify_github(config: Config, credentials: Any = None) -> list[str]:
+    """Check the GitHub App settings against GitHub before anything is polled: the App's
+    JWT (``github.app.appId`` and its key), the installation of every configured
+    repository, one installation token each. Token mode and offline: nothing to check.
+
+    Args:
+        config: the validated configuration.
+        credentials: the token source already built for this configuration (serve), or
+            None to build one (``config check``).
+
+    Returns:
+        One line per installation (``installation N: owner/repo, …``); [] in token mode.
+
+    Raises:
+        ConfigError: naming the setting to fix (``github.app.appId``,
+            ``github.app.privateKeyEnv``, ``github.app.installationId``, ``github.repos``).
+    """
+    if not config.has("github") or not config.section("github").get("app"):
+        return []
+    from bridges.github.app import AppInstallations
+
+    source = credentials if isinstance(credentials, AppInstallations) else _credentials(config)
+    return source.verify()
+
+
+def _tracker(config: Config, store: Any, credentials: Any) -> Tracker:
     if config.has("github"):
         from bridges.github.tracker import GitHubTracker
 
-        return GitHubTracker.from_config(config)
+        return GitHubTracker.from_config(config, credentials)
     from engine.local.sqlite_tracker import LocalTracker
 
     return LocalTracker(store)
 
 
-def _bot_login(config: Config, tracker: Tracker, store: Any) -> str:
-    # Gates trust only comments by this login (a marker alone can be forged).
+def _bot_identity(config: Config, tracker: Tracker, store: Any) -> Actor:
+    # Gates trust only comments by this actor (a marker alone can be forged): kind and id
+    # where GitHub gives them (a User named like the App's slug is not the App's bot).
     if config.has("github"):
         configured = config.section("github").get("botLogin") or ""
-        return tracker.bot_login(configured, cache=store)  # type: ignore[attr-defined]
-    return str(getattr(tracker, "bot_login", ""))
+        return tracker.bot_identity(configured, cache=store)  # type: ignore[attr-defined]
+    return Actor.from_login(str(getattr(tracker, "bot_login", "")))
 
 
 def _artifacts(config: Config, tracker: Tracker) -> ArtifactStore:
@@ -82,6 +119,7 @@ class Services:
         store: the SQLite store.
         ports: tracker, artifact store, notifier, clock.
         runtime: the engine runtime over all of the above.
+        credentials: the GitHub token source (``bridges.github.app``), None offline.
     """
 
     config: Config
@@ -90,6 +128,7 @@ class Services:
     store: Any
     ports: Ports
     runtime: Any
+    credentials: Any = None
 
     @classmethod
     def build(cls, config: Config, *, db_path: str | None = None) -> Services:
@@ -107,14 +146,17 @@ class Services:
 
         graph = load_graph(config)
         store = SqliteStore(default_db_path(config, db_path))
-        tracker = _tracker(config, store)
+        credentials = _credentials(config)
+        tracker = _tracker(config, store, credentials)
         ports = Ports(tracker=tracker, artifacts=_artifacts(config, tracker))
         notifier = _notifier(config, store)
         if notifier is not None:
             ports.notifier = notifier
-        settings = replace(config.engine_settings(), bot_login=_bot_login(config, tracker, store))
+        bot = _bot_identity(config, tracker, store)
+        settings = replace(config.engine_settings(), bot_login=bot.login, bot_kind=bot.kind,
+                           bot_id=bot.id)
         runtime = Runtime(graph, store, ports, settings)
-        return cls(config, settings, graph, store, ports, runtime)
+        return cls(config, settings, graph, store, ports, runtime, credentials)
 
     def close(self) -> None:
         """Close database connections."""

@@ -18,13 +18,17 @@ Everything REST that loopgate sends goes through :class:`GitHubClient`:
   nothing spins; the limit is logged once per window. Secondary limits: PyGithub's
   ``seconds_between_writes`` (default 1 s) spaces every write.
 
-The token is given to PyGithub once and never logged or put into an exception message.
+Credentials come from a :class:`~bridges.github.app.TokenSource`: one token (token mode)
+or a GitHub App's installation tokens, one per installation, picked per request for the
+repository its path names. A ``401`` drops the refused token and the call is retried once
+with a fresh one (an App mints it); a second ``401`` fails the call with
+:class:`~bridges.github.errors.CredentialsError` and one log line. Tokens are never logged
+or put into an exception message.
 """
 
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
 import logging
 import threading
@@ -36,11 +40,20 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 import requests
-from github import Auth, Github, GithubException
+from github import Github, GithubException
 from urllib3.util.retry import Retry
 
-from bridges.github.errors import GitHubApiError, RateLimited
+from bridges.github.app import (
+    AppInstallations,
+    PyGithubAuth,
+    StaticToken,
+    TokenSource,
+    repository_of,
+    repository_scope,
+)
+from bridges.github.errors import CredentialsError, GitHubApiError, RateLimited
 from bridges.github.router import comment_from_rest
+from engine.identity import BOT, Actor
 from engine.ports import Comment
 
 __all__ = ["GitHubClient", "RateGuard", "ConditionalResult", "rate_limit_reset"]
@@ -189,7 +202,10 @@ class GitHubClient:
 
     Args:
         api_url: REST base URL (``github.apiUrl``; GHES: ``https://HOST/api/v3``).
-        token: the token (from the env var named by ``github.tokenEnv``).
+        token: the token (from the env var named by ``github.tokenEnv``); ignored when
+            ``auth`` is given.
+        auth: where tokens come from (:class:`~bridges.github.app.AppInstallations` for a
+            GitHub App); default: ``token`` for every request.
         seconds_between_writes: spacing of writes (GitHub's secondary limits; ≥ 1 in
             production, tests pass 0).
         timeout: seconds per HTTP request.
@@ -198,22 +214,25 @@ class GitHubClient:
         clock: current UTC time (tests).
     """
 
-    def __init__(self, api_url: str, token: str, *, seconds_between_writes: float = 1.0,
-                 timeout: int = 15, per_page: int = 100, max_wait: float = DEFAULT_MAX_WAIT,
+    def __init__(self, api_url: str, token: str = "", *, auth: TokenSource | None = None,
+                 seconds_between_writes: float = 1.0, timeout: int = 15, per_page: int = 100,
+                 max_wait: float = DEFAULT_MAX_WAIT,
                  clock: Callable[[], datetime] | None = None) -> None:
         # Transient transport failures are retried for reads only; 403/429 are never
         # retried here (the guard handles them, so PyGithub's own sleeping retry is off).
         retry = Retry(total=2, backoff_factor=0.2, status_forcelist=(502, 503, 504),
                       allowed_methods=frozenset({"GET"}), raise_on_status=False,
                       respect_retry_after_header=False)
-        self._gh = Github(base_url=api_url.rstrip("/"), auth=Auth.Token(token), lazy=True,
+        self.auth: TokenSource = auth or StaticToken(api_url, token)
+        self._auth = PyGithubAuth(self.auth)
+        self._gh = Github(base_url=api_url.rstrip("/"), auth=self._auth, lazy=True,
                           per_page=per_page, timeout=timeout, retry=retry,
                           seconds_between_requests=None,
                           seconds_between_writes=seconds_between_writes or None)
         self.api_url = api_url.rstrip("/")
-        #: Names this (server, token) pair without revealing the token: a one-way digest,
-        #: used to cache what GitHub says about the token (its owner's login).
-        self.identity = hashlib.sha256(f"{self.api_url}\0{token}".encode()).hexdigest()[:16]
+        #: Names this (server, credentials) pair without revealing a secret: a one-way
+        #: digest, used to cache what GitHub says about them (loopgate's own identity).
+        self.identity = self.auth.identity
         self.per_page = per_page
         self.guard = RateGuard("core", max_wait, clock)
         self._clock = clock or (lambda: datetime.now(UTC))
@@ -221,19 +240,34 @@ class GitHubClient:
         self._default_branches: dict[str, str] = {}
 
     # -- plumbing ----------------------------------------------------------------------
-    def _call(self, what: str, fn: Callable[[], T]) -> T:
+    def _call(self, what: str, fn: Callable[[], T], repo: str = "") -> T:
+        """Run ``fn`` (PyGithub calls) about ``repo`` with the rate guard, the one retry
+        after a refused token, and errors converted to bridge errors."""
         self.guard.check()
-        with self._lock:
+        with self._lock, repository_scope(repo):
             try:
-                return fn()
+                return self._with_fresh_token(fn, repo)
             except GithubException as exc:
                 raise self._convert(what, exc.status, exc.headers, exc.data) from None
             except requests.RequestException as exc:
                 kind = type(exc).__name__
                 raise GitHubApiError(0, f"{what}: GitHub unreachable ({kind})") from None
 
+    def _with_fresh_token(self, fn: Callable[[], T], repo: str) -> T:
+        try:
+            return fn()
+        except GithubException as exc:
+            if exc.status != 401 or not self.auth.refresh(repo, self._auth.last):
+                raise
+        return fn()  # once more, with a fresh token
+
     def _convert(self, what: str, status: int, headers: Any, data: Any) -> Exception:
-        message = str(data.get("message", "")) if isinstance(data, dict) else ""
+        message = _message(data)
+        if status == 401:
+            logger.warning("github credentials refused (%s): 401 %s; the call fails and is "
+                           "tried again later", what, message)
+            return CredentialsError(401, f"{what}: GitHub refused loopgate's credentials "
+                                    f"(401 {message})")
         reset = rate_limit_reset(status, headers, message, now=self._clock())
         if reset is not None:
             return self.guard.close(reset)
@@ -246,23 +280,40 @@ class GitHubClient:
         def send() -> tuple[int, dict[str, str], Any]:
             status, hdrs, body = self._gh.requester.requestJson(
                 "GET", path, parameters=dict(params or {}), headers=dict(headers or {}))
+            if status == 401:  # a refused token: let _call refresh it and retry once
+                raise GithubException(401, _parse_json(body), hdrs)
             return status, _lower(hdrs), body
 
-        status, hdrs, body = self._call(what, send)
+        status, hdrs, body = self._call(what, send, repository_of(path))
         data = _parse_json(body)
         if status >= 400:
             message = data.get("message", "") if isinstance(data, dict) else ""
             raise self._convert(what, status, hdrs, {"message": message})
         return status, hdrs, data
 
-    def viewer_login(self) -> str:
-        """The login of the token's owner (``GET /user``): who loopgate posts as.
+    def viewer(self) -> Actor:
+        """Who loopgate acts as on GitHub.
+
+        Token mode: the token's owner (``GET /user``) → ``Actor(login, type, id)``. App
+        mode (an installation token cannot read ``/user``): the App's slug from ``GET /app``
+        → ``Actor("<slug>[bot]", "Bot", id)``, the id from ``GET /users/<slug>[bot]`` when
+        that answers (else None).
 
         Raises:
-            GitHubApiError: the call failed (a GitHub App installation token cannot read
-                ``/user``: configure ``github.botLogin`` instead); RateLimited while limited.
+            GitHubApiError: the call failed (CredentialsError: credentials refused);
+                RateLimited while limited.
         """
-        return str(self._call("read the token's login", lambda: self._gh.get_user().login))
+        if isinstance(self.auth, AppInstallations):
+            login = f"{self.auth.app()['slug']}[bot]"
+            try:
+                _, _, user = self._raw(f"read the App's bot user {login}",
+                                       f"/users/{quote(login)}")
+            except GitHubApiError as exc:
+                logger.info("github app bot %s: no account id (%s)", login, exc)
+                return Actor(login, BOT, None)
+            return Actor(login, BOT, Actor.from_rest(user).id)
+        _, _, user = self._raw("read the token's owner", "/user")
+        return Actor.from_rest(user)
 
     def _repo(self, owner: str, repo: str) -> Any:
         return self._gh.get_repo(f"{owner}/{repo}")
@@ -301,7 +352,7 @@ class GitHubClient:
                 "POST", f"/repos/{owner}/{repo}/issues/{number}/comments", input={"body": body})
             return comment_from_rest(data, number)
 
-        return self._call(f"add comment {owner}/{repo}#{number}", post)
+        return self._call(f"add comment {owner}/{repo}#{number}", post, f"{owner}/{repo}")
 
     def labels(self, owner: str, repo: str, number: int) -> list[str]:
         """The label names of issue/PR ``number``."""
@@ -309,18 +360,20 @@ class GitHubClient:
         def fetch() -> list[str]:
             return [label.name for label in self._repo(owner, repo).get_issue(number).get_labels()]
 
-        return self._call(f"labels {owner}/{repo}#{number}", fetch)
+        return self._call(f"labels {owner}/{repo}#{number}", fetch, f"{owner}/{repo}")
 
     def add_label(self, owner: str, repo: str, number: int, label: str) -> None:
         """Add one label (``POST .../labels``: the others stay)."""
         self._call(f"add label {owner}/{repo}#{number}",
-                   lambda: self._repo(owner, repo).get_issue(number).add_to_labels(label))
+                   lambda: self._repo(owner, repo).get_issue(number).add_to_labels(label),
+                   f"{owner}/{repo}")
 
     def remove_label(self, owner: str, repo: str, number: int, label: str) -> None:
         """Remove one label; an absent label is not an error."""
         try:
             self._call(f"remove label {owner}/{repo}#{number}",
-                       lambda: self._repo(owner, repo).get_issue(number).remove_from_labels(label))
+                       lambda: self._repo(owner, repo).get_issue(number).remove_from_labels(label),
+                       f"{owner}/{repo}")
         except GitHubApiError as exc:
             if exc.status != 404:
                 raise
@@ -376,7 +429,7 @@ class GitHubClient:
             return data if isinstance(data, bytes) else str(data).encode("utf-8")
 
         try:
-            return self._call(f"raw file {owner}/{repo}:{path}@{ref}", fetch)
+            return self._call(f"raw file {owner}/{repo}:{path}@{ref}", fetch, f"{owner}/{repo}")
         except GitHubApiError as exc:
             if exc.status == 404:
                 return None
@@ -420,6 +473,10 @@ class GitHubClient:
             sent += 1
             link = _next_link(hdrs)
         return ConditionalResult(200, first_etag, items, sent)
+
+
+def _message(data: Any) -> str:
+    return str(data.get("message", "")) if isinstance(data, dict) else ""
 
 
 def _parse_json(body: Any) -> Any:

@@ -17,6 +17,7 @@ __all__ = [
     "SignatureError",
     "PayloadError",
     "GitHubApiError",
+    "CredentialsError",
     "RateLimited",
     "GraphQLQueryError",
 ]
@@ -44,6 +45,24 @@ class GitHubApiError(BridgeError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
+
+
+class CredentialsError(GitHubApiError):
+    """GitHub refused loopgate's credentials, or a GitHub App setting does not match GitHub
+    (wrong App id or key, no installation on a repository, a revoked installation).
+
+    At start-up (``config check``, ``serve``) it becomes a ``ConfigError`` naming
+    :attr:`setting`; at run time the tracker turns it into ``TrackerError`` and the gate
+    waits. The message names settings and ids, never a key or a token.
+
+    Attributes:
+        status: the HTTP status (0 when GitHub was not reached).
+        setting: the loopgate.yaml key to fix (``github.app.appId``), "" when none applies.
+    """
+
+    def __init__(self, status: int, message: str, *, setting: str = "") -> None:
+        super().__init__(status, message)
+        self.setting = setting
 
 
 class RateLimited(BridgeError):

@@ -23,6 +23,7 @@ the comment in each configured repository.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import threading
@@ -31,10 +32,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
+from bridges.github.app import TokenSource, token_source_from_config
 from bridges.github.client import GitHubClient
-from bridges.github.errors import BridgeError, GitHubApiError
+from bridges.github.errors import BridgeError, CredentialsError, GitHubApiError
 from bridges.github.graphql import GraphQLClient
 from engine.errors import ConfigError
+from engine.identity import Actor
 from engine.ports import Comment, CommentEdits, IssueInfo, PullRequest, TrackerError
 from engine.refs import WorkItemRef
 
@@ -70,6 +73,19 @@ def token_from_env(variable: str, what: str = "GitHub token") -> str:
         raise ConfigError(f"{what} missing: set the environment variable {variable} "
                           f"(named by loopgate.yaml)")
     return value
+
+
+def _actor_from_json(text: Any) -> Actor | None:
+    # The cached identity: {"login", "kind", "id"} (anything else is ignored and re-learned).
+    try:
+        data = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not data.get("login"):
+        return None
+    ident = data.get("id")
+    return Actor(str(data["login"]), str(data.get("kind") or ""),
+                 ident if isinstance(ident, int) and not isinstance(ident, bool) else None)
 
 
 def _write_interval() -> float:
@@ -136,54 +152,73 @@ class GitHubTracker:
         self._clock = clock
 
     @classmethod
-    def from_config(cls, config: Any) -> GitHubTracker:
+    def from_config(cls, config: Any, source: TokenSource | None = None) -> GitHubTracker:
         """Build from loopgate.yaml's ``github`` section.
 
+        Args:
+            config: the validated configuration.
+            source: the credentials to use (default: built from the section, see
+                :func:`~bridges.github.app.token_source_from_config`).
+
         Raises:
-            ConfigError: the token variable (``github.tokenEnv``) is unset or empty; the
-                message names the variable.
+            ConfigError: the token variable (``github.tokenEnv``) is unset or empty, or the
+                App's private key cannot be read; the message names the setting.
         """
         section = config.section("github")
-        token = token_from_env(section.get("tokenEnv") or "GITHUB_TOKEN")
-        client = GitHubClient(section.get("apiUrl") or "https://api.github.com", token,
+        source = source or token_source_from_config(section, token_from_env)
+        client = GitHubClient(section.get("apiUrl") or "https://api.github.com", auth=source,
                               seconds_between_writes=_write_interval())
         graphql = GraphQLClient(section.get("graphqlUrl") or "https://api.github.com/graphql",
-                                token)
+                                auth=source)
         return cls(client, graphql, repos=section.get("repos") or (),
                    branch_pattern=section.get("branchPattern") or "")
 
-    def bot_login(self, configured: str = "", cache: Any = None) -> str:
-        """The login loopgate posts as: ``configured`` (``github.botLogin``) when set, else
-        the token owner's login from GitHub (``GET /user``), remembered in ``cache`` per
-        server and token so CLI calls do not ask again (and work while GitHub is away).
+    def bot_identity(self, configured: str = "", cache: Any = None) -> Actor:
+        """Who loopgate posts as: ``configured`` (``github.botLogin``) when set, else what
+        GitHub says (token mode ``GET /user``; App mode ``GET /app`` → ``<slug>[bot]``,
+        see :meth:`GitHubClient.viewer`), remembered in ``cache`` per server and
+        credentials (a digest, never a secret) so CLI calls do not ask again and work
+        while GitHub is away.
 
         Gates compare authors with it so a look-alike checklist or quiz comment posted by
-        someone else is never taken for loopgate's own (explainer design, abuse case 6).
+        someone else is never taken for loopgate's own (explainer design, abuse case 6;
+        issue 9 §1: kind and id, not the login alone).
 
         Args:
             configured: ``github.botLogin``, or "".
             cache: a store with ``kv_get``/``kv_set`` (the SQLite store), or None.
 
+        Returns:
+            The :class:`~engine.identity.Actor` (``Actor.from_login(configured)`` when set).
+
         Raises:
-            ConfigError: GitHub could not tell (e.g. an App installation token) and nothing
-                is cached; the message says to set ``github.botLogin``.
+            ConfigError: GitHub could not tell and nothing is cached; the message names
+                the setting to fix (``github.app.appId`` when the App's JWT was refused,
+                else ``github.botLogin``).
         """
         if configured:
-            return configured
-        key = f"botLogin:{self.client.identity}"
-        cached = cache.kv_get("github", key) if cache is not None else None
-        if cached:
-            return str(cached)
+            return Actor.from_login(configured)
+        key = f"botActor:{self.client.identity}"
+        cached = _actor_from_json(cache.kv_get("github", key) if cache is not None else None)
+        if cached is not None:
+            return cached
         try:
-            login = self.client.viewer_login()
+            actor = self.client.viewer()
+        except CredentialsError as exc:
+            if exc.setting:
+                raise ConfigError(f"{exc.setting}: {exc}") from None
+            raise self._identity_unknown(exc) from None
         except BridgeError as exc:
-            raise ConfigError(
-                f"could not learn loopgate's GitHub login from the token ({exc}); "
-                "set github.botLogin in loopgate.yaml"
-            ) from None
+            raise self._identity_unknown(exc) from None
         if cache is not None:
-            cache.kv_set("github", key, login)
-        return login
+            cache.kv_set("github", key, json.dumps(
+                {"login": actor.login, "kind": actor.kind, "id": actor.id}))
+        return actor
+
+    @staticmethod
+    def _identity_unknown(exc: Exception) -> ConfigError:
+        return ConfigError(f"could not learn loopgate's GitHub identity ({exc}); set "
+                           "github.botLogin in loopgate.yaml")
 
     # -- plumbing ------------------------------------------------------------------------
     def _guarded(self, what: str, fn: Callable[[], T]) -> T:
