@@ -15,17 +15,26 @@ def config_group() -> None:
 @config_group.command("check")
 @click.pass_obj
 def check(obj: object) -> None:
-    """Validate the configuration file and compile its graph (exit 2 naming the offender)."""
-    from bot.services import load_graph
+    """Validate the configuration file, compile its graph and, for a GitHub App, check its
+    id, key and installations against GitHub (exit 2 naming the offending setting)."""
+    from bot.services import load_graph, verify_github
     from engine.errors import LoopgateError
 
     cfg = obj.config  # type: ignore[attr-defined]
+    source = cfg.path or "defaults"
     try:
         graph = load_graph(cfg)
     except LoopgateError as exc:
-        click.echo(f"loopgate: {cfg.path or 'defaults'}: loop: {exc}", err=True)
+        click.echo(f"loopgate: {source}: loop: {exc}", err=True)
         raise SystemExit(2) from None
-    click.echo(f"ok: {cfg.path or 'defaults'} (graph {graph.name}, {len(graph.nodes)} nodes)")
+    try:
+        installations = verify_github(cfg)
+    except LoopgateError as exc:
+        click.echo(f"loopgate: {source}: {exc}", err=True)
+        raise SystemExit(2) from None
+    click.echo(f"ok: {source} (graph {graph.name}, {len(graph.nodes)} nodes)")
+    for line in installations:
+        click.echo(f"ok: github app {line}")
 
 
 @config_group.command("reference")
