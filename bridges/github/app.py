@@ -65,7 +65,8 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Seconds before an installation token's ``expires_at`` at which a new one is minted.
+#: Seconds before an installation token's ``expires_at`` at which a new one is minted (at
+#: most a quarter of the token's lifetime).
 REFRESH_MARGIN = 300.0
 
 _REPOSITORY: contextvars.ContextVar[str] = contextvars.ContextVar("loopgate_github_repo",
@@ -244,6 +245,7 @@ class AppCredentials:
 class _Token:
     value: str = field(repr=False)
     expires_at: datetime
+    refresh_at: datetime
 
 
 def _message(exc: GithubException) -> str:
@@ -260,7 +262,8 @@ class AppInstallations:
         repos: the configured repositories (``github.repos``); the first one's installation
             is used for requests about no repository (``GET /users/{login}``, GraphQL).
         timeout: seconds per HTTP request.
-        refresh_margin: mint a new token this many seconds before the old one expires.
+        refresh_margin: mint a new token this many seconds before the old one expires (at
+            most a quarter of its lifetime).
         clock: the current UTC time (tests).
     """
 
@@ -391,7 +394,7 @@ class AppInstallations:
         installation = self.installation_for(repo or current_repository())
         with self._lock:
             held = self._tokens.get(installation)
-            if held is not None and held.expires_at - self._margin > self._clock():
+            if held is not None and held.refresh_at > self._clock():
                 return held.value
             held = self._mint(installation)
             self._tokens[installation] = held
@@ -411,10 +414,14 @@ class AppInstallations:
             raise CredentialsError(0, f"{what}: GitHub unreachable "
                                    f"({type(exc).__name__})") from None
         self.minted += 1
-        expires = granted.expires_at or (self._clock() + timedelta(hours=1))
+        now = self._clock()
+        expires = granted.expires_at or (now + timedelta(hours=1))
+        # GitHub's tokens live an hour; one that lives less is refreshed a quarter of its
+        # lifetime before it expires, so it is still used for most of its life.
+        margin = min(self._margin, max(expires - now, timedelta(0)) / 4)
         logger.info("github app=%s installation=%s token minted, expires_at=%s", self.app_id,
                     installation, expires.strftime("%Y-%m-%dT%H:%M:%SZ"))
-        return _Token(granted.token, expires)
+        return _Token(granted.token, expires, expires - margin)
 
     def _mint_refused(self, what: str, installation: int, exc: GithubException
                       ) -> CredentialsError:

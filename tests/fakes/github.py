@@ -62,6 +62,7 @@ from graphql import GraphQLSchema, build_schema, execute, parse, validate
 from graphql.error import GraphQLError
 
 from tests.fakes import LoopbackServer
+from tests.fakes.github_app import APP_ROUTES, FakeApp
 
 __all__ = ["FakeGitHub", "Req", "github_schema", "FIXTURES", "SCHEMA_PATH"]
 
@@ -263,6 +264,7 @@ def _routes() -> list[_Route]:
         ("GET", "pulls", rf"/repos/{seg}/pulls"),
         ("GET", "pull", rf"/repos/{seg}/pulls/(?P<number>\d+)"),
         ("GET", "contents", rf"/repos/{seg}/contents(?:/(?P<path>.*))?"),
+        *APP_ROUTES,  # answered by the FakeApp, when there is one (tests/fakes/github_app.py)
     ]
     return [(m, name, re.compile(f"^{pattern}/?$"), name) for m, name, pattern in table]
 
@@ -282,12 +284,17 @@ class FakeGitHub(LoopbackServer):
             github.com today).
         api_prefix: REST path prefix (``/api/v3`` imitates GitHub Enterprise Server).
         edits_newest_first: the order ``userContentEdits`` nodes are returned in.
+        app: a GitHub App registered on the fake (JWTs, installations, installation
+            tokens: :mod:`tests.fakes.github_app`); ``token`` keeps working beside it.
     """
 
     def __init__(self, *, token: str = "ghp-test-token", bot_login: str = "loopgate-bot",
                  bot_type: str = "User", api_prefix: str = "", edits_newest_first: bool = True,
-                 first_comment_id: int = FIRST_COMMENT_ID) -> None:
+                 first_comment_id: int = FIRST_COMMENT_ID, app: FakeApp | None = None) -> None:
         self.token = token
+        self.app = app
+        if app is not None:
+            app.fake = self
         self.bot_login = bot_login
         self.bot_type = bot_type
         self.api_prefix = api_prefix.rstrip("/")
@@ -562,10 +569,21 @@ class FakeGitHub(LoopbackServer):
             self.graphql_log.clear()
 
     # -- HTTP plumbing -----------------------------------------------------------------
-    def _authorized(self, h: BaseHTTPRequestHandler) -> bool:
+    def _authorized(self, h: BaseHTTPRequestHandler, path: str) -> _Response | None:
+        """None when the request's credentials are accepted, else the refusal."""
         value = h.headers.get("Authorization", "")
+        if self.app is not None:
+            graphql = h.command == "POST" and path == urlsplit(self.graphql_url).path
+            rel = path[len(self.api_prefix):] if path.startswith(self.api_prefix) else path
+            verdict = self.app.authorize(value, self._match(h.command, rel)[0], rel, graphql)
+            if verdict is not False:
+                return None if verdict is None else _Response(
+                    verdict[0], {"message": verdict[1],
+                                 "documentation_url": "https://docs.github.com/rest"})
         scheme, _, token = value.partition(" ")
-        return scheme.lower() in ("token", "bearer") and token.strip() == self.token
+        if scheme.lower() in ("token", "bearer") and token.strip() == self.token:
+            return None
+        return _Response(401, {"message": "Bad credentials"})
 
     def _serve(self, h: BaseHTTPRequestHandler) -> None:
         split = urlsplit(h.path)
@@ -574,9 +592,10 @@ class FakeGitHub(LoopbackServer):
         length = int(h.headers.get("Content-Length") or 0)
         body = h.rfile.read(length) if length else b""
         with self.lock:
-            if not self._authorized(h):
-                resp = _Response(401, {"message": "Bad credentials"})
-                self._send(h, resp, Req(h.command, path, "", query, 401, False, False, ""))
+            refused = self._authorized(h, path)
+            if refused is not None:
+                self._send(h, refused, Req(h.command, path, "", query, refused.status, False,
+                                           False, ""))
                 return
             if h.command == "POST" and path == urlsplit(self.graphql_url).path:
                 resp, resource = self._graphql(body), "graphql"
@@ -602,7 +621,9 @@ class FakeGitHub(LoopbackServer):
         try:
             if route == "":
                 raise _NotFound(path)
-            resp = getattr(self, "_r_" + route.replace("-", "_"))(params, query, body, h)
+            handler = getattr(self, "_r_" + route.replace("-", "_"), None)
+            resp = (handler(params, query, body, h) if handler is not None
+                    else self._app_route(route, params))
         except _NotFound:
             resp = _Response(404, {"message": "Not Found",
                                    "documentation_url": "https://docs.github.com/rest"})
@@ -769,8 +790,29 @@ class FakeGitHub(LoopbackServer):
         return _Response(200, chunk, headers, conditional_ok=True)
 
     def _api_actor(self, h: Any) -> tuple[str, str]:
-        """Who a write through the API is made by: ``(REST login, type)`` of the token."""
-        return self.bot_login, self.bot_type
+        """Who a write through the API is made by: ``(REST login, type)`` of the token
+        (an App's installation token: its bot)."""
+        by_app = self.app.api_actor() if self.app is not None else None
+        return by_app or (self.bot_login, self.bot_type)
+
+    def _app_route(self, route: str, params: dict[str, str]) -> _Response:
+        # The App endpoints (tests/fakes/github_app.py); 404 when no App is registered.
+        if self.app is None:
+            raise _NotFound(route)
+        if route == "app":
+            return _Response(200, self.app.app_json())
+        if route == "repo-installation":
+            found = self.app.installation_json(f"{params['owner']}/{params['repo']}")
+            if found is None:
+                raise _NotFound(route)
+            return _Response(200, found)
+        if route == "app-token":
+            minted = self.app.mint(int(params["id"]))
+            if minted is None:
+                raise _NotFound(route)
+            return _Response(201, minted)
+        login = unquote(params["login"])
+        return _Response(200, self._user(login, "Bot" if login.endswith("[bot]") else "User"))
 
     # -- REST routes ---------------------------------------------------------------------
     def _r_user(self, params: dict[str, str], query: dict[str, str], body: bytes,
@@ -1023,9 +1065,13 @@ class FakeGitHub(LoopbackServer):
             actor["databaseId"] = _account_id(login, kind)
         return actor
 
+    def _visible(self, repo: str) -> bool:
+        # An App's installation token sees its installation's repositories only.
+        return self.app is None or self.app.can_see(repo)
+
     def _gql_node(self, node_id: str, context: dict[str, Any], path: list[Any]) -> Any:
         for c in self.comments.values():
-            if c.node_id == node_id:
+            if c.node_id == node_id and self._visible(c.repo):
                 return self._gql_comment(c)
         for repo in self.repos.values():
             for issue in repo.issues.values():
@@ -1097,7 +1143,7 @@ class FakeGitHub(LoopbackServer):
 
     def _gql_repo(self, full_name: str) -> dict[str, Any] | None:
         repo = self.repos.get(full_name)
-        if repo is None:
+        if repo is None or not self._visible(full_name):
             return None
 
         def issue(info: Any, number: int) -> Any:
