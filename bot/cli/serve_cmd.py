@@ -54,6 +54,20 @@ def _webhook_secret(config: Any, insecure: bool) -> str | None:
     return None
 
 
+def _verify_github(services: Any) -> None:
+    """A GitHub App's id, key and installations are checked before anything is polled;
+    a mismatch exits 2 naming the setting."""
+    from bot.services import verify_github
+
+    try:
+        lines = verify_github(services.config, services.credentials)
+    except LoopgateError as exc:
+        services.close()
+        fail(str(exc))
+    for line in lines:
+        logger.info("github app %s", line)
+
+
 def _install_signals(stop: threading.Event) -> None:
     def handler(signum: int, frame: Any) -> None:
         logger.info("signal=%s stopping", signal.Signals(signum).name)
@@ -117,6 +131,7 @@ def _serve(ctx: CliContext, insecure_webhooks: bool) -> None:
     # Configuration errors are reported before anything talks to GitHub.
     secret = _webhook_secret(ctx.config, insecure_webhooks)
     services = ctx.services
+    _verify_github(services)  # a GitHub App's settings, before anything is polled
     if not services.config.has("github"):
         logger.info("offline: no github section in %s, so no poller and no webhook "
                     "deliveries; work items live in the local tracker (see the CLI)",

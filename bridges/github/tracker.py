@@ -210,7 +210,7 @@ class GitHubTracker:
             raise self._identity_unknown(exc) from None
         except BridgeError as exc:
             raise self._identity_unknown(exc) from None
-        if cache is not None:
+        if cache is not None and actor.id is not None:  # an incomplete answer is asked again
             cache.kv_set("github", key, json.dumps(
                 {"login": actor.login, "kind": actor.kind, "id": actor.id}))
         return actor
