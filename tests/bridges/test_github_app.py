@@ -288,3 +288,52 @@ def test_a_refused_lookup_leaves_the_quiz_waiting_with_a_logged_reason(
         app_world.poll()
     assert app_world.state(ref).current_node == "spec-quiz"
     assert "the installation does not exist" in caplog.text
+
+
+# -- secrets never leave ----------------------------------------------------------------------
+def _secrets(app: FakeApp) -> list[str]:
+    body = generate_private_key().splitlines()[1:-1]
+    return ["".join(body), *body, *(t.value for t in app.minted)]
+
+
+def _texts(caplog: pytest.LogCaptureFixture, world: GitHubWorld,
+           raised: list[BaseException], ref: WorkItemRef) -> list[str]:
+    texts = []
+    for record in caplog.records:
+        texts.append(record.getMessage())
+        if record.exc_info and record.exc_info[1] is not None:
+            texts.append(repr(record.exc_info[1]))
+        texts.append(record.exc_text or "")
+    for exc in raised:
+        texts += [str(exc), repr(exc), str(exc.__cause__ or ""), repr(exc.__cause__)]
+    texts += [c.body for c in world.fake.comments.values()]
+    texts += [repr(e) for e in world.services.store.events(ref)]
+    texts.append(repr(world.state(ref).to_document()))
+    return texts
+
+
+def test_the_key_and_the_tokens_never_reach_a_log_line_an_error_or_a_comment(
+        app_world: GitHubWorld, app: FakeApp, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    caplog.set_level(logging.DEBUG, logger="github")  # PyGithub logs bodies at DEBUG
+    raised: list[BaseException] = []
+    ref = app_world.issue()
+    quiz = app_world.to_spec_quiz(ref)
+    app_world.fake.advance(TTL + 1)  # a refused token, then a fresh one
+    app_world.tick(quiz, "alice")
+    app_world.poll()
+    app.revoke(_installation(app, "acme"))  # now every call fails
+    for attempt in (lambda: app_world.services.ports.tracker.list_comments(ref),
+                    lambda: app_world.services.ports.tracker.comment_edits([quiz.id]),
+                    lambda: app_world.services.credentials.verify()):
+        try:
+            attempt()
+        except Exception as exc:  # noqa: BLE001 - every failure's text is checked below
+            raised.append(exc)
+    app_world.poll()
+    assert len(raised) == 3 and len(app.minted) >= 2
+    assert any("access_tokens" in r.getMessage() for r in caplog.records)  # bodies logged
+    texts = _texts(caplog, app_world, raised, ref)
+    for secret in _secrets(app):
+        assert not [t for t in texts if secret in t], "a secret leaked"
+    assert "BEGIN" not in repr(AppCredentials(APP_ID, generate_private_key(), KEY_ENV))
