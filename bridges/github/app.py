@@ -396,9 +396,20 @@ class AppInstallations:
             held = self._tokens.get(installation)
             if held is not None and held.refresh_at > self._clock():
                 return held.value
-            held = self._mint(installation)
+            try:
+                held = self._mint(installation)
+            except CredentialsError as exc:
+                if exc.status == 404:
+                    self._forget(installation)
+                raise
             self._tokens[installation] = held
             return held.value
+
+    def _forget(self, installation: int) -> None:
+        # The installation is gone (uninstalled, revoked): its repositories are looked up
+        # again next time, so a re-installation (a new id) is found without a restart.
+        for repo in [r for r, i in self._installations.items() if i == installation]:
+            del self._installations[repo]
 
     def _installation_setting(self) -> str:
         return _SETTING_INSTALLATION if self.configured_installation is not None \

@@ -337,3 +337,17 @@ def test_the_key_and_the_tokens_never_reach_a_log_line_an_error_or_a_comment(
     for secret in _secrets(app):
         assert not [t for t in texts if secret in t], "a secret leaked"
     assert "BEGIN" not in repr(AppCredentials(APP_ID, generate_private_key(), KEY_ENV))
+
+
+def test_a_reinstalled_app_is_found_again_without_a_restart(gh: FakeGitHub, app: FakeApp) -> None:
+    rest, _ = _clients(gh, _source(gh, (ACME,)))
+    number = gh.create_issue(ACME, "t")
+    rest.add_comment("acme", "widgets", number, "before")
+    app.revoke(_installation(app, "acme"))
+    with pytest.raises(CredentialsError):
+        rest.add_comment("acme", "widgets", number, "while uninstalled")
+    again = app.install("acme")
+    rest.add_comment("acme", "widgets", number, "after")
+    assert [c.body for c in gh.comments_on(ACME, number)] == ["before", "after"]
+    assert app.minted[-1].installation_id == again
+    assert gh.count(route="repo-installation") == 2
