@@ -7,6 +7,7 @@ and the tests build the same object graph.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from bot.config import Config, default_db_path
 from engine.graph.model import Graph
 from engine.identity import Actor
 from engine.ports import ArtifactStore, Notifier, Ports, Tracker
+from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
 
 __all__ = ["Services", "load_graph", "verify_github"]
@@ -155,8 +157,16 @@ class Services:
         bot = _bot_identity(config, tracker, store)
         settings = replace(config.engine_settings(), bot_login=bot.login, bot_kind=bot.kind,
                            bot_id=bot.id)
+        # Effects are carried out right after each commit (the runtime's default) unless
+        # a worker takes over (serve: :meth:`Services.perform_with`).
         runtime = Runtime(graph, store, ports, settings)
         return cls(config, settings, graph, store, ports, runtime, credentials)
+
+    def perform_with(self, wake: Callable[[WorkItemRef], None]) -> None:
+        """Hand effects to a background performer: after each commit the runtime calls
+        ``wake`` instead of carrying the item's effects out itself (``loopgate serve``'s
+        GitHub worker, which paces writes as GitHub asks)."""
+        self.runtime.on_commit = wake
 
     def close(self) -> None:
         """Close database connections."""

@@ -36,7 +36,21 @@ SELF_MARKER = "<!-- the-loop:agent-comment -->"
 
 
 class TrackerError(Exception):
-    """A tracker call failed (network, auth, rate limit). Gates treat it as "wait"."""
+    """A tracker call failed (network, auth, rate limit). Gates treat it as "wait".
+
+    Args:
+        message: what failed, for people (never a token).
+        permanent: retrying the same call cannot help (GitHub's 422, a 403 without a
+            rate limit, a 404): an effect fails for good instead of retrying.
+        retry_at: the earliest moment a retry is allowed (``Retry-After``, a rate-limit
+            reset), when the tracker was told.
+    """
+
+    def __init__(self, message: str = "", *, permanent: bool = False,
+                 retry_at: datetime | None = None) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+        self.retry_at = retry_at
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,17 @@
 """The engine runtime: walks one work item through a compiled graph.
 
-Contract: docs/ARCHITECTURE.md "Runtime semantics" and issue 2 §4. Every operation runs
-inside ONE ``store.transaction(ref)``; hooks call the ports inside it and append to the
-event log through their context. The runtime never imports a hook module by name: it
-looks hooks up in the registry (``engine.hooks`` registers every shipped hook).
+Contract: docs/ARCHITECTURE.md "Runtime semantics" and issue 2 §4. The runtime never
+imports a hook module by name: it looks hooks up in the registry (``engine.hooks``
+registers every shipped hook).
+
+Decide, commit, then act (issue 10 §1). An operation first *decides* on a copy of the
+committed state, outside any database transaction: hooks read what they need through the
+ports (thread, edit history, files: network calls are fine here) and emit effects instead
+of writing. Then ONE short transaction commits the new state, the event log and the effect
+rows, with no network call inside — provided the item's revision is still the one decided
+on; otherwise the decision is thrown away and made again on the newer state (optimistic
+concurrency, bounded by :data:`MAX_CONFLICTS`). After commit, ``on_commit`` wakes whoever
+performs effects (:mod:`engine.perform`, or the GitHub worker).
 
 Skips (opt-in design, "runtime.py — default, route, record, report"): an unselected
 opt-in node is expressed as a skip with ``via: not-selected``, so routing, ``check`` and
@@ -14,12 +22,14 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
-from typing import Any
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 import engine.hooks  # noqa: F401  -- registers every shipped hook in REGISTRY
-from engine.errors import ClaimRefused, LoopgateError
+from engine.effects import Effect
+from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.graph.model import Graph, HookRef, Node
 from engine.hooks.base import (
     BLOCK,
@@ -33,11 +43,13 @@ from engine.hooks.base import (
 )
 from engine.outcomes import PASS as OUTCOME_PASS
 from engine.outcomes import SKIPPED
+from engine.perform import InlinePerformer
 from engine.ports import Ports
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
 from engine.state import ItemState, ItemStatus
 from engine.store.base import Store, Transaction
+from engine.store.memory import StoreTransaction
 
 __all__ = [
     "Runtime",
@@ -47,7 +59,13 @@ __all__ = [
     "DECLARATION",
     "ESCALATED_NODE",
     "AMNESTY",
+    "MAX_CONFLICTS",
 ]
+
+T = TypeVar("T")
+
+#: How many times an operation decides again because its item changed meanwhile.
+MAX_CONFLICTS = 20
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +144,7 @@ def _stamp(ports: Ports) -> str:
 
 @dataclass
 class _Walk:
-    """One operation's working set: the transaction, the state and the clock."""
+    """One operation's working set: the scratch transaction, the state and the clock."""
 
     tx: Transaction
     state: ItemState
@@ -138,6 +156,30 @@ class _Walk:
     def log(self, kind: str, data: Mapping[str, Any]) -> None:
         self.tx.log(kind, _jsonable(data), at=self.now())  # type: ignore[call-arg]
 
+    def emit(self, effect: Effect) -> str:
+        key = uuid.uuid4().hex
+        self.tx.enqueue(key, effect)
+        return key
+
+
+class _Conflict(Exception):
+    """The item's revision moved between the decision and its commit."""
+
+
+@dataclass
+class _Decision:
+    """What an operation decided, ready to commit: the base revision it decided on."""
+
+    base: int | None
+    scratch: StoreTransaction = field(repr=False)
+
+    def changed(self, before: dict[str, Any] | None) -> bool:
+        scratch = self.scratch
+        if scratch.events or scratch.effects:
+            return True
+        after = scratch.state.to_document() if scratch.state is not None else None
+        return after != before
+
 
 class Runtime:
     """Walks work items through ``graph``, persisting to ``store``.
@@ -148,6 +190,10 @@ class Runtime:
         ports: tracker, artifact store, notifier, clock handed to hooks.
         settings: engine settings (authorized users, keywords, spec dir).
         registry: where hook names are looked up (default: the process-wide registry).
+        on_commit: called with the work item after every commit;
+            exceptions from it are logged, never raised. Default: an
+            :class:`~engine.perform.InlinePerformer` carries them out at once (the CLI,
+            the offline tracker, tests); ``serve`` hands them to its GitHub worker.
     """
 
     def __init__(
@@ -158,12 +204,60 @@ class Runtime:
         settings: EngineSettings | None = None,
         *,
         registry: HookRegistry | None = None,
+        on_commit: Callable[[WorkItemRef], None] | None = None,
     ) -> None:
         self.graph = graph
         self.store = store
         self.ports = ports
         self.settings = settings or EngineSettings(loop=graph.name)
         self.registry = registry or REGISTRY
+        self.on_commit = on_commit or InlinePerformer(store, ports, self.settings)
+
+    # -- decide, commit ------------------------------------------------------------------
+    def _operate(self, ref: WorkItemRef, decide: Callable[[Transaction], T]) -> T:
+        """Run ``decide`` on a scratch copy of ``ref``'s state, then commit what it
+        decided in one short transaction (see the module docstring).
+
+        Raises:
+            StoreError: the item kept changing for :data:`MAX_CONFLICTS` attempts, or the
+                store could not commit. Whatever ``decide`` raises (nothing is committed).
+        """
+        for _ in range(MAX_CONFLICTS):
+            base = self.store.load(ref)
+            before = base.to_document() if base is not None else None
+            decision = _Decision(base.revision if base is not None else None,
+                                 StoreTransaction(ref, base))
+            result = decide(decision.scratch)
+            if not decision.changed(before):
+                return result
+            try:
+                self._commit(ref, decision)
+            except _Conflict:
+                continue
+            # Every commit (not only one that stored effects): a row that waited out a
+            # failure is taken again on the item's next event.
+            self._notify_commit(ref)
+            return result
+        raise StoreError(f"{ref} kept changing while a decision was made "
+                         f"({MAX_CONFLICTS} attempts)")
+
+    def _commit(self, ref: WorkItemRef, decision: _Decision) -> None:
+        scratch = decision.scratch
+        with self.store.transaction(ref) as tx:
+            current = tx.state.revision if tx.state is not None else None
+            if current != decision.base:
+                raise _Conflict(ref)
+            tx.state = scratch.state
+            for kind, data, at in scratch.events:
+                tx.log(kind, data, at=at)  # type: ignore[call-arg]
+            for key, effect in scratch.effects:
+                tx.enqueue(key, effect)
+
+    def _notify_commit(self, ref: WorkItemRef) -> None:
+        try:
+            self.on_commit(ref)
+        except Exception as exc:  # noqa: BLE001 -- the commit stands; the rows wait
+            logger.warning("performing effects of %s failed: %s", ref, type(exc).__name__)
 
     # -- trusted reads -----------------------------------------------------------------
     def declared_skips(self, state: ItemState) -> dict[str, dict[str, Any]]:
@@ -189,23 +283,27 @@ class Runtime:
         Raises:
             StoreError: the store could not commit.
         """
-        with self.store.transaction(ref) as tx:
-            state = tx.state
-            if state is None or not state.current_node:
-                state = state or tx.create(self.graph.name)
-                w = _Walk(tx, state, self.ports)
-                state.loop = self.graph.name
-                state.started_at = w.now()
-                state.status = ItemStatus.RUNNING
-                state.current_node = self.graph.start
-                w.log("graph.started", {"node": self.graph.start, "loop": self.graph.name})
-        with self.store.transaction(ref) as tx:
-            state = tx.state
-            assert state is not None  # committed just above; items are never deleted
-            first = state.nodes.get(self.graph.start)
-            if state.current_node == self.graph.start and not (first and first.entered_at):
-                self._arrive(_Walk(tx, state, self.ports), self.graph.start, "")
-        return state.copy()
+        self._operate(ref, self._begin)
+        return self._operate(ref, self._enter_start).copy()
+
+    def _begin(self, tx: Transaction) -> None:
+        state = tx.state
+        if state is None or not state.current_node:
+            state = state or tx.create(self.graph.name)
+            w = _Walk(tx, state, self.ports)
+            state.loop = self.graph.name
+            state.started_at = w.now()
+            state.status = ItemStatus.RUNNING
+            state.current_node = self.graph.start
+            w.log("graph.started", {"node": self.graph.start, "loop": self.graph.name})
+
+    def _enter_start(self, tx: Transaction) -> ItemState:
+        state = tx.state
+        assert state is not None  # committed by _begin; items are never deleted
+        first = state.nodes.get(self.graph.start)
+        if state.current_node == self.graph.start and not (first and first.entered_at):
+            self._arrive(_Walk(tx, state, self.ports), self.graph.start, "")
+        return state
 
     def advance(self, ref: WorkItemRef, event: Mapping[str, Any] | None = None) -> ItemState:
         """Re-evaluate the current node's exit chain with ``event``.
@@ -228,15 +326,18 @@ class Runtime:
         """
         event = dict(event or {})
         expected = event.pop("expectNode", None)
-        with self.store.transaction(ref) as tx:
+
+        def decide(tx: Transaction) -> ItemState:
             state = self._started(tx, ref)
             node = self._current(state)
             if expected is not None and expected != node.id:
-                return state.copy()
+                return state
             if not self._finished(state, node) and node.actor != "agent":
                 w = _Walk(tx, state, self.ports)
                 self._go(w, node, self._evaluate(w, node, event))
-        return state.copy()
+            return state
+
+        return self._operate(ref, decide).copy()
 
     def complete(self, ref: WorkItemRef, node_id: str, actor: str) -> ItemState:
         """Claim that ``node_id`` is done, then evaluate its exit chain.
@@ -253,13 +354,15 @@ class Runtime:
             ClaimRefused: ``not-started``; ``unknown-node``; ``already-past`` (the node is
                 behind the pointer); ``not-current`` (elsewhere); ``finished``.
         """
-        with self.store.transaction(ref) as tx:
+        def decide(tx: Transaction) -> ItemState:
             state = self._started(tx, ref)
             node = self._claimable(state, node_id)
             w = _Walk(tx, state, self.ports)
             state.completions[node_id] = {"by": actor, "at": w.now()}
             self._go(w, node, self._evaluate(w, node, {}))
-        return state.copy()
+            return state
+
+        return self._operate(ref, decide).copy()
 
     def declare_skips(
         self, ref: WorkItemRef, tokens: Iterable[str], reason: str, actor: str
@@ -290,9 +393,10 @@ class Runtime:
         if not tokens:
             raise LoopgateError("name at least one node or skip set to skip")
         expanded, bad = self.graph.expand_skip_tokens(tokens)
-        rejected = {t: self.graph.skip_token_refusal(t) for t in bad}
-        accepted: dict[str, str] = {}
-        with self.store.transaction(ref) as tx:
+
+        def decide(tx: Transaction) -> tuple[dict[str, str], dict[str, str]]:
+            rejected = {t: self.graph.skip_token_refusal(t) for t in bad}
+            accepted: dict[str, str] = {}
             for node_id, token in expanded.items():
                 if tx.state is not None and entered(tx.state, node_id):
                     rejected[node_id] = f"{AMNESTY}: {node_id} was already entered"
@@ -303,7 +407,9 @@ class Runtime:
                                         "reason": reason.strip(), "at": w.now()}
                 accepted[node_id] = token
             self._log_declaration(tx, accepted, rejected, reason.strip(), actor)
-        return accepted, rejected
+            return accepted, rejected
+
+        return self._operate(ref, decide)
 
     def force(self, ref: WorkItemRef, to: str, reason: str, actor: str) -> ItemState:
         """Move the pointer to ``to`` without running any hook.
@@ -321,13 +427,14 @@ class Runtime:
         """
         if not reason or not reason.strip():
             raise LoopgateError("a forced move needs a reason (--reason)")
-        with self.store.transaction(ref) as tx:
+        def decide(tx: Transaction) -> ItemState:
             state = self._started(tx, ref)
             if not self.graph.has_node(to):
                 raise ClaimRefused("unknown-node", f"{to!r} is not a node of {self.graph.name}")
-            w = _Walk(tx, state, self.ports)
-            self._move_by_force(w, to, reason.strip(), actor)
-        return state.copy()
+            self._move_by_force(_Walk(tx, state, self.ports), to, reason.strip(), actor)
+            return state
+
+        return self._operate(ref, decide).copy()
 
     def status(self, ref: WorkItemRef, recompute: bool = False) -> dict[str, Any]:
         """The ``check`` report of ``ref`` (see :func:`engine.report.build_report`).
@@ -637,6 +744,7 @@ class Runtime:
         ctx = HookContext(
             ref=w.state.ref, graph=self.graph, node=node, params=ref.params, state=w.state,
             event=event, ports=self.ports, settings=self.settings, chain=chain, log=w.log,
+            emit=w.emit,
         )
         try:
             result = self.registry.get(ref.name).fn(ctx)

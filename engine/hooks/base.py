@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.effects import Effect
 from engine.graph.model import Graph, Node
 from engine.ports import Ports
 from engine.refs import WorkItemRef
@@ -78,7 +79,8 @@ class HookResult:
 
 @dataclass
 class HookContext:
-    """Everything a hook may read, and the one thing it may write (the event log).
+    """Everything a hook may read, and the two things it may write: the event log and
+    effects (issue 10 §1: a hook never calls a tracker write or the notifier itself).
 
     Attributes:
         ref: the work item.
@@ -94,6 +96,9 @@ class HookContext:
         settings: engine settings (authorized users, keywords, spec dir).
         chain: ``entry`` or ``exit``.
         log: ``log(kind, data)`` appends to the item's event log in the same transaction.
+        emit: ``emit(effect) -> key`` queues an :mod:`engine.effects` effect, committed
+            with the state and carried out after commit (post a comment, a label, a
+            notice); the key names its outbox row.
     """
 
     ref: WorkItemRef
@@ -106,6 +111,7 @@ class HookContext:
     settings: EngineSettings
     chain: str
     log: Callable[[str, Mapping[str, Any]], None]
+    emit: Callable[[Effect], str]
 
     def now_iso(self) -> str:
         """The clock's now as ISO-8601 UTC with seconds precision (``...Z``)."""

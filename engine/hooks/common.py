@@ -1,8 +1,10 @@
 """Hooks every node family uses, and helpers the other hook modules share.
 
 Hooks: ``set-phase-label``, ``log-entry``, ``deliver-assignment``, ``request-review``,
-``notify`` (issue #2 §3). None of them gates: a tracker or notifier failure is logged as
-``graph.hook_degraded`` and the hook passes (a label or a notice is not a gate).
+``notify`` (issue #2 §3). None of them gates: a failed tracker *read* is logged as
+``graph.hook_degraded`` and the hook passes (a label or a notice is not a gate). Writes are
+effects (issue 10 §1): emitted here, committed with the state, carried out and retried by
+a performer, so a failed write is never lost.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from engine.effects import AddLabel, Notify, PostComment, RemoveLabel, quiz_record
 from engine.graph.model import Graph, HookRef, Node
 from engine.hooks.base import HookContext, HookResult, hook
 from engine.hooks.markers import (
@@ -63,18 +66,23 @@ def degrade(ctx: HookContext, hook_name: str, reason: str) -> None:
     ctx.log("graph.hook_degraded", {"node": ctx.node.id, "hook": hook_name, "reason": reason})
 
 
-def safe_notify(ctx: HookContext, hook_name: str, event: str, data: Mapping[str, Any]) -> bool:
-    """Send ``event`` through the notifier; never raises.
+def safe_notify(ctx: HookContext, hook_name: str, event: str, data: Mapping[str, Any],
+                *, links: str = "") -> bool:
+    """Emit a :class:`~engine.effects.Notify` effect for ``event`` (sent after commit, in
+    order with the item's other effects); never raises.
+
+    Args:
+        ctx: the hook's context.
+        hook_name: the emitting hook (kept for the signature's callers' logs).
+        event: the event name.
+        data: JSON-shaped event data.
+        links: the :attr:`~engine.effects.PostComment.record` whose comment URLs are
+            filled in when the notice is sent.
 
     Returns:
-        True when the notifier accepted the event, False when it failed (logged as
-        ``graph.hook_degraded``).
+        True (the notice is queued with the commit).
     """
-    try:
-        ctx.ports.notifier.send(ctx.ref, event, dict(data))
-    except Exception as exc:  # noqa: BLE001 - a notice never gates or crashes a transition
-        degrade(ctx, hook_name, f"notifier failed to send {event}: {type(exc).__name__}")
-        return False
+    ctx.emit(Notify(ctx.ref, event, dict(data), links))
     return True
 
 
@@ -168,13 +176,14 @@ def _post_once(ctx: HookContext, hook_name: str, marker: str, prefix: str,
     entry = entry_marker(ctx.node.id, ctx.state.revision)
     try:
         comments = ctx.ports.tracker.list_comments(ctx.ref)
-        if _posted_for_entry(comments, marker, prefix, entry, ctx.settings):
-            return HookResult.passed(f"{hook_name}: already posted")
-        posted = ctx.ports.tracker.add_comment(ctx.ref, with_self_marker(body, marker, entry))
     except TrackerError as exc:
-        degrade(ctx, hook_name, f"tracker error: {exc}")
-        return HookResult.passed(f"{hook_name}: degraded")
-    return HookResult.passed(f"{hook_name}: posted {posted.url or posted.id}")
+        # The read failed: post anyway (a lost assignment is worse than a repeated one).
+        degrade(ctx, hook_name, f"could not scan the thread: {exc}")
+        comments = []
+    if _posted_for_entry(comments, marker, prefix, entry, ctx.settings):
+        return HookResult.passed(f"{hook_name}: already posted")
+    ctx.emit(PostComment(ctx.ref, with_self_marker(body, marker, entry)))
+    return HookResult.passed(f"{hook_name}: posting")
 
 
 def _entered_at(ctx: HookContext) -> str:
@@ -206,17 +215,17 @@ def set_phase_label(ctx: HookContext) -> HookResult:
         wanted,
         START_LABEL,
     }
-    tracker = ctx.ports.tracker
     try:
-        current = set(tracker.labels(ctx.ref))
-        for label in sorted(current & others):
-            tracker.remove_label(ctx.ref, label)
-        if wanted not in current:
-            tracker.add_label(ctx.ref, wanted)
+        current = set(ctx.ports.tracker.labels(ctx.ref))
     except TrackerError as exc:
-        degrade(ctx, "set-phase-label", f"tracker error: {exc}")
-        return HookResult.passed("phase label not set (tracker error)")
-    return HookResult.passed(f"labelled {wanted}")
+        # Unknown labels: add ours; an old phase label may stay until the next node.
+        degrade(ctx, "set-phase-label", f"could not read the labels: {exc}")
+        current = set()
+    for label in sorted(current & others):
+        ctx.emit(RemoveLabel(ctx.ref, label))
+    if wanted not in current:
+        ctx.emit(AddLabel(ctx.ref, wanted))
+    return HookResult.passed(f"labelling {wanted}")
 
 
 # -- log-entry --------------------------------------------------------------------------
@@ -361,5 +370,7 @@ def notify(ctx: HookContext) -> HookResult:
     if not event:
         degrade(ctx, "notify", "no event param")
         return HookResult.passed("notify: no event")
-    sent = safe_notify(ctx, "notify", event, notify_data(ctx, event))
-    return HookResult.passed(f"notify: {event} {'sent' if sent else 'not sent'}")
+    data = notify_data(ctx, event)
+    links = quiz_record(ctx.node.id) if "commentUrls" in data else ""
+    safe_notify(ctx, "notify", event, data, links=links)
+    return HookResult.passed(f"notify: {event} queued")

@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engine.effects import RECORD_CHECKLIST, PostComment
 from engine.graph.model import EXPLAINER_SET, Graph, Node
 from engine.hooks.base import HookContext, HookResult, hook
 from engine.hooks.common import (
@@ -413,23 +414,22 @@ def post_phase_selection(ctx: HookContext) -> HookResult:
     if existing is not None:
         _notify_pending(ctx, existing)
         return HookResult.passed("checklist already posted", surface=_surface_entry(existing))
-    try:
-        posted = tracker.add_comment(ctx.ref, render_checklist(ctx.graph, ctx.settings))
-    except TrackerError as exc:
-        degrade(ctx, "post-phase-selection", f"could not post the checklist: {exc}")
-        _notify_pending(ctx, None)
-        return HookResult.passed("checklist not posted (tracker error)")
-    _notify_pending(ctx, posted)
-    return HookResult.passed("checklist posted", surface=_surface_entry(posted))
+    # Posted after commit; the performer records it in surface.phaseSelection.
+    ctx.emit(PostComment(ctx.ref, render_checklist(ctx.graph, ctx.settings),
+                         record=RECORD_CHECKLIST))
+    _notify_pending(ctx, None)
+    return HookResult.passed("checklist posting")
 
 
 def _notify_pending(ctx: HookContext, checklist: Comment | None) -> None:
-    # The Slack card mirrors the checklist (issue 4 §3); a notice never gates.
+    # The Slack card mirrors the checklist (issue 4 §3); a notice never gates. Queued after
+    # the checklist's post, so its URL is filled in when the notice is sent.
     safe_notify(
         ctx,
         "post-phase-selection",
         "phase-selection-pending",
         {"node": ctx.node.id, "url": checklist.url if checklist else ""},
+        links="" if checklist else RECORD_CHECKLIST,
     )
 
 
@@ -499,10 +499,7 @@ def _selection_decision(
 
 
 def _post_confirmation(ctx: HookContext, text: str) -> None:
-    try:
-        ctx.ports.tracker.add_comment(ctx.ref, with_self_marker(text, CONFIRMATION_MARKER))
-    except TrackerError as exc:
-        degrade(ctx, "classify-phase-selection", f"could not post the confirmation: {exc}")
+    ctx.emit(PostComment(ctx.ref, with_self_marker(text, CONFIRMATION_MARKER)))
 
 
 @hook("classify-phase-selection")

@@ -21,6 +21,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.effects import PostComment, quiz_record
 from engine.hooks.artifacts import split_alternatives
 from engine.hooks.base import PASS, HookContext, HookResult, hook
 from engine.hooks.common import (
@@ -253,14 +254,17 @@ def _existing_quiz_comment(
 
 def _post_on(
     ctx: HookContext, target: WorkItemRef, node: str, digest: str, body: str
-) -> Comment | None:
-    tracker = ctx.ports.tracker
+) -> Comment | str:
+    """The quiz comment already on ``target``, else the key of the effect that posts it."""
     try:
-        existing = _existing_quiz_comment(ctx, tracker.list_comments(target), node, digest)
-        return existing or tracker.add_comment(target, body)
+        existing = _existing_quiz_comment(
+            ctx, ctx.ports.tracker.list_comments(target), node, digest)
     except TrackerError as exc:
-        degrade(ctx, "post-quiz-attestation", f"could not post the quiz comment on {target}: {exc}")
-        return None
+        degrade(ctx, "post-quiz-attestation", f"could not scan {target} for the quiz: {exc}")
+        existing = None
+    if existing is not None:
+        return existing
+    return ctx.emit(PostComment(target, body, record=quiz_record(node)))
 
 
 def _branch(ctx: HookContext) -> str:
@@ -304,21 +308,25 @@ def post_quiz_attestation(ctx: HookContext) -> HookResult:
         return HookResult.block(f"could not compute the spec digest: {exc}", retriable=True)
     commands = [] if _URL.match(location) else view_commands(ctx.ref, _branch(ctx), location)
     body = quiz_comment_body(kind, node, digest, location, commands)
-    posted = []
+    posted: list[dict[str, Any]] = []
+    posting: list[str] = []
     for target in _targets(ctx, on):
-        comment = _post_on(ctx, target, node, digest, body)
-        if comment is not None:
-            posted.append({"id": comment.id, "url": comment.url, "target": str(target)})
+        found = _post_on(ctx, target, node, digest, body)
+        if isinstance(found, str):
+            posting.append(found)
+        else:
+            posted.append({"id": found.id, "url": found.url, "target": str(target)})
     entry = {
         "digest": digest,
         "kind": kind,
         "record": record,
         "comments": posted,
+        "posting": posting,
         "location": location,
         "viewCommands": commands,
     }
     return HookResult.passed(
-        f"quiz comment on {len(posted)} thread(s), digest {digest}",
+        f"quiz comment on {len(posted) + len(posting)} thread(s), digest {digest}",
         surface=_surface_with(ctx, "quiz", node, entry),
     )
 
@@ -517,7 +525,15 @@ def _post_late(ctx: HookContext, node: str) -> HookResult | None:
         None when a comment is recorded (or the node has no such entry hook); otherwise a
         wait, carrying the newly recorded surface when the post now succeeded.
     """
-    if _posted(ctx, node).get("comments") and (
+    entry = _posted(ctx, node)
+    if entry.get("posting"):  # queued: the performer records it once it is on the thread
+        return HookResult.wait(f"the {node} comment is being posted; waiting for an "
+                               "authorized user to tick it once it is there")
+    if entry.get("postFailed"):
+        return HookResult.wait(f"the {node} comment could not be posted "
+                               f"({entry['postFailed']}); an operator can re-queue it "
+                               "with `loopgate effects retry`")
+    if entry.get("comments") and (
         isinstance(ctx.event.get("attestation"), Mapping) or _recorded_present(ctx, node)
     ):
         return None
@@ -526,16 +542,14 @@ def _post_late(ctx: HookContext, node: str) -> HookResult | None:
         return None
     result = post_quiz_attestation(replace(ctx, params=entry_hook.params))
     surface = result.data.get("surface") or {}
-    posted = ((surface.get("quiz") or {}).get(node) or {}).get("comments") or []
-    if result.kind != PASS or not posted:
-        why = result.reason or "the tracker did not take it"
-        return HookResult.wait(f"the {node} comment is not posted yet ({why}); retried on "
-                               "the next event", **({"surface": surface} if surface else {}))
-    data = {"workItem": str(ctx.ref), "node": node, "event": "quiz-pending",
-            "commentUrls": [c.get("url", "") for c in posted]}
-    safe_notify(ctx, "quiz-attested", "quiz-pending", data)
+    if result.kind != PASS:
+        return HookResult.wait(f"the {node} comment is not posted yet ({result.reason}); "
+                               "retried on the next event",
+                               **({"surface": surface} if surface else {}))
+    data = {"workItem": str(ctx.ref), "node": node, "event": "quiz-pending", "commentUrls": []}
+    safe_notify(ctx, "quiz-attested", "quiz-pending", data, links=quiz_record(node))
     return HookResult.wait(
-        f"the {node} comment was posted late; waiting for an authorized user to tick it",
+        f"the {node} comment is posted again; waiting for an authorized user to tick it",
         surface=surface,
     )
 

@@ -10,8 +10,10 @@ from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
 from typing import Any, Protocol
 
+from engine.effects import Effect
 from engine.refs import WorkItemRef
 from engine.state import ItemState
+from engine.store.effect_queue import EffectQueue
 
 __all__ = ["Transaction", "Store", "EVENT_KINDS"]
 
@@ -34,6 +36,7 @@ EVENT_KINDS = (
     "graph.quiz_unverified",
     "graph.quiz_attested",
     "graph.node_entered",
+    "graph.effect_failed",
 )
 
 
@@ -54,9 +57,24 @@ class Transaction(Protocol):
         """Append ``{kind, data, at}`` to the item's event log (committed with the state)."""
         ...
 
+    def enqueue(self, key: str, effect: Effect) -> None:
+        """Store ``effect`` in the outbox under the unique ``key`` (committed with the
+        state, issue 10 §1)."""
+        ...
+
+    def finish_effect(self, row_id: int, result: Mapping[str, Any]) -> None:
+        """Mark outbox row ``row_id`` done with ``result`` (committed with the state)."""
+        ...
+
 
 class Store(Protocol):
-    """Work item state and event log persistence."""
+    """Work item state, event log and effect outbox persistence.
+
+    Attributes:
+        effects: the outbox (:class:`~engine.store.effect_queue.EffectQueue`).
+    """
+
+    effects: EffectQueue
 
     def transaction(self, ref: WorkItemRef) -> AbstractContextManager[Transaction]:
         """Open a write transaction on ``ref``.

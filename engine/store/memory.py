@@ -14,9 +14,11 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+from engine.effects import Effect
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
 from engine.state import ItemState
+from engine.store.effect_queue import MemoryEffectQueue
 
 __all__ = ["MemoryStore", "StoreTransaction", "utc_now_iso"]
 
@@ -45,12 +47,16 @@ class StoreTransaction:
         ref: the work item.
         state: the working copy, or None when the item was never created.
         events: ``(kind, data, at)`` appended during the transaction, committed with it.
+        effects: ``(key, effect)`` emitted during the transaction, stored with it.
+        finished: ``(row id, result)`` of effects carried out, marked done with it.
     """
 
     def __init__(self, ref: WorkItemRef, state: ItemState | None) -> None:
         self.ref = ref
         self.state = state
         self.events: list[tuple[str, dict[str, Any], str]] = []
+        self.effects: list[tuple[str, Effect]] = []
+        self.finished: list[tuple[int, dict[str, Any]]] = []
 
     def create(self, loop: str) -> ItemState:
         """Create the item's state (pointer empty) and return it.
@@ -78,6 +84,18 @@ class StoreTransaction:
         json_text(payload)  # refuse non-JSON now, not at commit, so the caller sees where
         self.events.append((kind, payload, at or utc_now_iso()))
 
+    def enqueue(self, key: str, effect: Effect) -> None:
+        """Store ``effect`` under the unique ``key``, committed with the state (issue 10:
+        the intent and the state change commit together or not at all)."""
+        self.effects.append((key, effect))
+
+    def finish_effect(self, row_id: int, result: Mapping[str, Any]) -> None:
+        """Mark effect row ``row_id`` done with ``result`` (JSON), committed with the state
+        change that records it."""
+        payload = dict(result)
+        json_text(payload)
+        self.finished.append((row_id, payload))
+
 
 class MemoryStore:
     """Work item state and event log held in process memory."""
@@ -89,6 +107,8 @@ class MemoryStore:
         self._seq = 0
         self._open = threading.local()
         self._kv: dict[tuple[str, str], str] = {}
+        #: The outbox of effects (:class:`~engine.store.effect_queue.EffectQueue`).
+        self.effects = MemoryEffectQueue(self._lock)
 
     @contextmanager
     def transaction(self, ref: WorkItemRef) -> Iterator[StoreTransaction]:
@@ -128,6 +148,9 @@ class MemoryStore:
             self._seq += 1
             copy = json.loads(json_text(data))
             log.append({"seq": self._seq, "at": at, "kind": kind, "data": copy})
+        self.effects.insert(tx.ref, tx.effects, utc_now_iso())
+        for row_id, result in tx.finished:
+            self.effects.finish(row_id, result)
 
     def load(self, ref: WorkItemRef) -> ItemState | None:
         """A copy of the item's committed state, or None."""

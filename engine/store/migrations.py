@@ -13,6 +13,8 @@ Tables (issue 2 §5):
 * ``events`` — the event log: ``seq, item, at, kind, data``.
 * ``comments``, ``comment_edits`` — the local thread (the offline tracker).
 * ``kv`` — ``(namespace, key) -> value`` JSON for bridges (labels, pull requests, polls).
+* ``effects`` — the outbox of effects (issue 10): ``id, key, item, kind, data, status,
+  attempts, not_before, last_error, result, created_at, claimed_by, claimed_until``.
 """
 
 from __future__ import annotations
@@ -127,3 +129,33 @@ def _kv(db: Database) -> None:
         {"namespace": str, "key": str, "value": str, "updated_at": str},
         pk=("namespace", "key"),
     )
+
+
+@MIGRATIONS(name="0005_effects")
+def _effects(db: Database) -> None:
+    # The outbox of effects (issue 10 §1): written with the item transaction that emitted
+    # them, carried out after commit. ``key`` is the idempotency key a posted comment carries.
+    db["effects"].create(
+        {
+            "id": int,
+            "key": str,
+            "item": str,
+            "kind": str,
+            "data": str,
+            "status": str,
+            "attempts": int,
+            "not_before": str,
+            "last_error": str,
+            "result": str,
+            "created_at": str,
+            "claimed_by": str,
+            "claimed_until": str,
+        },
+        pk="id",
+        not_null={"key", "item", "kind", "data", "status"},
+        defaults={"attempts": 0, "not_before": "", "last_error": "", "result": "{}",
+                  "claimed_by": "", "claimed_until": ""},
+    )
+    db["effects"].create_index(["key"], unique=True)
+    db["effects"].create_index(["item", "status", "id"])
+    db["effects"].create_index(["status", "id"])

@@ -33,6 +33,7 @@ from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
 from engine.store.migrations import MIGRATIONS
+from engine.store.sqlite_effects import SqliteEffectQueue, finish_rows, insert_rows
 
 __all__ = ["SqliteStore"]
 
@@ -100,6 +101,8 @@ class SqliteStore:
         except OSError as exc:
             raise StoreError(f"cannot create the directory of {self.path}: {exc}") from None
         self._migrate()
+        #: The outbox of effects (:class:`~engine.store.effect_queue.EffectQueue`).
+        self.effects = SqliteEffectQueue(lambda: self.db().conn, self.writing)
 
     # -- connections -------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -357,6 +360,10 @@ def _write(conn: sqlite3.Connection, tx: StoreTransaction) -> None:
             "INSERT INTO events (item, at, kind, data) VALUES (?, ?, ?, ?)",
             [(item, at, kind, json_text(data)) for kind, data, at in tx.events],
         )
+    if tx.effects:
+        insert_rows(conn, tx.ref, tx.effects, utc_now_iso())
+    if tx.finished:
+        finish_rows(conn, tx.finished)
 
 
 def _write_state(conn: sqlite3.Connection, item: str, state: ItemState) -> None:

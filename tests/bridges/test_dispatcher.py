@@ -5,13 +5,16 @@ starting work, graceful stop."""
 from __future__ import annotations
 
 import threading
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
 from bridges.dispatcher import DROPPED, DUPLICATE, HANDLED, RETRY, DispatchResult
 from bridges.github.router import COMMENT, QUIZ_ATTESTATION, START, comment_key, quiz_key
 from bridges.github.webhook import Delivery
-from engine.ports import Comment
+from engine.effects import RUNNING
+from engine.perform import InlinePerformer
+from engine.ports import Comment, Ports
 from engine.refs import WorkItemRef
 from tests.bridges.conftest import GitHubWorld
 from tests.fakes.github import FakeComment
@@ -200,26 +203,40 @@ def test_a_reply_read_during_a_github_outage_is_offered_again(world: GitHubWorld
     assert world.state(ref).current_node != "phase-selection"
 
 
-def test_a_start_cut_short_by_a_crash_is_finished_by_the_replayed_delivery(
+def test_a_start_cut_short_after_its_commit_posts_its_checklist_once(
     world: GitHubWorld, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """Runtime.start commits the started state before the entry chain; a kill in between
-    left an item with no checklist that no later start could repair (break-it review)."""
+    """Decide, commit, then act (issue 10 §1): a kill while the checklist is being posted
+    leaves the committed start and the checklist in the outbox; the next performer posts
+    it exactly once, and a replayed start delivery changes nothing."""
     ref = world.issue()
-    tracker = world.services.ports.tracker
+    services = world.services
+    tracker = services.ports.tracker
 
     def killed(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt("SIGKILL stand-in")
 
     monkeypatch.setattr(tracker, "add_comment", killed)
     with pytest.raises(KeyboardInterrupt):
-        world.services.runtime.start(ref)
+        services.runtime.start(ref)
     monkeypatch.undo()
     assert world.state(ref).current_node == "phase-selection"
+    [stuck] = services.store.effects.rows(ref, statuses=[RUNNING])
+    assert stuck.effect.kind == "post-comment"
     result = world.dispatcher.handle(start_delivery(ref))
-    assert (result.status, result.reason) == (HANDLED, "started-by-label")
-    checklists = [c for c in world.fake.comments_on("acme/widgets", ref.number)
-                  if "<!-- the-loop:phase-selection -->" in c.body]
-    assert len(checklists) == 1
-    again = world.dispatcher.handle(start_delivery(ref))
-    assert again.status in (DUPLICATE, DROPPED)
+    assert (result.status, result.reason) == (DROPPED, "already-started")
+
+    later = Ports(tracker, services.ports.artifacts, services.ports.notifier, _Later())
+    for _ in range(2):  # a second pass finds nothing left to do
+        InlinePerformer(services.store, later, services.settings).drain(ref)
+        checklists = [c for c in world.fake.comments_on("acme/widgets", ref.number)
+                      if "<!-- the-loop:phase-selection -->" in c.body]
+        assert len(checklists) == 1
+    assert world.state(ref).surface["phaseSelection"]["commentId"] == checklists[0].id
+
+
+class _Later:
+    """A clock past every claim and back-off."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + timedelta(hours=1)

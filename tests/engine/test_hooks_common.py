@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 
+from engine.effects import PENDING, RUNNING, Notify, PostComment
 from engine.graph.compiler import shipped_graph
+from engine.hooks.base import REGISTRY
 from engine.hooks.markers import SELF_MARKER, assignment_marker
 from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
+from engine.perform import InlinePerformer
 from engine.ports import Ports
 from engine.runtime import Runtime
 from engine.settings import EngineSettings
@@ -52,10 +56,13 @@ def test_set_phase_label_degrades_on_tracker_failure() -> None:
             {
                 "node": "design",
                 "hook": "set-phase-label",
-                "reason": "tracker error: labels: tracker unavailable (simulated)",
+                "reason": "could not read the labels: labels: tracker unavailable "
+                          "(simulated)",
             },
         )
     ]
+    # Still labelled: the add is an effect, retried by the performer while GitHub is down.
+    assert [(e.kind, o) for e, o in h.performed] == [("add-label", "retry")]
 
 
 # -- log-entry ------------------------------------------------------------------------------
@@ -101,12 +108,17 @@ def test_deliver_assignment_is_idempotent_per_entry() -> None:
     assert len(h.tracker.comments_on(REF)) == 2
 
 
-def test_deliver_assignment_degrades_on_tracker_failure() -> None:
+def test_a_failed_assignment_post_is_an_effect_to_retry_not_a_lost_comment() -> None:
+    # Issue 10 §1: the hook decides, the performer posts; a tracker failure is the
+    # performer's to retry, so nothing is logged as degraded and nothing is lost.
     h = Harness()
     h.enter("design")
     h.tracker.failing = {"add_comment"}
     assert h.run("design", "deliver-assignment", chain="entry").kind == "pass"
-    assert h.kinds() == ["graph.hook_degraded"]
+    assert h.kinds() == []
+    [(effect, outcome)] = h.performed
+    assert isinstance(effect, PostComment) and "Assignment — `design`" in effect.body
+    assert outcome == "retry"
 
 
 # -- request-review -------------------------------------------------------------------------
@@ -155,13 +167,18 @@ def test_notify_sends_the_event_with_quiz_details() -> None:
     assert data["workItem"] == "acme/widgets#7" and data["node"] == "spec-quiz"
 
 
-def test_notify_never_gates_when_the_notifier_fails() -> None:
+def test_notify_never_gates_and_never_calls_the_notifier_itself() -> None:
+    # A notice is an effect sent after commit: a notifier outage cannot touch the gate.
     h = Harness()
     h.notifier.fail = True
-    result = h.run("requirements-approval", "notify", chain="entry")
+    ctx = h.ctx("requirements-approval", "notify", chain="entry")
+    result = REGISTRY.get("notify").fn(ctx)
     assert result.kind == "pass"
-    assert h.log[0][0] == "graph.hook_degraded"
-    assert "phase-approval-pending" in h.log[0][1]["reason"]
+    assert h.log == [] and h.notifier.sent == []
+    [row] = h.queued
+    assert isinstance(row.effect, Notify)
+    assert (row.effect.event, row.effect.data["node"]) == ("phase-approval-pending",
+                                                          "requirements-approval")
 
 
 # -- a node entry retried after its transaction was lost ------------------------------------
@@ -183,34 +200,44 @@ def test_an_entry_retried_from_the_same_committed_revision_posts_nothing_new() -
     assert len(h.tracker.comments_on(REF)) == 2
 
 
-def test_a_review_request_is_not_repeated_when_its_transaction_is_retried(
-        tmp_path: Path) -> None:
+def test_an_effect_interrupted_after_commit_is_carried_out_once(tmp_path: Path) -> None:
+    """Decide, commit, then act (issue 10 §1): the process dies while a committed effect
+    is performed; the state stands, and the next performer finishes the effect without
+    posting anything twice."""
     tracker, artifacts = MemoryTracker(), MemoryArtifactStore()
     notifier = RecordingNotifier()
-    runtime = Runtime(shipped_graph(), SqliteStore(tmp_path / "loopgate.db"),
+    store = SqliteStore(tmp_path / "loopgate.db")
+    settings = EngineSettings(authorized_users=("alice",))
+    runtime = Runtime(shipped_graph(), store,
                       Ports(tracker, artifacts, notifier, StepClock()),  # a new second per read
-                      EngineSettings(authorized_users=("alice",)))
+                      settings)
     runtime.start(REF)
     runtime.force(REF, "test-planning", "test setup", "tester")
     artifacts.write(REF, "testing-plan.md",
                     "---\nstatus: approved\n---\n## Test matrix\n\n| a | b |\n")
 
     class Killed(BaseException):
-        """The process dies after the review request was posted, before the commit."""
+        """The process dies while the notice (after the review request) is sent."""
 
     def die(*args: object) -> None:
         raise Killed()
 
-    notifier.send = die  # type: ignore[method-assign]  # notify runs after request-review
+    notifier.send = die  # type: ignore[method-assign]
     with pytest.raises(Killed):
         runtime.complete(REF, "test-planning", "agent")
-    assert runtime.store.load(REF).current_node == "test-planning"  # rolled back
+    assert store.load(REF).current_node == "design-approval"  # committed before acting
     del notifier.send
-    state = runtime.complete(REF, "test-planning", "agent")
-    assert state.current_node == "design-approval"
+    [stuck] = store.effects.rows(REF, statuses=[RUNNING])
+    assert stuck.effect.kind == "notify"
+
+    later = StepClock()
+    later.now = lambda: datetime(2030, 1, 1, tzinfo=UTC)  # type: ignore[method-assign]
+    InlinePerformer(store, Ports(tracker, artifacts, notifier, later), settings).drain(REF)
+    assert notifier.events() == ["phase-selection-pending", "phase-approval-pending"]
     requests = [c for c in tracker.comments_on(REF)
                 if "<!-- the-loop:review-request design-approval " in c.body]
     assert len(requests) == 1
     assigned = [c for c in tracker.comments_on(REF)
                 if "<!-- the-loop:assignment design-approval " in c.body]
     assert len(assigned) == 1
+    assert store.effects.rows(REF, statuses=[PENDING, RUNNING]) == []

@@ -3,6 +3,7 @@ design C2)."""
 
 from __future__ import annotations
 
+from engine.effects import effect_marker
 from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER, SELF_MARKER
 from engine.hooks.phase_selection import (
     EXPLAINER_ROW,
@@ -112,7 +113,9 @@ def test_checklist_has_the_settings_row_and_ends_with_markers() -> None:
     assert SETTINGS_HEADING in body
     assert "**Default:** yes, already ticked." in body
     assert EXPLAINER_ROW in body.splitlines()
-    assert body.rstrip().endswith(f"{PHASE_SELECTION_MARKER}\n{SELF_MARKER}")
+    # The performer adds its row's idempotency marker inside the trailing marker block.
+    assert body.rstrip().endswith(
+        f"{PHASE_SELECTION_MARKER}\n{effect_marker('k1')}\n{SELF_MARKER}")
 
 
 def test_checklist_without_explainer_set_or_opt_ins_has_neither_section() -> None:
@@ -135,14 +138,16 @@ def test_checklist_without_explainer_set_or_opt_ins_has_neither_section() -> Non
     assert "- [x] a" in body.splitlines()
 
 
-def test_checklist_post_failure_degrades_without_crashing() -> None:
+def test_checklist_post_failure_is_retried_not_lost() -> None:
     h = Harness()
     h.tracker.down = True
     h.enter("phase-selection")
     result = h.run("phase-selection", "post-phase-selection", chain="entry")
     assert result.kind == "pass"
-    assert h.kinds().count("graph.hook_degraded") == 2  # the scan and the post
+    assert h.kinds() == ["graph.hook_degraded"]  # the scan; the post is the performer's
     assert h.tracker.comments_on(REF) == []
+    assert [(e.kind, o) for e, o in h.performed] == [("post-comment", "retry"),
+                                                     ("notify", "done")]
 
 
 def test_checklist_rows_split_the_graph() -> None:
@@ -339,7 +344,8 @@ def test_confirmation_failure_still_selects() -> None:
     result = _classify(h, reply)
     assert result.kind == "pass"
     assert list(result.data["skips"]) == ["design"]
-    assert "graph.hook_degraded" in h.kinds()
+    # The confirmation is an effect: its failed post waits for a retry, it is not lost.
+    assert ("post-comment", "retry") in [(e.kind, o) for e, o in h.performed]
 
 
 def test_slack_event_records_via_slack() -> None:

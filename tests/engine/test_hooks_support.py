@@ -12,10 +12,12 @@ from typing import Any
 
 import pytest
 
+from engine.effects import Effect, EffectRow, Notify
 from engine.graph.compiler import compile_graph, shipped_graph
 from engine.graph.model import Graph, HookRef
 from engine.hooks.base import REGISTRY, HookContext, HookResult
 from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
+from engine.perform import DONE_OUTCOME, apply_result, carry_out, notice_data
 from engine.ports import Ports, TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
@@ -62,6 +64,10 @@ class Harness:
     ref: WorkItemRef = REF
     state: ItemState = field(default_factory=lambda: ItemState(ref=REF, loop="pdlc-work-item-loop"))
     log: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    #: Effects a hook emitted and the harness has not carried out yet.
+    queued: list[EffectRow] = field(default_factory=list)
+    #: Every effect carried out, in order, with its outcome kind.
+    performed: list[tuple[Effect, str]] = field(default_factory=list)
 
     def enter(self, node_id: str, at: str = "2026-03-01T11:00:00Z") -> None:
         """Mark ``node_id`` entered (what the runtime records before the entry chain)."""
@@ -97,15 +103,36 @@ class Harness:
             settings=self.settings,
             chain=chain,
             log=lambda kind, data: self.log.append((kind, dict(data))),
+            emit=self._emit,
         )
 
+    def _emit(self, effect: Effect) -> str:
+        key = f"k{len(self.performed) + len(self.queued) + 1}"
+        self.queued.append(EffectRow(len(self.performed) + len(self.queued) + 1, key,
+                                     self.ref, effect))
+        return key
+
+    def perform(self) -> None:
+        """Carry out the queued effects in order, as a performer does after commit, and
+        record their results in the state's surface."""
+        ports = Ports(self.tracker, self.artifacts, self.notifier, FixedClock())
+        while self.queued:
+            row = self.queued.pop(0)
+            outcome = carry_out(row, ports, self.settings)
+            apply_result(self.state.surface, row, outcome)
+            if outcome.kind == DONE_OUTCOME and isinstance(row.effect, Notify):
+                self.notifier.send(row.ref, row.effect.event,
+                                   notice_data(row.effect, self.state.surface))
+            self.performed.append((row.effect, outcome.kind))
+
     def run(self, node_id: str, name: str, **kwargs: Any) -> HookResult:
-        """Run hook ``name`` and merge its ``surface`` data into the state (as the runtime
-        does right after each hook)."""
+        """Run hook ``name``, merge its ``surface`` data into the state (as the runtime
+        does right after each hook), then carry out the effects it emitted."""
         result = REGISTRY.get(name).fn(self.ctx(node_id, name, **kwargs))
         surface = result.data.get("surface")
         if isinstance(surface, Mapping):
             self.state.surface.update(surface)
+        self.perform()  # after the "commit": what the hook emitted happens now
         return result
 
     def kinds(self) -> list[str]:

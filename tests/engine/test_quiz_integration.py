@@ -4,20 +4,31 @@ explainer design's Testing strategy, on the shipped graph with in-memory ports."
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from engine.effects import PENDING
 from engine.graph.compiler import shipped_graph
 from engine.hooks.markers import SELF_MARKER, attestation_line, quiz_marker
 from engine.local.checkout import CheckoutArtifactStore
 from engine.local.memory_tracker import MemoryTracker
+from engine.perform import InlinePerformer
 from engine.ports import Comment, Ports
 from engine.runtime import Runtime
 from engine.settings import EngineSettings
 from engine.state import ItemState
 from engine.store.memory import MemoryStore
-from tests.engine.test_hooks_support import REF, FixedClock, RecordingNotifier
+from tests.engine.test_hooks_support import NOW, REF, FixedClock, RecordingNotifier
+
+
+class LaterClock:
+    """A clock an hour past the fixed one: every back-off is over."""
+
+    def now(self) -> datetime:
+        return NOW + timedelta(hours=1)
+
 
 EXPLAINER_NODES = ("spec-explainer", "spec-quiz", "code-explainer", "code-quiz")
 # Everything before the spec explainer, so a walk reaches it at once.
@@ -211,23 +222,31 @@ def test_a_changed_spec_sends_the_spec_quiz_back_to_the_explainer(world: World) 
     assert state.decisions["spec-quiz"]["comment"] == new[0].url
 
 
-def test_a_quiz_comment_lost_to_an_outage_is_posted_on_the_next_event(world: World) -> None:
-    """Design "Error handling": a failed post must not leave the gate waiting on a box nobody
-    can see (found by the break-it review: entry hooks are never re-run)."""
-    state = world.select(*SPEC_CHAIN)
+def test_a_quiz_comment_lost_to_an_outage_is_posted_once_the_tracker_answers(
+        world: World) -> None:
+    """Design "Error handling" and issue 10 §1: a failed post is retried, never lost; while
+    it waits the gate says so, and once posted it is recorded for the gate and the
+    quiz-pending notice links it."""
+    world.select(*SPEC_CHAIN)
     world.write_spec()
     world.tracker.failing = {"add_comment"}
     state = world.runtime.complete(REF, "spec-explainer", "agent")
     assert state.current_node == "spec-quiz"
     assert world.quiz_comments() == []
+    waiting = world.store.effects.rows(REF, statuses=[PENDING])
+    assert [r.effect.kind for r in waiting][:2] == ["post-comment", "notify"]
+    assert waiting[0].attempts == 1 and "simulated" in waiting[0].last_error
     world.tracker.failing = set()
-
     state = world.runtime.advance(REF, {})
+    assert "is being posted" in state.parked["reason"]
+
+    later = Ports(world.tracker, world.artifacts, world.notifier, LaterClock())
+    InlinePerformer(world.store, later, world.runtime.settings).drain(REF)
 
     [comment] = world.quiz_comments()
-    assert state.current_node == "spec-quiz"
-    assert "posted late" in state.parked["reason"]
+    state = world.store.load(REF)
     assert state.surface["quiz"]["spec-quiz"]["comments"][0]["id"] == comment.id
+    assert state.surface["quiz"]["spec-quiz"]["posting"] == []
     pending = [d for _, e, d in world.notifier.sent if e == "quiz-pending"]
     assert pending[-1]["commentUrls"] == [comment.url]
     state = world.runtime.advance(REF, world.tick(comment, "alice"))

@@ -572,8 +572,9 @@ def test_hook_data_is_stored_as_json(store: Any) -> None:
     rt.start(REF)
     event = say(rt, "alice", "select")
     rt.advance(REF, copy.copy(event))
+    # The step clock moves a second per reading (the performer reads it after each commit).
     assert rt.store.load(REF).decisions["select"] == {"by": "@alice", "via": "reply",
-                                                      "at": "2026-03-01T12:00:08Z"}
+                                                      "at": "2026-03-01T12:00:10Z"}
 
 
 # -- with the shipped graph and its real hooks -------------------------------------------

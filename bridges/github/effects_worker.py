@@ -1,0 +1,106 @@
+"""The GitHub effects worker: carries out the outbox after commit (issue 10 §1).
+
+``loopgate serve`` runs one :class:`EffectWorker` loop. It takes due rows from the store's
+outbox (:class:`~engine.store.effect_queue.EffectQueue`: oldest first, one at a time per
+work item so an item's effects keep their order, other items' rows going on while one
+waits), claims each, carries it out through the GitHub tracker and records the result
+in a second short transaction (:mod:`engine.perform`). No database lock is held while
+GitHub is asked.
+
+Pacing is GitHub's (platform-facts B4): content-creating writes go through one
+:class:`~bridges.github.client.GitHubClient`, which spaces them ``≥ 1 s`` apart per token
+and closes its rate guard on a secondary limit until ``Retry-After`` / the reset; a row
+refused that way waits until then (no request is sent before), a 5xx waits an
+exponential back-off, and a 422/403-permission fails for good (``loopgate effects``).
+
+The runtime's ``on_commit`` calls :meth:`EffectWorker.wake`, so a committed row is taken
+at once; rows written by another process (a CLI ``loopgate complete``) are found by the
+loop's poll of the table every :data:`POLL_SECONDS`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from datetime import timedelta
+from typing import Any
+
+from engine.perform import CLAIM_SECONDS, RETRY, iso, perform_row
+from engine.ports import Ports
+from engine.refs import WorkItemRef
+from engine.settings import EngineSettings
+
+__all__ = ["EffectWorker", "POLL_SECONDS"]
+
+logger = logging.getLogger(__name__)
+
+#: How often the loop looks at the outbox when nobody woke it (seconds).
+POLL_SECONDS = 1.0
+
+
+class EffectWorker:
+    """Carries out due effects of every work item until stopped.
+
+    Args:
+        store: the store whose outbox is read (``store.effects``).
+        ports: the tracker (GitHub) and the notifier.
+        settings: loopgate's identity (the idempotency check trusts only its comments).
+        poll: seconds between looks at the outbox when not woken.
+
+    Attributes:
+        performed: rows finished (done or failed for good) since start (tests, metrics).
+    """
+
+    def __init__(self, store: Any, ports: Ports, settings: EngineSettings, *,
+                 poll: float = POLL_SECONDS) -> None:
+        self.store = store
+        self.ports = ports
+        self.settings = settings
+        self.poll = poll
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:effects"
+        self.performed = 0
+        self._wake = threading.Event()
+
+    def wake(self, ref: WorkItemRef | None = None) -> None:
+        """Look at the outbox now (the runtime's ``on_commit``)."""
+        self._wake.set()
+
+    def run(self, stop: threading.Event) -> None:
+        """Loop until ``stop`` is set: drain what is due, then wait for a wake-up or the
+        next poll. A row in hand is finished before returning."""
+        while not stop.is_set():
+            self._wake.clear()
+            self.drain(stop)
+            if stop.is_set():
+                return
+            self._wake.wait(self.poll)
+
+    def drain(self, stop: threading.Event | None = None) -> int:
+        """Carry out every row due now (stopping early when ``stop`` is set).
+
+        Returns:
+            How many rows were finished.
+        """
+        finished = 0
+        while stop is None or not stop.is_set():
+            now = self.ports.clock.now()
+            rows = self.store.effects.due(iso(now), limit=20)
+            if not rows:
+                return finished
+            progressed = False
+            for row in rows:
+                if stop is not None and stop.is_set():
+                    break
+                now = self.ports.clock.now()
+                until = iso(now + timedelta(seconds=CLAIM_SECONDS))
+                if not self.store.effects.claim(row.id, self.owner, until, iso(now)):
+                    continue  # another performer took it
+                progressed = True
+                if perform_row(self.store, row, self.ports, self.settings, now).kind != RETRY:
+                    finished += 1
+                    self.performed += 1
+            if not progressed:
+                return finished
+        return finished

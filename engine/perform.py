@@ -1,0 +1,301 @@
+"""Carrying effects out and recording what happened (issue 10 §1, §2), pure over the ports.
+
+A performer takes a due row from the store's outbox (:class:`~engine.store.effect_queue.
+EffectQueue`), claims it, carries it out through the tracker port (:func:`carry_out`: the
+network call, outside any transaction) and records the result in a second short item
+transaction (:func:`record`): a posted comment's ``{id, url, target}`` lands where the
+effect said (the checklist's or a quiz's surface entry), a notice goes to the notifier
+inside that transaction (the Slack outbox row commits with it), and the row is marked done.
+
+Failures: a :class:`~engine.ports.TrackerError` that says ``permanent`` (GitHub's 422, a
+403 without a limit, a 404) fails the row for good: logged as ``graph.effect_failed``,
+recorded beside a quiz comment so the gate says why, and listed by ``loopgate effects``
+until an operator re-queues it. Anything else is transient: the row waits until the
+error's ``retry_at`` (``Retry-After``, a rate-limit reset) or an exponential back-off
+(:func:`backoff`), and fails after :data:`MAX_ATTEMPTS`.
+
+:class:`InlinePerformer` does all this synchronously, right after each commit: the offline
+tracker, the CLI and the engine's tests use it. The GitHub worker (``bridges``) runs the
+same two functions on a thread with GitHub's pacing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from engine.effects import (
+    MAX_BODY,
+    RECORD_CHECKLIST,
+    RUNNING,
+    AddLabel,
+    EffectRow,
+    Notify,
+    PostComment,
+    RemoveLabel,
+    effect_marker,
+)
+from engine.hooks.common import posted_by_loopgate
+from engine.ports import SELF_MARKER, Comment, Ports, TrackerError
+from engine.refs import WorkItemRef
+from engine.settings import EngineSettings
+from engine.store.base import Store
+
+__all__ = [
+    "DONE_OUTCOME",
+    "RETRY",
+    "FAILED_OUTCOME",
+    "Outcome",
+    "MAX_ATTEMPTS",
+    "backoff",
+    "carry_out",
+    "record",
+    "perform_row",
+    "InlinePerformer",
+    "iso",
+    "apply_result",
+    "notice_data",
+]
+
+logger = logging.getLogger(__name__)
+
+DONE_OUTCOME = "done"
+RETRY = "retry"
+FAILED_OUTCOME = "failed"
+
+#: Tries of one row before it fails for good (a transient error every time).
+MAX_ATTEMPTS = 10
+#: Exponential back-off: first wait and cap (seconds).
+BACKOFF_FIRST = 2.0
+BACKOFF_CAP = 300.0
+#: How long a claim holds a row (seconds): a performer that dies frees it after this.
+CLAIM_SECONDS = 120.0
+
+
+def iso(moment: datetime) -> str:
+    """ISO-8601 UTC with seconds precision, as the outbox stores times."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def backoff(attempts: int) -> float:
+    """Seconds to wait after the ``attempts``-th transient failure: 2, 4, 8 … capped at
+    :data:`BACKOFF_CAP` (GitHub: "back off exponentially", platform-facts B4)."""
+    return min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** max(0, attempts - 1))
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What carrying one row out came to.
+
+    Attributes:
+        kind: :data:`DONE_OUTCOME`, :data:`RETRY` or :data:`FAILED_OUTCOME`.
+        result: JSON to record (a posted comment's ``{id, url, target}``).
+        error: why it did not happen (never a token).
+        retry_at: the earliest retry GitHub allows (``Retry-After``, a reset), if it said.
+    """
+
+    kind: str
+    result: Mapping[str, Any] = field(default_factory=dict)
+    error: str = ""
+    retry_at: datetime | None = None
+
+
+def _comment_result(comment: Comment, target: WorkItemRef) -> dict[str, Any]:
+    return {"id": comment.id, "url": comment.url, "target": str(target)}
+
+
+def _already_posted(row: EffectRow, ports: Ports, settings: EngineSettings
+                    ) -> Comment | None:
+    # Exactly once across crashes: the marker of this row on the thread means a previous
+    # attempt posted it and died before recording.
+    marker = effect_marker(row.key)
+    for comment in ports.tracker.list_comments(row.effect.target):
+        if marker in (comment.body or "") and posted_by_loopgate(comment, settings):
+            return comment
+    return None
+
+
+def _with_key(body: str, key: str) -> str:
+    # The row's marker joins the trailing marker block, before loopgate's own marker, so
+    # the designs' "ends with the self marker" still holds.
+    head, sep, tail = body.rpartition(SELF_MARKER)
+    if not sep:
+        return f"{body}\n{effect_marker(key)}"
+    return f"{head}{effect_marker(key)}\n{sep}{tail}"
+
+
+def _post(row: EffectRow, effect: PostComment, ports: Ports,
+          settings: EngineSettings) -> Outcome:
+    body = _with_key(effect.body, row.key)
+    if len(body) > MAX_BODY:
+        return Outcome(FAILED_OUTCOME, error=f"the comment is {len(body)} characters; "
+                                             f"GitHub's limit is {MAX_BODY}")
+    # A fresh row never reached GitHub; one tried before (a timeout or a 5xx may still have
+    # created the comment) or re-taken from a dead performer's claim is looked for first.
+    tried = row.attempts > 0 or row.status == RUNNING
+    found = _already_posted(row, ports, settings) if tried else None
+    comment = found or ports.tracker.add_comment(effect.target, body)
+    return Outcome(DONE_OUTCOME, _comment_result(comment, effect.target))
+
+
+def carry_out(row: EffectRow, ports: Ports, settings: EngineSettings) -> Outcome:
+    """Carry ``row`` out through the tracker (network; never inside a transaction).
+
+    A notice is not sent here: :func:`record` hands it to the notifier inside the
+    recording transaction.
+
+    Returns:
+        The :class:`Outcome`; never raises for a tracker failure.
+    """
+    effect = row.effect
+    try:
+        if isinstance(effect, PostComment):
+            return _post(row, effect, ports, settings)
+        if isinstance(effect, AddLabel):
+            ports.tracker.add_label(effect.target, effect.label)
+        elif isinstance(effect, RemoveLabel):
+            ports.tracker.remove_label(effect.target, effect.label)
+    except TrackerError as exc:
+        kind = FAILED_OUTCOME if exc.permanent else RETRY
+        return Outcome(kind, error=str(exc), retry_at=exc.retry_at)
+    return Outcome(DONE_OUTCOME)
+
+
+def _quiz_entry(surface: dict[str, Any], node: str) -> dict[str, Any]:
+    quiz = dict(surface.get("quiz") or {})
+    entry = dict(quiz.get(node) or {})
+    quiz[node] = entry
+    surface["quiz"] = quiz
+    return entry
+
+
+def apply_result(surface: dict[str, Any], row: EffectRow, outcome: Outcome) -> None:
+    """Record a posted comment (or why it failed) where its effect said, in ``surface``
+    (mutated): ``phaseSelection = {commentId, url}`` for the checklist; for a quiz, the
+    comment joins ``quiz[node].comments`` and leaves ``posting``, or ``postFailed`` says
+    why it could not be posted."""
+    effect = row.effect
+    if not isinstance(effect, PostComment) or not effect.record:
+        return
+    if effect.record == RECORD_CHECKLIST and outcome.kind == DONE_OUTCOME:
+        surface[RECORD_CHECKLIST] = {"commentId": outcome.result["id"],
+                                     "url": outcome.result["url"]}
+        return
+    kind, _, node = effect.record.partition(":")
+    if kind != "quiz" or not node:
+        return
+    entry = _quiz_entry(surface, node)
+    entry["posting"] = [k for k in entry.get("posting") or () if k != row.key]
+    if outcome.kind == DONE_OUTCOME:
+        comments = [c for c in entry.get("comments") or () if c.get("id") != outcome.result["id"]]
+        entry["comments"] = [*comments, dict(outcome.result)]
+        entry.pop("postFailed", None)
+    else:
+        entry["postFailed"] = outcome.error
+
+
+def notice_data(effect: Notify, surface: Mapping[str, Any]) -> dict[str, Any]:
+    """The data a :class:`Notify` is sent with: its own, plus the URLs of the comments it
+    links to, read from ``surface`` as recorded by then."""
+    data = dict(effect.data)
+    if effect.links == RECORD_CHECKLIST:
+        data["url"] = str((surface.get(RECORD_CHECKLIST) or {}).get("url") or "")
+    elif effect.links.startswith("quiz:"):
+        entry = (surface.get("quiz") or {}).get(effect.links.partition(":")[2]) or {}
+        data["commentUrls"] = [c.get("url", "") for c in entry.get("comments") or ()]
+    return data
+
+
+def record(store: Store, row: EffectRow, outcome: Outcome, ports: Ports, at: str) -> None:
+    """Record a finished row (done, or failed for good) in one item transaction.
+
+    Args:
+        store: the store holding the row.
+        row: the row carried out.
+        outcome: :data:`DONE_OUTCOME` or :data:`FAILED_OUTCOME` (a retry is deferred by
+            the performer, not recorded here).
+        ports: for the notifier (a :class:`Notify` row is sent here, inside the
+            transaction, so the notice and the row's completion commit together).
+        at: ISO-8601 UTC now.
+    """
+    with store.transaction(row.ref) as tx:
+        surface = tx.state.surface if tx.state is not None else {}
+        apply_result(surface, row, outcome)
+        if outcome.kind == DONE_OUTCOME and isinstance(row.effect, Notify):
+            ports.notifier.send(row.effect.target, row.effect.event,
+                                notice_data(row.effect, surface))
+        if outcome.kind == FAILED_OUTCOME:
+            tx.log("graph.effect_failed",  # type: ignore[call-arg]
+                   {"effect": row.describe(), "error": outcome.error, "row": row.id}, at=at)
+        tx.finish_effect(row.id, {**outcome.result, "outcome": outcome.kind})
+    if outcome.kind == FAILED_OUTCOME:
+        store.effects.fail(row.id, outcome.error)
+        logger.warning("effect failed for good: %s (row %d): %s", row.describe(), row.id,
+                       outcome.error)
+
+
+def perform_row(store: Store, row: EffectRow, ports: Ports, settings: EngineSettings,
+                now: datetime) -> Outcome:
+    """Carry out one claimed row and record it, or defer it after a transient failure.
+
+    Returns:
+        The :class:`Outcome` (a retry's ``retry_at`` is where the row now waits).
+    """
+    outcome = carry_out(row, ports, settings)
+    if outcome.kind == RETRY and row.attempts + 1 < MAX_ATTEMPTS:
+        wait_until = outcome.retry_at or now + timedelta(seconds=backoff(row.attempts + 1))
+        store.effects.defer(row.id, iso(wait_until), outcome.error)
+        logger.info("effect deferred: %s (row %d) until %s: %s", row.describe(), row.id,
+                    iso(wait_until), outcome.error)
+        return Outcome(RETRY, error=outcome.error, retry_at=wait_until)
+    if outcome.kind == RETRY:  # out of tries: a person must look
+        outcome = Outcome(FAILED_OUTCOME, error=f"gave up after {MAX_ATTEMPTS} tries: "
+                                                 f"{outcome.error}")
+    record(store, row, outcome, ports, iso(now))
+    return outcome
+
+
+class InlinePerformer:
+    """Performs an item's due effects synchronously, right after its commit.
+
+    Args:
+        store: the store (its outbox).
+        ports: tracker and notifier.
+        settings: loopgate's identity (the idempotency check trusts only its comments).
+        owner: the claim owner's name.
+
+    Use as the runtime's ``on_commit``. A transient failure leaves the row waiting for
+    the next call (or another performer); nothing sleeps here.
+    """
+
+    def __init__(self, store: Store, ports: Ports, settings: EngineSettings,
+                 owner: str = "inline") -> None:
+        self.store = store
+        self.ports = ports
+        self.settings = settings
+        self.owner = owner
+
+    def __call__(self, ref: WorkItemRef) -> None:
+        """Perform ``ref``'s due rows, in order, until none is due or one must wait."""
+        self.drain(ref)
+
+    def drain(self, ref: WorkItemRef | None = None) -> int:
+        """Perform due rows (of ``ref``, else of every item); returns how many finished."""
+        finished = 0
+        while True:
+            now = self.ports.clock.now()
+            rows = self.store.effects.due(iso(now), limit=1, ref=ref)
+            if not rows:
+                return finished
+            row = rows[0]
+            until = iso(now + timedelta(seconds=CLAIM_SECONDS))
+            if not self.store.effects.claim(row.id, self.owner, until, iso(now)):
+                return finished
+            if perform_row(self.store, row, self.ports, self.settings, now).kind == RETRY:
+                if ref is not None:
+                    return finished  # this item waits; its later rows keep their order
+                continue
+            finished += 1
