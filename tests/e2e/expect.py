@@ -302,3 +302,22 @@ def walk_to_human_approval(walk: Walk,
     walk.tick(code_quiz, number=walk.pr)
     walk.wait_comment("the-loop:assignment human-approval ")
     at_human_approval(walk, spec_quiz, code_quiz)
+
+
+def complete(walk: Walk, doc: dict[str, Any]) -> None:
+    """The walk's end after human-approval was approved: the item is complete, both quizzes
+    stay attested by the author, nothing was posted twice, and every loopgate comment was
+    posted by loopgate's own account (a ``Bot`` when it runs as a GitHub App)."""
+    assert (doc["currentNode"], doc["status"]) == ("complete", "complete"), doc["parked"]
+    decision = doc["decisions"]["human-approval"]
+    assert (decision["by"], decision["outcome"]) == (f"@{REVIEWER}", "approved")
+    attested = {a["node"]: a["attestedBy"] for a in doc["report"]["attestations"]}
+    assert attested == {"spec-quiz": f"@{AUTHOR}", "code-quiz": f"@{AUTHOR}"}
+    assert doc["report"]["unmet"] == []
+    assert walk.gh.labels_of(REPO, walk.number)[-1] == "loop:complete"
+    posted = walk.posted_markers()
+    assert set(posted.values()) == {1} and EXPECTED_MARKERS - posted == Counter(), posted
+    kind = "Bot" if walk.gh.app is not None else "User"
+    ours = [c for n in (walk.number, walk.pr) for c in walk.gh.comments_on(REPO, n)
+            if "<!-- the-loop:" in c.body and c.author == walk.gh.bot_login]
+    assert ours and {c.author_type for c in ours} == {kind}

@@ -44,6 +44,7 @@ import yaml
 from engine.evidence import render_record
 from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER
 from tests.fakes.github import FakeComment, FakeGitHub
+from tests.fakes.github_app import generate_private_key
 from tests.fakes.slack import FakeSlack, SlackCall, interaction_body, signed_post
 
 __all__ = [
@@ -63,6 +64,8 @@ START_LABEL = "loop:start"
 PR_BRANCH = "issue-{n}-widget"
 
 GITHUB_SECRET = "e2e webhook secret"  # test values, never real secrets
+#: App mode: the variable ``github.app.privateKeyEnv`` names (it holds the .pem file's path).
+APP_KEY_ENV = "LOOPGATE_GITHUB_APP_KEY"
 SLACK_SECRET = "e2e-slack-signing-secret"
 SLACK_TOKEN = "xoxb-e2e-bot-token"
 
@@ -128,8 +131,9 @@ def loopgate_markers(body: str) -> list[str]:
     for line in body.splitlines():
         line = line.strip()
         if not line.startswith("<!-- the-loop:") or line.startswith(
-                ("<!-- the-loop:agent-comment", "<!-- the-loop:entry ")):
-            continue  # the self-authored marker and an entry's revision ride along
+                ("<!-- the-loop:agent-comment", "<!-- the-loop:entry ",
+                 "<!-- the-loop:effect ")):
+            continue  # the self marker, an entry's revision and an effect's key ride along
         words = line[len("<!-- the-loop:"):].rstrip("->").split()
         out.append(" ".join(w for w in words[:2] if "=" not in w))
     return out
@@ -166,16 +170,25 @@ class Home:
     def workspace(self) -> Path:
         return self.root / "checkout"
 
+    @property
+    def app_key(self) -> Path:
+        """App mode: the App's private key file (``github.app.privateKeyEnv`` names it)."""
+        return self.root / "loopgate-app.pem"
+
     def write(self) -> Home:
         """Write loopgate.yaml (the workspace is relative to it, as a user writes it)."""
         self.workspace.mkdir(parents=True, exist_ok=True)
         self.db.parent.mkdir(parents=True, exist_ok=True)
+        github: dict[str, Any] = {
+            "repos": [REPO], "apiUrl": self.gh.api_url, "graphqlUrl": self.gh.graphql_url,
+            "pollIntervalSeconds": self.poll_interval, "startLabel": START_LABEL}
+        if self.gh.app is not None:  # App mode: no token at all, the App's key instead
+            self.app_key.write_text(generate_private_key(), "utf-8")  # the FakeApp's key
+            github["app"] = {"appId": self.gh.app.app_id, "privateKeyEnv": APP_KEY_ENV}
         config = {
             "authorizedUsers": [AUTHOR, REVIEWER],
             "workspace": "checkout",
-            "github": {"repos": [REPO], "apiUrl": self.gh.api_url,
-                       "graphqlUrl": self.gh.graphql_url,
-                       "pollIntervalSeconds": self.poll_interval, "startLabel": START_LABEL},
+            "github": github,
             "server": {"host": "127.0.0.1", "port": self.port},
             "slack": {"channel": CHANNEL, "apiUrl": self.slack.base_url,
                       "identities": {SLACK_USER: AUTHOR}},
@@ -187,9 +200,14 @@ class Home:
         """The subprocess environment: this one minus loopgate's own variables, plus the
         tokens and secrets the config names (set nowhere else)."""
         drop = ("LOOPGATE_CONFIG", "LOOPGATE_DB", "SLACK_APP_TOKEN", "GITHUB_TOKEN",
-                "GITHUB_WEBHOOK_SECRET", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET")
+                "GITHUB_WEBHOOK_SECRET", "SLACK_BOT_TOKEN", "SLACK_SIGNING_SECRET",
+                APP_KEY_ENV)
         env = {k: v for k, v in os.environ.items() if k not in drop}
-        env.update(GITHUB_TOKEN=self.gh.token, GITHUB_WEBHOOK_SECRET=GITHUB_SECRET,
+        if self.gh.app is None:
+            env["GITHUB_TOKEN"] = self.gh.token
+        else:
+            env[APP_KEY_ENV] = str(self.app_key)
+        env.update(GITHUB_WEBHOOK_SECRET=GITHUB_SECRET,
                    SLACK_BOT_TOKEN=SLACK_TOKEN, SLACK_SIGNING_SECRET=SLACK_SECRET,
                    LOOPGATE_SLACK_PACE_SECONDS="0", LOOPGATE_GITHUB_WRITE_INTERVAL="0",
                    PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
@@ -495,6 +513,16 @@ class Walk:
         return self.webhook("issue_comment", "edited", number=number or self.number,
                             comment_id=comment.id, sender=AUTHOR, previous_body=before,
                             wait=wait)
+
+    def approve_to_complete(self) -> dict[str, Any]:
+        """The reviewer approves human-approval on the issue; waits until the item is
+        complete (its ``loop:complete`` label) and returns ``check --format json``."""
+        comment = self.gh.add_comment(REPO, self.number, "approved", as_user=REVIEWER)
+        if self.webhooks:
+            self.webhook("issue_comment", "created", comment_id=comment.id, sender=REVIEWER)
+        wait_until(lambda: "loop:complete" in self.gh.labels_of(REPO, self.number),
+                   f"{self.ref} complete")
+        return self.check()
 
     def open_pull_request(self) -> int:
         self.pr = self.gh.open_pr(REPO, PR_BRANCH.format(n=self.number), closes=[self.number],

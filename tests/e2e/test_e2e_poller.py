@@ -19,3 +19,4 @@ def test_the_poller_alone_walks_the_same_work_item_to_the_same_end_state(
     log = walk.server.log()
     assert "source=poller kind=start" in log and "source=github" not in log
     assert log.count("source=poller kind=quiz_attestation") == 2
+    expect.complete(walk, walk.approve_to_complete())

@@ -21,3 +21,4 @@ def test_webhooks_walk_a_work_item_from_the_start_label_to_human_approval(
     # every delivery was answered 202 and handled once, each logged with its id
     for delivery in walk.deliveries:
         assert walk.server.log().count(f"delivery={delivery} ") == 1
+    expect.complete(walk, walk.approve_to_complete())
