@@ -230,6 +230,10 @@ def record(store: Store, row: EffectRow, outcome: Outcome, ports: Ports, at: str
         if outcome.kind == FAILED_OUTCOME:
             tx.log("graph.effect_failed",  # type: ignore[call-arg]
                    {"effect": row.describe(), "error": outcome.error, "row": row.id}, at=at)
+            if not isinstance(row.effect, Notify):  # said in Slack too (issue 10 §2)
+                node = tx.state.current_node if tx.state is not None else ""
+                ports.notifier.send(row.ref, "effect-failed", {
+                    "node": node, "reason": f"{row.describe()}: {outcome.error}"})
         tx.finish_effect(row.id, {**outcome.result, "outcome": outcome.kind})
     if outcome.kind == FAILED_OUTCOME:
         store.effects.fail(row.id, outcome.error)

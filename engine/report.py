@@ -17,10 +17,11 @@ Rules the report keeps (opt-in design, "Security design"):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.effects import FAILED, PENDING, RUNNING, EffectRow
 from engine.graph.model import Graph, Node
 from engine.outcomes import SKIPPED
 from engine.runtime import ESCALATED_NODE, NOT_SELECTED, declared_skips, is_selected
@@ -191,7 +192,17 @@ def document_view(state: ItemState) -> dict[str, Any]:
     }
 
 
-def build_report(graph: Graph, state: ItemState, *, recompute: bool = False) -> dict[str, Any]:
+def effect_lines(rows: Sequence[EffectRow]) -> list[dict[str, Any]]:
+    """The ``effects`` section of a report: each outbox row still owed or given up,
+    ``{row, effect, status, attempts, notBefore, error}`` (issue 10 §2: a write that could
+    not happen is visible, never silent)."""
+    return [{"row": r.id, "effect": r.describe(), "status": r.status, "attempts": r.attempts,
+             "notBefore": r.not_before, "error": r.last_error}
+            for r in rows if r.status in (PENDING, RUNNING, FAILED)]
+
+
+def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
+                 effects: Sequence[EffectRow] = ()) -> dict[str, Any]:
     """The ``check`` report of one item.
 
     Args:
@@ -199,6 +210,8 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False) -> 
         state: the item's committed state.
         recompute: derive statuses from :func:`engine.runtime.declared_skips` and the
             records instead of the stored outcomes (both modes agree on "not selected").
+        effects: the item's outbox rows (any status; only the owed and failed ones are
+            reported).
 
     Returns:
         ``{workItem, loop, currentNode, status, ok, recompute, unmet, nodes, decisions,
@@ -244,6 +257,7 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False) -> 
         "attestations": _attestations(state),
         "phaseSelection": _phase_selection(graph, state),
         "completions": state.completions,
+        "effects": effect_lines(effects),
         "document": document,
     }
 
@@ -284,4 +298,17 @@ def _table_footer(report: Mapping[str, Any]) -> list[str]:
     selection = report.get("phaseSelection")
     if selection and selection.get("by"):
         lines.append(f"phase selection: by {selection['by']} via {selection.get('via')}")
+    for effect in report.get("effects") or ():
+        lines.append(_effect_line(effect))
     return lines
+
+
+def _effect_line(effect: Mapping[str, Any]) -> str:
+    if effect["status"] == FAILED:
+        return (f"effect failed: {effect['effect']} (row {effect['row']}): {effect['error']}; "
+                "`loopgate effects retry` re-queues it")
+    line = f"effect owed: {effect['effect']} (row {effect['row']}, {effect['status']}"
+    if effect["attempts"]:
+        line += f", {effect['attempts']} failed tries, next at {effect['notBefore']}"
+    line += ")"
+    return line + (f": {effect['error']}" if effect["error"] else "")

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import engine.hooks  # noqa: F401  -- registers every shipped hook in REGISTRY
-from engine.effects import Effect
+from engine.effects import FAILED, PENDING, RUNNING, Effect
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.graph.model import Graph, HookRef, Node
 from engine.hooks.base import (
@@ -63,6 +63,9 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: Outbox statuses ``check`` reports: still owed, or given up.
+OWED = (PENDING, RUNNING, FAILED)
 
 #: How many times an operation decides again because its item changed meanwhile.
 MAX_CONFLICTS = 20
@@ -452,7 +455,8 @@ class Runtime:
         state = self.store.load(ref)
         if state is None:
             raise ClaimRefused("not-started", f"{ref} is not started")
-        return build_report(self.graph, state, recompute=recompute)
+        owed = self.store.effects.rows(ref, statuses=OWED)
+        return build_report(self.graph, state, recompute=recompute, effects=owed)
 
     # -- verb helpers ------------------------------------------------------------------
     def _started(self, tx: Transaction, ref: WorkItemRef) -> ItemState:

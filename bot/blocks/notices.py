@@ -43,6 +43,8 @@ _EVENT_LINES = {
     "pr-review-pending": "👀 a pull request review is requested (`{node}`)",
     "conflict-escalated": "⚠️ escalated at `{node}`: a person has to decide",
     "work-item-complete": "🏁 the work item is complete",
+    "effect-failed": "⚠️ a GitHub write failed for good at `{node}`; `loopgate effects retry` "
+                     "re-queues it once the cause is fixed",
 }
 
 

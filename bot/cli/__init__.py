@@ -3,7 +3,8 @@
 Subcommands live in small modules, each with ``register(group)``:
 ``graph_cmd`` (graph show/validate), ``item_cmd`` (start, advance, complete, skip, force,
 check, comments, events), ``explainer_cmd`` (explainer render/check/redact, briefing),
-``serve_cmd`` (serve, poll), ``config_cmd`` (config check/reference).
+``serve_cmd`` (serve, poll), ``config_cmd`` (config check/reference), ``effects_cmd``
+(effects list/retry: the outbox).
 
 Exit codes: 0 success; 1 a refusal or an unmet ``--fail-on`` condition; 2 a usage,
 configuration or graph error (click's own usage errors are 2 as well).
@@ -13,7 +14,7 @@ from __future__ import annotations
 
 import click
 
-from bot.cli import config_cmd, explainer_cmd, graph_cmd, item_cmd, serve_cmd
+from bot.cli import config_cmd, effects_cmd, explainer_cmd, graph_cmd, item_cmd, serve_cmd
 from bot.cli.context import CliContext
 
 __all__ = ["main", "cli"]
@@ -32,7 +33,7 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
     ctx.call_on_close(ctx.obj.close)
 
 
-for _module in (graph_cmd, item_cmd, explainer_cmd, serve_cmd, config_cmd):
+for _module in (graph_cmd, item_cmd, effects_cmd, explainer_cmd, serve_cmd, config_cmd):
     _module.register(cli)
 
 

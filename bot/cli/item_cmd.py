@@ -20,6 +20,7 @@ from bot.cli.context import CliContext, fail, parse_item
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.refs import WorkItemRef
 from engine.report import build_report, render_table
+from engine.runtime import OWED
 from engine.state import ItemState, ItemStatus
 
 __all__ = ["register", "check_document", "fails"]
@@ -182,14 +183,19 @@ def fails(report: dict[str, Any], fail_on: str | None) -> bool:
 
 def _reports(services: Any, item: WorkItemRef | None, recompute: bool) -> Iterator[dict]:
     graph = services.graph
+    # One query for every owed or failed effect (check --all stays one pass).
+    owed: dict[WorkItemRef, list[Any]] = {}
+    for row in services.store.effects.rows(item, statuses=OWED):
+        owed.setdefault(row.ref, []).append(row)
     if item is not None:
         state = services.store.load(item)
         if state is None:
             _refused(f"{item} is not started (not-started)")
-        yield build_report(graph, state, recompute=recompute)
+        yield build_report(graph, state, recompute=recompute, effects=owed.get(item, ()))
         return
     for state in services.store.load_all():
-        yield build_report(graph, state, recompute=recompute)
+        yield build_report(graph, state, recompute=recompute,
+                           effects=owed.get(state.ref, ()))
 
 
 def _emit_json(reports: Iterable[dict[str, Any]], many: bool, fail_on: str | None) -> bool:

@@ -11,6 +11,13 @@ is read as data and never trusted for its order: :func:`parse_comment_edits` sor
 newest entry with the comment's own ``editor``/``lastEditedAt`` — the latest edit counts,
 and a disagreement yields an *unknown* latest editor, so the gate waits (fail closed).
 
+Ids and actors (issue 9 §0/§1): a comment is keyed by its node id and read back by
+``fullDatabaseId`` (a BigInt sent as a string); the 32-bit ``databaseId`` is never asked
+for a comment, because today's comment ids do not fit in it and selecting it is an error.
+Every actor comes with ``__typename`` and ``databaseId`` and is read into an
+:class:`~engine.identity.Actor`, so an App's bot (``loopgate`` here, ``loopgate[bot]`` in
+REST) is matched by kind and id, never by login spelling.
+
 Rate limits: GraphQL answers a limit with HTTP 200 and ``errors[].type == "RATE_LIMITED"``
 (or HTTP 403). Either raises :class:`~bridges.github.errors.RateLimited` and closes the
 GraphQL :class:`~bridges.github.client.RateGuard` until the reset, so no query is sent
@@ -102,8 +109,7 @@ def _edit(entry: Mapping[str, Any]) -> CommentEdit:
     return CommentEdit(actor.login or None, actor.kind, str(entry["editedAt"]), actor.id)
 
 
-def _history(node: Mapping[str, Any], author: str | None, editor: str | None
-             ) -> list[CommentEdit]:
+def _history(node: Mapping[str, Any], author: Actor, editor: Actor) -> list[CommentEdit]:
     conn = node.get("userContentEdits") or {}
     raw = [e for e in (conn.get("nodes") or [])
            if isinstance(e, Mapping) and _when(e.get("editedAt"))]
@@ -112,8 +118,9 @@ def _history(node: Mapping[str, Any], author: str | None, editor: str | None
     def order(edit: CommentEdit) -> tuple[datetime, int]:
         # editedAt has one-second resolution: within one second the author's entry (the
         # creation) goes first and the entry of the comment's own ``editor`` goes last.
-        who = normalize_login(edit.editor)
-        rank = 0 if who == normalize_login(author) else 2 if who == normalize_login(editor) else 1
+        # Compared as actors (kind and id): a User named like the App's bot is not its author.
+        who = edit.actor
+        rank = 0 if who.same_as(author) else 2 if who.same_as(editor) else 1
         return _when(edit.edited_at) or datetime.min.replace(tzinfo=UTC), rank
 
     edits = sorted(entries, key=order)
@@ -163,7 +170,7 @@ def parse_comment_edits(node: Mapping[str, Any]) -> CommentEdits | None:
         return None
     author = Actor.from_graphql(node.get("author"))
     editor = Actor.from_graphql(node.get("editor"))
-    edits = _cross_check(_history(node, author.login or None, editor.login or None), editor,
+    edits = _cross_check(_history(node, author, editor), editor,
                          node.get("lastEditedAt"))
     return CommentEdits(
         comment_id=comment_id,

@@ -34,14 +34,15 @@ from typing import Any, TypeVar
 
 from bridges.github.app import TokenSource, token_source_from_config
 from bridges.github.client import GitHubClient
-from bridges.github.errors import BridgeError, CredentialsError, GitHubApiError
+from bridges.github.errors import BridgeError, CredentialsError, GitHubApiError, RateLimited
 from bridges.github.graphql import GraphQLClient
 from engine.errors import ConfigError
 from engine.identity import Actor
 from engine.ports import Comment, CommentEdits, IssueInfo, PullRequest, TrackerError
 from engine.refs import WorkItemRef
 
-__all__ = ["GitHubTracker", "token_from_env", "WRITE_INTERVAL_ENV"]
+__all__ = ["GitHubTracker", "token_from_env", "tracker_error", "WRITE_INTERVAL_ENV",
+           "PERMANENT_STATUSES"]
 
 logger = logging.getLogger(__name__)
 
@@ -86,6 +87,28 @@ def _actor_from_json(text: Any) -> Actor | None:
     ident = data.get("id")
     return Actor(str(data["login"]), str(data.get("kind") or ""),
                  ident if isinstance(ident, int) and not isinstance(ident, bool) else None)
+
+
+#: Answers a retry cannot change (issue 10 §2): a validation failure (e.g. a body over
+#: 65,536 characters), a 403 that is no rate limit (a missing permission), a gone resource.
+PERMANENT_STATUSES = frozenset({400, 403, 404, 410, 422})
+
+
+def tracker_error(what: str, exc: BridgeError) -> TrackerError:
+    """The engine's :class:`~engine.ports.TrackerError` for a bridge failure, saying
+    whether a retry can help and when one is allowed.
+
+    * :class:`RateLimited` → transient, ``retry_at`` = the reset (``Retry-After`` or
+      ``x-ratelimit-reset``; platform-facts B2, B4);
+    * a REST status in :data:`PERMANENT_STATUSES` → permanent (credentials errors stay
+      transient: a token is refreshed, an installation may come back);
+    * anything else (5xx, unreachable, GraphQL errors) → transient.
+    """
+    if isinstance(exc, RateLimited):
+        return TrackerError(f"{what}: {exc}", retry_at=exc.reset_at)
+    permanent = (isinstance(exc, GitHubApiError) and not isinstance(exc, CredentialsError)
+                 and exc.status in PERMANENT_STATUSES)
+    return TrackerError(f"{what}: {exc}", permanent=permanent)
 
 
 def _write_interval() -> float:
@@ -226,7 +249,7 @@ class GitHubTracker:
             return fn()
         except BridgeError as exc:
             self.failures += 1
-            raise TrackerError(f"{what}: {exc}") from exc
+            raise tracker_error(what, exc) from exc
 
     def remember(self, comment: Comment) -> None:
         """Record ``comment``'s node id (bounded; the oldest entries are forgotten)."""

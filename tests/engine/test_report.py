@@ -192,6 +192,7 @@ def test_report_keys() -> None:
     assert set(report) == {
         "workItem", "loop", "currentNode", "status", "ok", "recompute", "unmet", "nodes",
         "decisions", "parked", "forced", "skips", "optIns", "invalidSkips", "invalidOptIns",
-        "attestations", "phaseSelection", "completions", "document"}
+        "attestations", "phaseSelection", "completions", "effects", "document"}
+    assert report["effects"] == []
     assert set(report["nodes"][0]) == {"id", "status", "detail", "outcome", "attempts",
                                        "forced"}

@@ -309,6 +309,7 @@ class FakeGitHub(LoopbackServer):
         self._next_comment = first_comment_id - 1
         self._next_repo = 1
         self._rest_limits: list[dict[str, Any]] = []
+        self._route_failures: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self._graphql_limits: list[str] = []
         self._core_used = 0
         self._graphql_used = 0
@@ -546,6 +547,29 @@ class FakeGitHub(LoopbackServer):
             self._rest_limits.extend(
                 [{"status": status, "retry_after": retry_after, "reset_in": reset_in}] * times)
 
+    def fail_route(self, method: str, route: str, status: int, *, times: int = 1,
+                   message: str = "", headers: dict[str, str] | None = None) -> None:
+        """Answer the next ``times`` requests to ``method route`` with ``status``, as
+        GitHub does when it refuses one (platform-facts B4, A8): e.g. ``502`` (a timed-out
+        backend), ``403`` + ``Retry-After`` + "You have exceeded a secondary rate limit",
+        ``422`` "Validation Failed". The refused request changes nothing.
+
+        Args:
+            method: ``POST``, ``GET`` ...
+            route: the route name (``comment-create``, ``labels-add`` ...).
+            status: the status to answer.
+            times: how many requests to refuse.
+            message: the body's ``message`` (a default per status when "").
+            headers: extra response headers (``Retry-After``).
+        """
+        defaults = {502: "Server Error", 422: "Validation Failed",
+                    403: "You have exceeded a secondary rate limit. Please wait a few "
+                         "minutes before you try again."}
+        entry = {"status": status, "message": message or defaults.get(status, "Error"),
+                 "headers": dict(headers or {})}
+        with self.lock:
+            self._route_failures.setdefault((method, route), []).extend([entry] * times)
+
     def graphql_rate_limit(self, times: int = 1, *, mode: str = "200") -> None:
         """Answer the next ``times`` GraphQL queries rate-limited: ``200`` + ``RATE_LIMITED``
         errors, or ``403``."""
@@ -611,6 +635,16 @@ class FakeGitHub(LoopbackServer):
         route, params = self._match(h.command, rel)
         counted = route != "rate-limit"
         conditional = "If-None-Match" in h.headers
+        failures = self._route_failures.get((h.command, route))
+        if failures:
+            failure = failures.pop(0)
+            self._core_used += 1
+            resp = _Response(failure["status"], {"message": failure["message"],
+                                                 "documentation_url": "https://docs.github.com/rest"},
+                             failure["headers"])
+            self._send(h, resp, Req(h.command, path, route, query, resp.status, conditional,
+                                    True, "core"))
+            return
         if counted and self._rest_limits:
             limit = self._rest_limits.pop(0)
             self._core_used += 1
