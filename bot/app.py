@@ -21,6 +21,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
+from concurrent.futures import Executor
 from typing import Any
 
 from slack_bolt import App, BoltContext
@@ -121,7 +122,8 @@ def _on_error(error: Exception, body: Mapping[str, Any], respond: Any = None) ->
 
 
 def build_app(
-    services: Any, *, client: WebClient | None = None, socket_mode: bool | None = None
+    services: Any, *, client: WebClient | None = None, socket_mode: bool | None = None,
+    executor: Executor | None = None,
 ) -> App:
     """The Bolt app for ``services``.
 
@@ -131,6 +133,9 @@ def build_app(
             config with the bot token from ``slack.botTokenEnv``.
         socket_mode: build for Socket Mode (no request signing). Default: when the app
             token variable is set.
+        executor: where listeners run after the ack (``serve`` passes a supervised
+            :class:`bot.supervisor.ThreadPool`'s, so those threads are joined before the
+            store closes); default: Bolt's own.
 
     Returns:
         The app, listeners registered, acking first and working after the ack.
@@ -155,6 +160,7 @@ def build_app(
         token_verification_enabled=False,  # no auth.test at build time; first use checks
         request_verification_enabled=not socket_mode,
         process_before_response=False,  # ack returns at once; the work runs after it
+        listener_executor=executor,
     )
     app.use(_services_middleware(services))
     for kind in (actions, commands, events, views):
@@ -199,7 +205,8 @@ def verify_request(
 
 
 def register_http_routes(
-    flask_app: Any, services: Any, *, app: App | None = None, client: WebClient | None = None
+    flask_app: Any, services: Any, *, app: App | None = None, client: WebClient | None = None,
+    executor: Executor | None = None,
 ) -> App:
     """Add ``POST /slack/events`` to ``flask_app``.
 
@@ -208,6 +215,7 @@ def register_http_routes(
         services: the wired services.
         app: a Bolt app (default: :func:`build_app` in HTTP mode).
         client: passed to :func:`build_app` when ``app`` is None.
+        executor: passed to :func:`build_app` when ``app`` is None.
 
     Returns:
         The Bolt app serving the route.
@@ -220,7 +228,7 @@ def register_http_routes(
 
     secret = read_secret(str(_slack(services.config).get("signingSecretEnv")
                              or "SLACK_SIGNING_SECRET"), "the Slack signing secret")
-    bolt = app or build_app(services, client=client, socket_mode=False)
+    bolt = app or build_app(services, client=client, socket_mode=False, executor=executor)
     handler = SlackRequestHandler(bolt)
 
     def slack_events() -> Any:

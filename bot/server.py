@@ -2,6 +2,8 @@
 
 Routes: ``POST /github/webhook`` and ``GET /healthz`` (the GitHub bridge's receiver),
 plus ``POST /slack/events`` when Slack runs in HTTP mode (``bot.app.register_http_routes``).
+:class:`Server` and the inbox replay (:func:`inbox_replay`) run as members of the
+process's :class:`bot.supervisor.Supervisor`.
 """
 
 from __future__ import annotations
@@ -10,13 +12,14 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Executor
 from typing import Any
 
 from flask import Flask
 
 from engine.errors import ConfigError
 
-__all__ = ["build_wsgi_app", "serve_forever", "Server", "MAX_BODY_BYTES"]
+__all__ = ["build_wsgi_app", "inbox_replay", "Server", "MAX_BODY_BYTES"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,7 +37,7 @@ def _slack_http_mode(services: Any) -> bool:
     return app_token(services.config) is None
 
 
-def _auto_slack_routes(app: Flask, services: Any) -> None:
+def _auto_slack_routes(app: Flask, services: Any, executor: Executor | None) -> None:
     try:
         from bot import app as slack_app
     except ImportError:
@@ -44,7 +47,7 @@ def _auto_slack_routes(app: Flask, services: Any) -> None:
     if register is None:
         logger.warning("bot.app has no register_http_routes; no /slack/events route")
         return
-    register(app, services)
+    register(app, services, executor=executor)
 
 
 def _router_config(services: Any) -> Any:
@@ -57,7 +60,8 @@ def _router_config(services: Any) -> Any:
 
 def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None,
                    insecure_webhooks: bool = False,
-                   slack_routes: Callable[[Flask, Any], Any] | bool | None = None) -> Flask:
+                   slack_routes: Callable[[Flask, Any], Any] | bool | None = None,
+                   slack_executor: Executor | None = None) -> Flask:
     """The Flask app of ``loopgate serve``.
 
     Args:
@@ -68,16 +72,18 @@ def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None
         slack_routes: a callable ``(flask_app, services)`` adding the Slack routes; False
             for none; None (default) adds ``bot.app.register_http_routes`` when Slack is
             configured in HTTP mode (no app token).
+        slack_executor: where those default Slack routes run listeners after the ack
+            (``serve``: a supervised :class:`bot.supervisor.ThreadPool`'s executor).
 
     Returns:
-        The app. Webhook deliveries a previous process acknowledged but did not handle
-        (the receiver's persisted inbox) are queued on ``dispatcher`` again.
+        The app. It queues nothing by itself: deliveries a previous process acknowledged
+        but did not handle are replayed by :func:`inbox_replay`'s thread.
 
     Raises:
         ConfigError: ``github`` is configured, no secret is set and ``insecure_webhooks``
             is False (the message names the variable).
     """
-    from bridges.github.receiver import health_blueprint, replay_inbox, webhook_blueprint
+    from bridges.github.receiver import health_blueprint, webhook_blueprint
 
     app = Flask("loopgate", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
@@ -92,58 +98,47 @@ def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None
         router = _router_config(services)
         app.register_blueprint(webhook_blueprint(dispatcher, router, secret=webhook_secret,
                                                  insecure=insecure_webhooks))
-        replayed = replay_inbox(dispatcher, router)
-        if replayed:
-            logger.info("replayed %d webhook deliveries acknowledged before a restart",
-                        replayed)
     if callable(slack_routes):
         slack_routes(app, services)
     elif slack_routes is None and _slack_http_mode(services):
-        _auto_slack_routes(app, services)
+        _auto_slack_routes(app, services, slack_executor)
     return app
 
 
-#: Seconds between re-tries of webhook deliveries whose handling ended ``retry``/``failed``
-#: (e.g. a rate-limited GraphQL lookup): with the poller off nothing else would retry them.
-INBOX_RETRY_SECONDS = 60.0
-
-
-def start_inbox_retry(services: Any, dispatcher: Any, stop: threading.Event, *,
-                      every: float = INBOX_RETRY_SECONDS) -> threading.Thread | None:
-    """Replay the persisted webhook inbox every ``every`` seconds until ``stop`` is set.
-
-    Deliveries handled for good have left the inbox, and the dispatcher drops a delivery it
-    already handled, so a replay only re-tries what is still owed (issue 3: a limited query
-    makes the gate wait and is retried).
+def inbox_replay(services: Any, dispatcher: Any, *,
+                 every: float | None = None) -> Callable[[threading.Event], None] | None:
+    """The body of the ``inbox-replay`` loop: replay the webhook inbox at once (what a
+    previous process acknowledged and did not handle), then every ``every`` seconds (what
+    is still owed, e.g. after a rate-limited lookup), until its stop event is set.
 
     Args:
-        services: the wired services (``github`` must be configured, else nothing starts).
-        dispatcher: the running dispatcher.
-        stop: set to end the loop.
-        every: seconds between replays.
+        services: the wired services.
+        dispatcher: the dispatcher the deliveries are queued on.
+        every: seconds between replays (default
+            :data:`bridges.github.receiver.REPLAY_SECONDS`, 60).
 
     Returns:
-        The daemon thread, or None when GitHub is not configured.
+        ``body(stop)`` for :meth:`bot.supervisor.Supervisor.add_loop`, or None when GitHub
+        is not configured (no webhooks, so no inbox).
     """
     if not services.config.has("github"):
         return None
-    from bridges.github import receiver
+    from bridges.github.receiver import REPLAY_SECONDS, replay_loop
 
     router = _router_config(services)
+    interval = REPLAY_SECONDS if every is None else every
 
-    def loop() -> None:
-        while not stop.wait(every):
-            queued = receiver.replay_inbox(dispatcher, router)
-            if queued:
-                logger.info("re-tried %d webhook deliveries still owed", queued)
+    def body(stop: threading.Event) -> None:
+        replay_loop(dispatcher, router, stop, every=interval)
 
-    thread = threading.Thread(target=loop, name="loopgate-inbox-retry", daemon=True)
-    thread.start()
-    return thread
+    return body
 
 
 class Server:
     """A waitress server running in a background thread, stoppable from any thread.
+
+    Nothing runs before :meth:`start`: waitress starts its request threads when the
+    server is created, so the server is created (and the socket bound) there.
 
     Args:
         app: the WSGI app.
@@ -153,25 +148,48 @@ class Server:
     """
 
     def __init__(self, app: Any, host: str, port: int, *, threads: int = 8) -> None:
-        from waitress import create_server
-
-        self._server: Any = create_server(app, host=host, port=port, threads=threads,
-                                          ident="loopgate")
-        self._thread = threading.Thread(target=self._server.run, name="loopgate-http",
-                                        daemon=True)
+        self._app = app
+        self._host = host
+        self._port = port
+        self._threads = threads
+        self._server: Any = None
+        self._thread: threading.Thread | None = None
 
     @property
     def url(self) -> str:
-        """``http://HOST:PORT`` actually bound."""
+        """``http://HOST:PORT`` actually bound (after :meth:`start`)."""
+        if self._server is None:
+            raise RuntimeError("the server is not started: no address is bound yet")
         return f"http://{self._server.effective_host}:{self._server.effective_port}"
 
     def start(self) -> Server:
-        """Serve in the background."""
+        """Bind the socket and serve in the background.
+
+        Raises:
+            OSError: the address cannot be bound (e.g. the port is taken).
+        """
+        from waitress import create_server
+
+        self._server = create_server(self._app, host=self._host, port=self._port,
+                                     threads=self._threads, ident="loopgate")
+        self._thread = threading.Thread(target=self._server.run, name="loopgate-http",
+                                        daemon=True)
         self._thread.start()
         return self
 
+    @property
+    def running(self) -> bool:
+        """True while the serving thread or any of waitress' request threads is alive."""
+        if self._server is None or self._thread is None:
+            return False
+        return self._thread.is_alive() or bool(self._server.task_dispatcher.threads)
+
     def stop(self, grace: float = 5.0) -> None:
-        """Stop listening, let requests in hand finish (up to ``grace`` seconds), close."""
+        """Stop listening, let requests in hand finish (up to ``grace`` seconds), close,
+        and wait (up to ``grace`` seconds more) for waitress' request threads to end.
+        A server never started has nothing to stop."""
+        if self._server is None or self._thread is None:
+            return
         from waitress import wasyncore
 
         server = self._server
@@ -195,25 +213,3 @@ def _busy(server: Any) -> bool:
     dispatcher = server.task_dispatcher
     with dispatcher.lock:
         return bool(dispatcher.queue) or getattr(dispatcher, "active_count", 0) > 0
-
-
-def serve_forever(app: Any, host: str, port: int, *, stop: threading.Event,
-                  on_listening: Callable[[str], None] | None = None) -> None:
-    """Serve ``app`` until ``stop`` is set, then shut down gracefully.
-
-    Args:
-        app: the WSGI app.
-        host: ``server.host``.
-        port: ``server.port`` (0 picks a free port).
-        stop: set it (e.g. from a SIGTERM handler) to stop.
-        on_listening: called once with ``http://HOST:PORT`` when the socket is bound.
-    """
-    server = Server(app, host, port).start()
-    if on_listening is not None:
-        on_listening(server.url)
-    logger.info("listening url=%s", server.url)
-    try:
-        while not stop.wait(0.5):
-            pass
-    finally:
-        server.stop()

@@ -131,7 +131,13 @@ class SlackWorker:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
-            self._thread = None
+            if not self._thread.is_alive():  # keep a stuck thread visible to `running`
+                self._thread = None
+
+    @property
+    def running(self) -> bool:
+        """True while the drain thread is alive."""
+        return self._thread is not None and self._thread.is_alive()
 
     def _run(self) -> None:
         while not self._stop.is_set():

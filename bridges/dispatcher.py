@@ -1,9 +1,11 @@
 """The dispatcher: routed deliveries (webhook or poller) → the engine runtime, exactly once.
 
-One worker thread takes deliveries from an in-process queue (:meth:`Dispatcher.submit`)
-and, once a webhook delivery is handled for good, removes it from the receiver's
-persisted inbox (a ``retry``/``failed`` one stays and is replayed on the next start);
-``loopgate poll --once`` calls :meth:`Dispatcher.handle` directly. Either way one delivery
+One worker thread takes deliveries from an in-process queue (:meth:`Dispatcher.submit`,
+or :meth:`Dispatcher.offer`, which never blocks, for the webhook receiver) and, once a
+webhook delivery is handled for good, marks it handled in the webhook inbox
+(:attr:`Dispatcher.inbox`, a SQLite file of its own; a ``retry``/``failed`` one stays owed
+and is replayed on the next start and every 60 s); ``loopgate poll --once`` calls
+:meth:`Dispatcher.handle` directly. Either way one delivery
 is handled at a time, so a tick seen by both the poller and the webhook leads to one
 transition and one decision: the first re-evaluates the gate, the second finds the same
 content key handled (or the gate already passed) and is dropped.
@@ -42,6 +44,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from bridges.github.inbox import InboxError, WebhookInbox, webhook_inbox
 from bridges.github.persistence import BridgeState, bridge_state
 from bridges.github.router import COMMENT, QUIZ_ATTESTATION, START
 from bridges.github.webhook import Delivery
@@ -108,14 +111,17 @@ class Dispatcher:
         services: the wired :class:`bot.services.Services` (runtime, store, graph,
             settings, ports).
         state: the persisted de-duplication record (default: beside ``services.store``).
-        queue_size: the most deliveries waiting (``submit`` blocks beyond it).
+        inbox: the webhook inbox (default: opened beside ``services.store`` on first use
+            and closed by :meth:`close`; one given here is the caller's to close).
+        queue_size: the most deliveries waiting (``submit`` blocks beyond it, ``offer``
+            refuses).
 
     Attributes:
         comment_observers: callables ``(ref, Comment)`` told about every human comment.
     """
 
     def __init__(self, services: Any, *, state: BridgeState | None = None,
-                 queue_size: int = 10000) -> None:
+                 inbox: WebhookInbox | None = None, queue_size: int = 10000) -> None:
         self.services = services
         self.runtime = services.runtime
         self.store = services.store
@@ -123,6 +129,10 @@ class Dispatcher:
         self.settings = services.settings
         self.tracker = services.ports.tracker
         self.state = state or bridge_state(services.store)
+        self._inbox = inbox
+        self._owns_inbox = inbox is None
+        self._inbox_closed = False
+        self._inbox_lock = threading.Lock()
         self.comment_observers: list[CommentObserver] = []
         self._queue: queue.Queue[tuple[Delivery, Future[DispatchResult]] | None] = queue.Queue(
             queue_size)
@@ -131,6 +141,20 @@ class Dispatcher:
         self._pending_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
+
+    @property
+    def inbox(self) -> WebhookInbox:
+        """The webhook inbox (opened beside the store on first use when none was given).
+
+        Raises:
+            InboxError: the inbox file cannot be opened, or :meth:`close` ran.
+        """
+        with self._inbox_lock:
+            if self._inbox_closed:
+                raise InboxError("the dispatcher is closed: its webhook inbox is too")
+            if self._inbox is None:
+                self._inbox = webhook_inbox(self.store)
+            return self._inbox
 
     # -- lifecycle ---------------------------------------------------------------------
     def start(self) -> Dispatcher:
@@ -171,6 +195,15 @@ class Dispatcher:
             logger.warning("dispatcher stopped with %d deliveries not handled", cancelled)
         return cancelled
 
+    def close(self) -> None:
+        """Close the inbox this dispatcher opened. Call it only after :meth:`stop` and
+        after every thread that used the inbox (the HTTP server's) was joined."""
+        with self._inbox_lock:
+            inbox, self._inbox = self._inbox, None
+            self._inbox_closed = True
+        if inbox is not None and self._owns_inbox:
+            inbox.close()
+
     @property
     def running(self) -> bool:
         """True while the worker thread is alive."""
@@ -197,8 +230,13 @@ class Dispatcher:
                 return True
         return self.state.handled(f"delivery:{delivery_id}")
 
+    def in_flight(self, delivery_id: str) -> bool:
+        """True when ``delivery_id`` is queued or in hand (memory only: reads no database)."""
+        with self._pending_lock:
+            return delivery_id in self._pending
+
     def submit(self, delivery: Delivery) -> Future[DispatchResult]:
-        """Queue ``delivery`` for the worker.
+        """Queue ``delivery`` for the worker (blocks while the queue is full).
 
         Returns:
             A future resolved with the :class:`DispatchResult` once handled (cancelled if
@@ -208,10 +246,31 @@ class Dispatcher:
         if self._stopping.is_set():
             future.set_result(DispatchResult(DROPPED, "shutting-down"))
             return future
+        self._enqueue(delivery, future, block=True)
+        return future
+
+    def offer(self, delivery: Delivery) -> bool:
+        """Queue ``delivery`` without ever blocking (the webhook receiver's path: an HTTP
+        answer must not wait for the dispatcher).
+
+        Returns:
+            True when queued; False when stopping or the queue is full (the delivery is
+            then still owed in the inbox, and the inbox replay queues it later).
+        """
+        if self._stopping.is_set():
+            return False
+        return self._enqueue(delivery, Future(), block=False)
+
+    def _enqueue(self, delivery: Delivery, future: Future[DispatchResult], *,
+                 block: bool) -> bool:
         with self._pending_lock:
             self._pending[delivery.delivery_id] = self._pending.get(delivery.delivery_id, 0) + 1
-        self._queue.put((delivery, future))
-        return future
+        try:
+            self._queue.put((delivery, future), block=block)
+        except queue.Full:
+            self._done(delivery.delivery_id)
+            return False
+        return True
 
     def _work(self) -> None:
         while True:
@@ -226,8 +285,8 @@ class Dispatcher:
                 if future.set_running_or_notify_cancel():
                     result = self.handle(delivery)
                     if result.final and delivery.source == "github":
-                        # handled for good: the receiver's inbox row can go
-                        self.state.inbox_done(delivery.delivery_id)
+                        # handled for good: the inbox no longer owes it
+                        self.inbox.done(delivery.delivery_id, result.status)
                     future.set_result(result)
             except BaseException as exc:  # the worker must survive any single delivery
                 future.set_exception(exc)

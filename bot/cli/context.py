@@ -56,6 +56,16 @@ class CliContext:
 
         return self._get("services", lambda: Services.build(self.config, db_path=self.db_path))
 
+    def take_services(self) -> Any:
+        """The services, handed over: the caller closes them, this context will not.
+
+        ``serve`` takes them so its supervisor closes the store only after every thread
+        that uses it was joined (and never while one is still running).
+        """
+        services = self.services
+        self._cache.pop("services", None)
+        return services
+
     def close(self) -> None:
         """Release the database connection, if one was opened."""
         services = self._cache.get("services")

@@ -1,13 +1,16 @@
 """``loopgate serve`` and ``loopgate poll``.
 
-``serve`` runs one process: the dispatcher (a worker thread), the poller loop (skipped when
-``github.pollIntervalSeconds`` is 0), the HTTP server (GitHub webhook, ``/healthz`` and,
-in Slack HTTP mode, ``/slack/events``) and, when Slack is configured, the Slack outbox
-worker plus Socket Mode when an app token is set. It prints
-``loopgate: listening on http://HOST:PORT`` once the socket is bound. SIGTERM/SIGINT stop
-it gracefully: the HTTP server stops taking requests, the poller finishes the repository
-in hand (its cursor and ETag are already persisted), the dispatcher finishes the event in
-hand and drains its queue, the Slack worker stops after the notice in hand.
+``serve`` runs one process whose background threads are members of one
+:class:`bot.supervisor.Supervisor`, started in this order: the dispatcher; when Slack is
+configured, the Slack outbox worker and the pool Bolt runs listeners in after the ack;
+the poller (skipped when ``github.pollIntervalSeconds`` is 0); the inbox replay (at once,
+then every 60 s); Socket Mode (when an app token is set); the HTTP server (GitHub webhook,
+``/healthz`` and, in Slack HTTP mode, ``/slack/events``). It prints ``loopgate: listening on http://HOST:PORT``
+once the socket is bound. SIGTERM/SIGINT stop it gracefully: every loop is told at once,
+then the members stop in reverse order (the HTTP server takes no more requests, the
+poller finishes the repository in hand, the dispatcher finishes the event in hand and
+drains its queue, the Slack worker stops after the notice in hand), and only once every
+thread was joined are the inbox and the database closed.
 
 ``poll --once`` runs one poll cycle in the foreground and prints what it cost.
 """
@@ -20,12 +23,17 @@ import signal
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from concurrent.futures import Executor
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from bot.cli.context import CliContext, fail
+from bot.supervisor import Supervisor, ThreadPool
 from engine.errors import LoopgateError
+
+if TYPE_CHECKING:
+    from bot.server import Server
 
 __all__ = ["register", "configure_logging"]
 
@@ -68,16 +76,16 @@ def _verify_github(services: Any) -> None:
         logger.info("github app %s", line)
 
 
-def _install_signals(stop: threading.Event) -> None:
+def _install_signals(stop: Callable[[], None]) -> None:
     def handler(signum: int, frame: Any) -> None:
         logger.info("signal=%s stopping", signal.Signals(signum).name)
-        stop.set()
+        stop()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, handler)
 
 
-def _start_poller(services: Any, dispatcher: Any, stop: threading.Event) -> threading.Thread | None:
+def _poller_loop(services: Any, dispatcher: Any) -> Callable[[threading.Event], None] | None:
     if not services.config.has("github"):
         return None
     interval = int(services.config.section("github").get("pollIntervalSeconds") or 0)
@@ -87,17 +95,39 @@ def _start_poller(services: Any, dispatcher: Any, stop: threading.Event) -> thre
     from bridges.github.poller import Poller
 
     poller = Poller.from_services(services, dispatcher)
-    thread = threading.Thread(target=poller.run, args=(interval, stop), name="loopgate-poller",
-                              daemon=True)
-    thread.start()
-    return thread
+    return lambda stop: poller.run(interval, stop)
 
 
-def _start_slack(services: Any, dispatcher: Any) -> list[Callable[[], Any]]:
-    """Start the Slack side; returns the stop callables."""
+class _SocketMode:
+    """Socket Mode as a supervised member (slack_sdk runs and, on close, ends its threads;
+    the listeners run in ``executor``, a member of its own)."""
+
+    def __init__(self, services: Any, token: str, executor: Executor) -> None:
+        self._services = services
+        self._token = token
+        self._executor = executor
+        self._handler: Any = None
+
+    def start(self) -> None:
+        from bot import app as slack_app
+
+        bolt = slack_app.build_app(self._services, socket_mode=True, executor=self._executor)
+        self._handler = slack_app.start_socket_mode(bolt, self._token)
+
+    def stop(self, timeout: float) -> None:
+        if self._handler is not None:
+            self._handler.close()
+
+    @property
+    def running(self) -> bool:
+        return self._handler is not None and not self._handler.client.closed
+
+
+def _add_slack(supervisor: Supervisor, services: Any, dispatcher: Any) -> ThreadPool | None:
+    """The Slack members: the outbox worker and the pool Bolt runs listeners in after the
+    ack; returns that pool (None without Slack)."""
     if not services.config.has("slack"):
-        return []
-    stops: list[Callable[[], Any]] = []
+        return None
     try:
         from bot.identity import comment_observer
 
@@ -107,65 +137,84 @@ def _start_slack(services: Any, dispatcher: Any) -> list[Callable[[], Any]]:
     try:
         from bot.worker import SlackWorker
 
-        worker = SlackWorker(services)
-        worker.start()
-        stops.append(worker.stop)
+        supervisor.add("slack-worker", SlackWorker(services))
     except ImportError:
         logger.warning("bot.worker is missing: Slack notices are not sent")
+    listeners = ThreadPool("slack-listener")
+    supervisor.add("slack-listeners", listeners)
+    return listeners
+
+
+def _add_socket_mode(supervisor: Supervisor, services: Any, listeners: ThreadPool | None) -> None:
+    if listeners is None:
+        return
     try:
         from bot import app as slack_app
     except ImportError:
-        return stops
+        return
     token = slack_app.app_token(services.config)
     if token:
-        handler = slack_app.start_socket_mode(slack_app.build_app(services, socket_mode=True),
-                                              token)
-        stops.append(handler.close)
-    return stops
+        supervisor.add("socket-mode", _SocketMode(services, token, listeners.executor))
+
+
+def _build(supervisor: Supervisor, services: Any, secret: str | None,
+           insecure_webhooks: bool) -> Server:
+    """Add every member of ``serve`` to ``supervisor``, in start order; returns the HTTP
+    server (its URL is known once started)."""
+    from bot.server import Server, build_wsgi_app, inbox_replay
+    from bridges.dispatcher import Dispatcher
+
+    dispatcher = Dispatcher(services)
+    supervisor.on_close("inbox", dispatcher.close)
+    supervisor.add("dispatcher", dispatcher)
+    listeners = _add_slack(supervisor, services, dispatcher)
+    app = build_wsgi_app(services, dispatcher, webhook_secret=secret,
+                         insecure_webhooks=insecure_webhooks,
+                         slack_executor=listeners.executor if listeners else None)
+    poll = _poller_loop(services, dispatcher)
+    if poll is not None:
+        supervisor.add_loop("poller", poll, timeout=30)
+    replay = inbox_replay(services, dispatcher)
+    if replay is not None:
+        supervisor.add_loop("inbox-replay", replay)
+    _add_socket_mode(supervisor, services, listeners)
+    server = services.config.section("server")
+    http = Server(app, str(server.get("host") or "127.0.0.1"), int(server.get("port") or 0))
+    supervisor.add("http", http)
+    return http
 
 
 def _serve(ctx: CliContext, insecure_webhooks: bool) -> None:
-    from bot.server import build_wsgi_app, serve_forever, start_inbox_retry
-    from bridges.dispatcher import Dispatcher
-
     # Configuration errors are reported before anything talks to GitHub.
     secret = _webhook_secret(ctx.config, insecure_webhooks)
-    services = ctx.services
+    _supervise(ctx, secret, insecure_webhooks)
+
+
+def _supervise(ctx: CliContext, secret: str | None, insecure_webhooks: bool) -> None:
+    services = ctx.take_services()  # the supervisor closes them once every thread ended
     _verify_github(services)  # a GitHub App's settings, before anything is polled
     if not services.config.has("github"):
         logger.info("offline: no github section in %s, so no poller and no webhook "
                     "deliveries; work items live in the local tracker (see the CLI)",
                     services.config.path or "the configuration (defaults in use)")
-    stop = threading.Event()
-    _install_signals(stop)
-    dispatcher = Dispatcher(services).start()
-    stops: list[Callable[[], Any]] = []
-    poller = None
+    supervisor = Supervisor()
+    supervisor.on_close("store", services.close)
+    _install_signals(supervisor.request_stop)
     try:
-        stops = _start_slack(services, dispatcher)
-        app = build_wsgi_app(services, dispatcher, webhook_secret=secret,
-                             insecure_webhooks=insecure_webhooks)
-        poller = _start_poller(services, dispatcher, stop)
-        start_inbox_retry(services, dispatcher, stop)
-        server = services.config.section("server")
-
-        def listening(url: str) -> None:
-            click.echo(f"loopgate: listening on {url}")
-            sys.stdout.flush()
-
-        serve_forever(app, str(server.get("host") or "127.0.0.1"), int(server.get("port") or 0),
-                      stop=stop, on_listening=listening)
-    except LoopgateError as exc:
-        stop.set()
+        http = _build(supervisor, services, secret, insecure_webhooks)
+        supervisor.start()
+    except (LoopgateError, OSError) as exc:
+        supervisor.stop()  # what started is joined, then the store is closed
         fail(str(exc))
-    finally:
-        stop.set()
-        if poller is not None:
-            poller.join(30)
-        dispatcher.stop()
-        for stopper in stops:
-            stopper()
-        logger.info("stopped")
+    click.echo(f"loopgate: listening on {http.url}")
+    sys.stdout.flush()
+    logger.info("listening url=%s", http.url)
+    supervisor.wait()
+    report = supervisor.stop()
+    logger.info("stopped")
+    if not report.clean:
+        fail(f"stopped uncleanly: died {', '.join(report.failed) or 'none'}; still running "
+             f"{', '.join(report.stuck) or 'none'} (see the log above)", code=1)
 
 
 def _print_report(report: Any) -> None:
@@ -212,6 +261,6 @@ def register(group: click.Group) -> None:
                 raise SystemExit(1)
             return
         stop = threading.Event()
-        _install_signals(stop)
+        _install_signals(stop.set)
         interval = int(ctx.config.section("github").get("pollIntervalSeconds") or 60)
         poller.run(max(interval, 1), stop)

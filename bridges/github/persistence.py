@@ -12,10 +12,10 @@ Tables:
 * ``github_seen (scope, kind, key)`` — keys the poller has handled (``comment`` ids,
   ``quiz`` keys), capped per scope and kind, oldest forgotten first;
 * ``github_deliveries (key)`` — delivery ids and content keys the dispatcher handled;
-* ``github_inbox (delivery_id)`` → ``event, body`` — webhook deliveries answered ``202``
-  and not yet handled. GitHub does not redeliver a delivery it got a ``2xx`` for, so the
-  receiver writes each one here before answering and the dispatcher removes it once
-  handled; a process killed in between replays it on its next start.
+* ``github_inbox`` — legacy: the webhook inbox before issue 10. Acknowledged deliveries
+  now live in a SQLite file of their own (:mod:`bridges.github.inbox`), so the receiver
+  never waits on this database's write lock; rows an older loopgate left here are moved
+  there on start (:func:`bridges.github.inbox.adopt_legacy_inbox`).
 """
 
 from __future__ import annotations
@@ -59,7 +59,7 @@ def _initial(db: Database) -> None:
 
 
 @MIGRATIONS(name="0002_webhook_inbox")
-def _inbox(db: Database) -> None:
+def _inbox(db: Database) -> None:  # legacy (see the module docstring); never edit
     db["github_inbox"].create({"delivery_id": str, "event": str, "body": bytes,
                                "received_at": str}, pk="delivery_id")
 
@@ -109,18 +109,6 @@ class BridgeState(Protocol):
 
     def mark_handled(self, key: str, status: str) -> None:
         """Record ``key`` handled with ``status``."""
-        ...
-
-    def inbox_put(self, delivery_id: str, event: str, body: bytes) -> None:
-        """Keep an acknowledged webhook delivery until it is handled."""
-        ...
-
-    def inbox_pending(self) -> list[tuple[str, str, bytes]]:
-        """``(delivery_id, event, body)`` of every kept delivery, oldest first."""
-        ...
-
-    def inbox_done(self, delivery_id: str) -> None:
-        """Forget a kept delivery (no-op when it is not kept)."""
         ...
 
 
@@ -205,25 +193,6 @@ class SqliteBridgeState:
                 "(SELECT MAX(rowid) FROM github_deliveries) - ?", (DELIVERY_CAP,))
 
 
-    def inbox_put(self, delivery_id: str, event: str, body: bytes) -> None:
-        """Keep the raw delivery (one write transaction); a second put keeps the first."""
-        with self._writing() as db:
-            db.conn.execute(
-                "INSERT OR IGNORE INTO github_inbox (delivery_id, event, body, received_at) "
-                "VALUES (?, ?, ?, ?)", (delivery_id, event, body, _now()))
-
-    def inbox_pending(self) -> list[tuple[str, str, bytes]]:
-        """Every kept delivery, in arrival order."""
-        rows = self.store.db().conn.execute(
-            "SELECT delivery_id, event, body FROM github_inbox ORDER BY rowid").fetchall()
-        return [(str(i), str(e), bytes(b)) for i, e, b in rows]
-
-    def inbox_done(self, delivery_id: str) -> None:
-        """Forget ``delivery_id`` (one write transaction)."""
-        with self._writing() as db:
-            db.conn.execute("DELETE FROM github_inbox WHERE delivery_id = ?", (delivery_id,))
-
-
 @contextmanager
 def _atomic(db: Database) -> Iterator[Database]:
     with db.atomic():
@@ -237,7 +206,6 @@ class MemoryBridgeState:
         self._cursors: dict[tuple[str, str], PollCursor] = {}
         self._seen: dict[tuple[str, str], OrderedDict[str, None]] = {}
         self._handled: OrderedDict[str, str] = OrderedDict()
-        self._inbox: OrderedDict[str, tuple[str, bytes]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get_cursor(self, repo: str, stream: str) -> PollCursor:
@@ -276,22 +244,6 @@ class MemoryBridgeState:
             self._handled[key] = status
             while len(self._handled) > DELIVERY_CAP:
                 self._handled.popitem(last=False)
-
-
-    def inbox_put(self, delivery_id: str, event: str, body: bytes) -> None:
-        """Keep the raw delivery; a second put keeps the first."""
-        with self._lock:
-            self._inbox.setdefault(delivery_id, (event, bytes(body)))
-
-    def inbox_pending(self) -> list[tuple[str, str, bytes]]:
-        """Every kept delivery, in arrival order."""
-        with self._lock:
-            return [(i, e, b) for i, (e, b) in self._inbox.items()]
-
-    def inbox_done(self, delivery_id: str) -> None:
-        """Forget ``delivery_id``."""
-        with self._lock:
-            self._inbox.pop(delivery_id, None)
 
 
 def bridge_state(store: Any) -> BridgeState:

@@ -1,41 +1,52 @@
 """The webhook receiver: a Flask blueprint with ``POST /github/webhook`` and ``GET /healthz``.
 
-Order of work for one request (issue 3 §3):
+Order of work for one request (issue 3 §3, issue 10 §3):
 
 1. read the raw body (nothing has parsed it yet);
 2. verify ``X-Hub-Signature-256`` over those bytes — missing or wrong → ``401`` and
    nothing else happens (no JSON parsing, no logging of the payload);
 3. parse headers + JSON into a :class:`~bridges.github.webhook.Delivery`;
-4. de-duplicate on ``X-GitHub-Delivery`` (queued or handled, persisted by the
-   dispatcher) → ``200 {"status": "duplicate"}``;
-5. ``ping`` → ``200``; route by ``event.action``; a dropped delivery → ``200`` with its
-   reason; otherwise keep the raw delivery in the persisted inbox, queue it for the
-   dispatcher and answer ``202`` at once, well inside GitHub's 10 s.
+4. ``ping`` → ``200``; route by ``event.action`` (pure); a dropped delivery → ``200`` with
+   its reason;
+5. keep the raw delivery in the webhook inbox (:mod:`bridges.github.inbox`: ONE statement
+   on a SQLite file of its own, never the state database's lock): one handled already
+   (``X-GitHub-Delivery`` seen) → ``200 {"status": "duplicate"}``; otherwise offer it to
+   the dispatcher's queue without blocking and answer ``202`` at once, well inside
+   GitHub's 10 s, whatever item transaction holds the state database.
 
 GitHub does not redeliver a delivery it got a ``2xx`` for, so a ``202`` is a promise: the
-inbox row goes only once the dispatcher handled the delivery, and :func:`replay_inbox`
-queues what a killed process had acknowledged but not handled.
+inbox row stays owed until the dispatcher handled the delivery for good, and
+:func:`replay_inbox` (at start and every 60 s, :func:`replay_loop`) queues what is owed
+and not in hand: what a killed process acknowledged, what a full queue refused, what
+ended ``retry``.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
 from bridges.dispatcher import Dispatcher
 from bridges.github.errors import PayloadError, SignatureError
+from bridges.github.inbox import HANDLED, OWED, InboxError, adopt_legacy_inbox
 from bridges.github.router import Dropped, RouterConfig, route
 from bridges.github.webhook import parse_delivery, verify_signature
+from engine.errors import LoopgateError
 
-__all__ = ["webhook_blueprint", "health_blueprint", "replay_inbox", "WEBHOOK_PATH",
-           "HEALTH_PATH"]
+__all__ = ["webhook_blueprint", "health_blueprint", "replay_inbox", "replay_loop",
+           "WEBHOOK_PATH", "HEALTH_PATH", "REPLAY_SECONDS"]
 
 logger = logging.getLogger(__name__)
 
 WEBHOOK_PATH = "/github/webhook"
 HEALTH_PATH = "/healthz"
+
+#: Seconds between replays of the deliveries still owed (e.g. a rate-limited lookup): with
+#: the poller off nothing else would retry them.
+REPLAY_SECONDS = 60.0
 
 
 def _answer(code: int, **body: Any) -> Response:
@@ -98,10 +109,6 @@ def _receive(dispatcher: Dispatcher, router_config: RouterConfig, body: bytes) -
     except PayloadError as exc:
         logger.warning("webhook bad delivery: %s", exc)
         return _answer(400, error=str(exc))
-    if dispatcher.known(delivery.delivery_id):
-        logger.info("delivery=%s source=github kind=%s result=duplicate reason=delivery-id",
-                    delivery.delivery_id, delivery.route_key)
-        return _answer(200, status="duplicate")
     try:
         routed = route(delivery, router_config)
     except (KeyError, TypeError, ValueError) as exc:
@@ -113,40 +120,87 @@ def _receive(dispatcher: Dispatcher, router_config: RouterConfig, body: bytes) -
         logger.info("delivery=%s source=github kind=%s result=dropped reason=%s",
                     delivery.delivery_id, delivery.route_key, routed.reason)
         return _answer(200, status="ignored", reason=routed.reason)
-    dispatcher.state.inbox_put(delivery.delivery_id, delivery.event, body)
-    dispatcher.submit(routed)
+    try:
+        kept = dispatcher.inbox.put(delivery.delivery_id, delivery.event, body)
+    except InboxError as exc:  # not kept, so no 2xx: GitHub marks it failed, to redeliver
+        logger.error("delivery=%s source=github kind=%s result=refused reason=inbox-error "
+                     "error=%s", delivery.delivery_id, routed.event, exc)
+        return _answer(503, error="the delivery could not be stored")
+    if kept == HANDLED or (kept == OWED and dispatcher.in_flight(delivery.delivery_id)):
+        logger.info("delivery=%s source=github kind=%s result=duplicate reason=delivery-id",
+                    delivery.delivery_id, delivery.route_key)
+        return _answer(200, status="duplicate")
+    if not dispatcher.offer(routed):
+        # Kept in the inbox all the same: the replay queues it once there is room.
+        logger.warning("delivery=%s source=github kind=%s kept for the replay: the "
+                       "dispatcher's queue is full or stopping", delivery.delivery_id,
+                       routed.event)
     return _answer(202, status="queued", kind=routed.event)
 
 
 def replay_inbox(dispatcher: Dispatcher, router_config: RouterConfig) -> int:
-    """Queue again the webhook deliveries a previous process answered but did not handle.
+    """Queue again the webhook deliveries the inbox still owes and nobody has in hand.
 
-    Each kept delivery is parsed and routed again (the same pure functions as on
-    arrival); one the dispatcher already handled, or one that no longer routes, is
-    forgotten.
+    Each owed delivery is parsed and routed again (the same pure functions as on
+    arrival); one the dispatcher already handled (its own record, e.g. before a crash
+    between handling and the inbox mark), or one that no longer routes, is marked done.
 
     Args:
-        dispatcher: the dispatcher (its worker removes each row once handled).
+        dispatcher: the dispatcher (its worker marks each delivery done once handled).
         router_config: watched repositories, start label, bot login.
 
     Returns:
         How many deliveries were queued.
     """
     queued = 0
-    for delivery_id, event, body in dispatcher.state.inbox_pending():
-        headers = {"X-GitHub-Event": event, "X-GitHub-Delivery": delivery_id}
-        try:
-            delivery = parse_delivery(headers, body)
-        except PayloadError as exc:
-            logger.warning("delivery=%s kept in the inbox is unreadable: %s", delivery_id, exc)
-            dispatcher.state.inbox_done(delivery_id)
+    inbox = dispatcher.inbox
+    for entry in inbox.owed():
+        if dispatcher.in_flight(entry.delivery_id):
             continue
-        routed = route(delivery, router_config)
-        if dispatcher.known(delivery_id) or isinstance(routed, Dropped):
-            dispatcher.state.inbox_done(delivery_id)
+        headers = {"X-GitHub-Event": entry.event, "X-GitHub-Delivery": entry.delivery_id}
+        try:
+            delivery = parse_delivery(headers, entry.body)
+            routed = route(delivery, router_config)
+        except (PayloadError, KeyError, TypeError, ValueError) as exc:
+            logger.warning("delivery=%s kept in the inbox is unreadable: %s",
+                           entry.delivery_id, exc)
+            inbox.done(entry.delivery_id, "unreadable")
+            continue
+        if isinstance(routed, Dropped) or dispatcher.known(entry.delivery_id):
+            inbox.done(entry.delivery_id, "duplicate")
             continue
         logger.info("delivery=%s source=github kind=%s replayed from the inbox",
-                    delivery_id, routed.event)
+                    entry.delivery_id, routed.event)
         dispatcher.submit(routed)
         queued += 1
     return queued
+
+
+def replay_loop(dispatcher: Dispatcher, router_config: RouterConfig, stop: threading.Event,
+                *, every: float = REPLAY_SECONDS) -> None:
+    """Replay the inbox at once, then every ``every`` seconds, until ``stop`` is set.
+
+    The body of the supervised ``inbox-replay`` thread of ``loopgate serve``: the first
+    pass queues what a previous process acknowledged and did not handle; later passes
+    re-try what is still owed (issue 3: a limited query makes the gate wait and is
+    retried), so webhooks-only mode retries without a restart.
+
+    Args:
+        dispatcher: the running dispatcher.
+        router_config: watched repositories, start label, bot login.
+        stop: set it to end the loop (checked between passes).
+        every: seconds between passes.
+    """
+    try:
+        adopt_legacy_inbox(dispatcher.store, dispatcher.inbox)
+    except LoopgateError as exc:  # the rows stay where they are; the next start tries again
+        logger.warning("could not move the legacy webhook inbox: %s", exc)
+    while not stop.is_set():
+        try:
+            queued = replay_inbox(dispatcher, router_config)
+        except LoopgateError as exc:  # e.g. a locked file: the next pass tries again
+            logger.warning("inbox replay failed: %s", exc)
+            queued = 0
+        if queued:
+            logger.info("re-tried %d webhook deliveries still owed", queued)
+        stop.wait(every)

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from engine.effects import RECORD_CHECKLIST, PostComment
+from engine.effects import MAX_BODY, RECORD_CHECKLIST, PostComment
 from engine.graph.model import EXPLAINER_SET, Graph, Node
 from engine.hooks.base import HookContext, HookResult, hook
 from engine.hooks.common import (
@@ -63,6 +63,7 @@ __all__ = [
     "DEFAULT_SELECTION",
     "checklist_rows",
     "render_checklist",
+    "CHECKLIST_BUDGET",
     "parse_rows",
     "selection_from_rows",
     "parse_selection",
@@ -129,8 +130,18 @@ def checklist_rows(graph: Graph) -> ChecklistRows:
     )
 
 
+#: The checklist's share of GitHub's 65,536-character body limit: the rest is left for the
+#: effect marker the performer adds (issue 10 §2: a body over the limit is never sent).
+CHECKLIST_BUDGET = MAX_BODY - 100
+#: Description lengths tried, longest first, when the checklist would not fit.
+_DESCRIPTION_LIMITS = (None, 500, 200, 80, 30, 0)
+
+
 def render_checklist(graph: Graph, settings: EngineSettings) -> str:
     """The checklist comment body, markers included (issue #2 §6, explainer design C2).
+
+    It fits :data:`CHECKLIST_BUDGET` characters when any shortening can make it fit:
+    opt-in descriptions are shortened (then dropped); every row and marker stays.
 
     Args:
         graph: the compiled graph.
@@ -139,6 +150,26 @@ def render_checklist(graph: Graph, settings: EngineSettings) -> str:
     Returns:
         Markdown ending with the phase-selection marker and the self-authored marker.
     """
+    body = ""
+    for limit in _DESCRIPTION_LIMITS:
+        body = _checklist_body(graph, settings, limit)
+        if len(body) <= CHECKLIST_BUDGET:
+            break
+    return body
+
+
+def _described(node: Node, limit: int | None) -> str:
+    text = node.description if limit is None else _shorten(node.description, limit)
+    return f"- [ ] {node.id} — {text}".rstrip(" —")
+
+
+def _shorten(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    return text[: max(0, limit - 1)].rstrip() + "…" if limit else ""
+
+
+def _checklist_body(graph: Graph, settings: EngineSettings, limit: int | None) -> str:
     rows = checklist_rows(graph)
     keyword = settings.execute_keyword
     parts = [
@@ -153,7 +184,7 @@ def render_checklist(graph: Graph, settings: EngineSettings) -> str:
     ]
     if rows.opt_in:
         parts += ["", f"{OPTIONAL_HEADING} These do not run by default:", ""]
-        parts += [f"- [ ] {n.id} — {n.description}".rstrip(" —") for n in rows.opt_in]
+        parts += [_described(n, limit) for n in rows.opt_in]
     if rows.protected:
         parts += ["", "**Always run** (protected; unticking them is refused):", ""]
         parts += [f"- {n.id}" for n in rows.protected]

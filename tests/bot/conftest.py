@@ -20,6 +20,7 @@ from bot.blocks.card import phase_selection_card
 from bot.config import validate_mapping
 from bot.notifier import OutboxNotifier
 from bot.services import Services
+from bot.supervisor import Supervisor, ThreadPool
 from bot.worker import SlackWorker
 from engine.graph.compiler import shipped_graph
 from engine.hooks.markers import attestation_line
@@ -176,12 +177,23 @@ def build_world(tmp_path: Path, fake: FakeSlack, config: Any = None) -> SlackWor
 
 @pytest.fixture
 def world(tmp_path: Path, fake_slack: FakeSlack, slack_env: None) -> Iterator[SlackWorld]:
-    """Services + worker + Bolt app over a fresh database and the fake Slack."""
+    """Services + worker + Bolt app over a fresh database and the fake Slack.
+
+    Bolt runs listeners after the ack in a pool owned by a supervisor, as in ``serve``,
+    so at teardown those threads (and the worker's, when a test started it) are joined
+    before the store closes."""
     w = build_world(tmp_path, fake_slack)
-    w.app = build_app(w.services, client=w.client)
+    listeners = ThreadPool("slack-listener")
+    supervisor = Supervisor()
+    supervisor.on_close("store", w.services.close)
+    supervisor.add("slack-listeners", listeners)
+    supervisor.start()
+    w.app = build_app(w.services, client=w.client, executor=listeners.executor)
     yield w
     w.worker.stop()
-    w.services.close()
+    assert not w.worker.running
+    report = supervisor.stop()
+    assert report.clean and report.closed == ("store",), report
 
 
 # -- payload builders ------------------------------------------------------------------

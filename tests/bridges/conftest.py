@@ -14,8 +14,9 @@ import requests
 from gql import Client
 
 from bot.config import validate_mapping
-from bot.server import Server, build_wsgi_app
+from bot.server import Server, build_wsgi_app, inbox_replay
 from bot.services import Services
+from bot.supervisor import Supervisor
 from bridges.dispatcher import Dispatcher
 from bridges.github.poller import CycleReport, Poller
 from engine.hooks.markers import attestation_line
@@ -68,6 +69,7 @@ class GitHubWorld:
     dispatcher: Dispatcher = None  # type: ignore[assignment]
     poller: Poller = None  # type: ignore[assignment]
     server: Server | None = None
+    supervisor: Supervisor | None = None
 
     # -- wiring ----------------------------------------------------------------------
     def config(self) -> Any:
@@ -90,20 +92,42 @@ class GitHubWorld:
         return self.build()
 
     def close(self) -> None:
+        """Stop every thread (the served stack through its supervisor, which joins them
+        all before it closes the inbox and the store), then close what is left."""
+        if self.supervisor is not None:
+            report, self.supervisor, self.server = self.supervisor.stop(), None, None
+            assert report.clean, report
         if self.server is not None:
             self.server.stop(grace=1.0)
             self.server = None
         if self.dispatcher is not None:
             self.dispatcher.stop(timeout=5)
+            self.dispatcher.close()
         if self.services is not None:
             self.services.close()
 
-    def serve(self, *, secret: str | None = SECRET, insecure: bool = False) -> str:
-        """Start the dispatcher worker and the real HTTP server; returns its URL."""
-        self.dispatcher.start()
+    def serve(self, *, secret: str | None = SECRET, insecure: bool = False,
+              replay_every: float | None = None) -> str:
+        """Start the stack ``loopgate serve`` runs for GitHub (dispatcher, inbox replay,
+        HTTP server) under one supervisor, as serve does; returns the server's URL.
+
+        Args:
+            secret: the webhook secret.
+            insecure: accept unsigned deliveries.
+            replay_every: seconds between inbox replays (default serve's 60).
+        """
         app = build_wsgi_app(self.services, self.dispatcher, webhook_secret=secret,
                              insecure_webhooks=insecure, slack_routes=False)
-        self.server = Server(app, "127.0.0.1", 0, threads=4).start()
+        supervisor = Supervisor(stop_timeout=5)
+        supervisor.on_close("store", self.services.close)
+        supervisor.on_close("inbox", self.dispatcher.close)
+        supervisor.add("dispatcher", self.dispatcher)
+        replay = inbox_replay(self.services, self.dispatcher, every=replay_every)
+        assert replay is not None
+        supervisor.add_loop("inbox-replay", replay)
+        self.server = Server(app, "127.0.0.1", 0, threads=4)
+        supervisor.add("http", self.server)
+        self.supervisor = supervisor.start()
         return self.server.url
 
     # -- GitHub-side actions -----------------------------------------------------------

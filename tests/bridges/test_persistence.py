@@ -1,5 +1,6 @@
 """The bridge's persisted state, one suite over SQLite and memory: cursors, capped seen
-keys, handled deliveries; SQLite survives a reopen."""
+keys, handled deliveries; SQLite survives a reopen. (The webhook inbox has its own file
+and suite: test_inbox.py.)"""
 
 from __future__ import annotations
 
@@ -51,30 +52,17 @@ def test_handled_keys(state: BridgeState) -> None:
     assert state.handled("delivery:1") and not state.handled("delivery:2")
 
 
-def test_the_inbox_keeps_deliveries_in_arrival_order_until_done(state: BridgeState) -> None:
-    state.inbox_put("guid-1", "issue_comment", b'{"action": "edited"}')
-    state.inbox_put("guid-2", "issues", b'{"action": "labeled"}')
-    state.inbox_put("guid-1", "issue_comment", b"a second put keeps the first")
-    assert state.inbox_pending() == [("guid-1", "issue_comment", b'{"action": "edited"}'),
-                                     ("guid-2", "issues", b'{"action": "labeled"}')]
-    state.inbox_done("guid-1")
-    state.inbox_done("guid-9")  # not kept: nothing to do
-    assert state.inbox_pending() == [("guid-2", "issues", b'{"action": "labeled"}')]
-
-
 def test_sqlite_state_survives_a_reopen(tmp_path: Path) -> None:
     store = SqliteStore(tmp_path / "loopgate.db")
     first = SqliteBridgeState(store)
     first.set_cursor("acme/widgets", "comments", PollCursor("2024-01-01T00:00:00Z"))
     first.mark_seen("acme/widgets", "quiz", ["quiz:1:abc"])
     first.mark_handled("quiz:1:abc", "handled")
-    first.inbox_put("guid-1", "issue_comment", b"{}")
     store.close()
     again = SqliteBridgeState(SqliteStore(tmp_path / "loopgate.db"))
     assert again.get_cursor("acme/widgets", "comments").cursor == "2024-01-01T00:00:00Z"
     assert again.seen("acme/widgets", "quiz", ["quiz:1:abc"]) == {"quiz:1:abc"}
     assert again.handled("quiz:1:abc")
-    assert again.inbox_pending() == [("guid-1", "issue_comment", b"{}")]
 
 
 def test_the_state_lives_beside_the_store(tmp_path: Path) -> None:

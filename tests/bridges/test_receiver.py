@@ -5,6 +5,7 @@ health, and the refusal to start without a secret."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import requests
 from bot.server import Server, build_wsgi_app
 from engine.errors import ConfigError
 from tests.bridges.conftest import REPO, SECRET, GitHubWorld
-from tests.fakes.github import FakeGitHub
+from tests.fakes.github import FakeGitHub, wait_for
 
 
 @pytest.fixture
@@ -161,13 +162,12 @@ def test_an_answered_delivery_a_killed_process_did_not_handle_is_replayed_on_sta
                                        label="loop:start", sender="alice", secret=SECRET)
     assert world.post(headers, body).status_code == 202
     assert world.services.store.load(ref) is None
-    assert [d for d, _, _ in world.dispatcher.state.inbox_pending()] == [
-        headers["X-GitHub-Delivery"]]
+    delivery = headers["X-GitHub-Delivery"]
+    assert [e.delivery_id for e in world.dispatcher.inbox.owed()] == [delivery]
     world.restart()  # the queue in memory is gone; the inbox row is not
-    world.serve()
-    assert world.dispatcher.wait_idle(10)
+    world.serve()  # its inbox-replay thread queues the row at once
+    assert wait_for(lambda: world.dispatcher.inbox.owed() == [], timeout=10)
     assert world.state(ref).current_node == "phase-selection"
-    assert world.dispatcher.state.inbox_pending() == []  # handled, so forgotten
     assert world.post(headers, body).json() == {"status": "duplicate"}
     world.restart()
     world.serve()
@@ -192,3 +192,46 @@ def test_a_signed_payload_with_a_malformed_field_is_a_400_not_a_crash(
     assert response.status_code == 400
     assert response.json()["error"] == "malformed issue_comment.created payload"
     assert not world.dispatcher.known("b-2")
+
+
+def test_a_webhook_is_answered_while_an_item_transaction_holds_the_database(
+        world: GitHubWorld) -> None:
+    """Issue 10 §3: ingress never waits on egress. Another connection holds the state
+    database's write lock (as an item transaction calling GitHub does, for seconds); the
+    delivery is still answered 202, a redelivery is still recognised, and the delivery is
+    handled once the lock is released."""
+    world.serve()
+    ref = world.issue()
+    world.fake.add_label(REPO, ref.number, "loop:start")
+    headers, body = world.fake.webhook("issues", "labeled", repo=REPO, number=ref.number,
+                                       label="loop:start", sender="alice", secret=SECRET)
+    holder = sqlite3.connect(world.tmp / "loopgate.db", isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        # Waiting on this lock would take the store 5 attempts of 5 s: far past the 10 s
+        # bound below, so a receiver that waited could not answer in time.
+        answered = world.post(headers, body)
+        again = world.post(headers, body)  # GitHub's redelivery, lock still held
+        assert answered.status_code == 202 and answered.json()["status"] == "queued"
+        assert again.status_code == 200 and again.json() == {"status": "duplicate"}
+        assert world.services.store.load(ref) is None  # not handled: the lock is held
+        assert [e.delivery_id for e in world.dispatcher.inbox.owed()] == [
+            headers["X-GitHub-Delivery"]]
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert wait_for(lambda: world.dispatcher.inbox.owed() == [], timeout=30)
+    assert world.state(ref).current_node == "phase-selection"
+    assert len(world.events(ref, "graph.started")) == 1
+
+
+def test_a_delivery_the_inbox_cannot_keep_is_not_acknowledged(world: GitHubWorld) -> None:
+    world.serve()
+    ref = world.issue()
+    world.dispatcher.inbox.close()  # e.g. the disk is gone: nothing can be kept
+    headers, body = world.fake.webhook("issues", "labeled", repo=REPO, number=ref.number,
+                                       label="loop:start", sender="alice", secret=SECRET)
+    response = world.post(headers, body)
+    assert response.status_code == 503  # no 2xx: GitHub shows it failed, to redeliver
+    assert response.json() == {"error": "the delivery could not be stored"}
+    assert not world.dispatcher.in_flight(headers["X-GitHub-Delivery"])

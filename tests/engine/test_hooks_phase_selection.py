@@ -3,9 +3,10 @@ design C2)."""
 
 from __future__ import annotations
 
-from engine.effects import effect_marker
+from engine.effects import MAX_BODY, effect_marker
 from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER, SELF_MARKER
 from engine.hooks.phase_selection import (
+    CHECKLIST_BUDGET,
     EXPLAINER_ROW,
     OPTIONAL_HEADING,
     SETTINGS_HEADING,
@@ -13,6 +14,7 @@ from engine.hooks.phase_selection import (
     checklist_rows,
     confirmation_text,
     frozen_graph,
+    parse_rows,
     parse_selection,
     render_checklist,
     reply_body,
@@ -421,3 +423,29 @@ def test_confirmation_text_default_process_and_frozen_graph_of_unselected_opt_in
     frozen = frozen_graph(graph, REF, skipped=[], opt_ins=[])
     b = next(n for n in frozen["nodes"] if n["id"] == "b")
     assert b == {"id": "b", "phase": "", "skipped": True, "selectable": True, "optIn": True}
+
+
+def test_a_checklist_too_long_for_github_is_shortened_keeping_every_row_and_marker() -> None:
+    # Issue 10 §2: a body over GitHub's 65,536 characters is never sent; descriptions give
+    # way, rows and markers stay.
+    opt_ins = [{"id": f"extra-{i}", "optIn": True, "description": f"{i} " + "why " * 2000}
+               for i in range(20)]
+    nodes = [{"id": "phase-selection", "actor": "human", "required": True},
+             *opt_ins, {"id": "done", "actor": "code", "terminal": True}]
+    chain = ["phase-selection", *(n["id"] for n in opt_ins), "done"]
+    edges = [{"from": a, "to": b, "on": on} for a, b in zip(chain, chain[1:], strict=False)
+             for on in (("selected",) if a == "phase-selection" else ("pass", "skipped"))]
+    graph = mini_graph(nodes=nodes, edges=edges)
+    full = sum(len(n["description"]) for n in opt_ins)
+    assert full > MAX_BODY
+    body = render_checklist(graph, EngineSettings())
+    assert len(body) <= CHECKLIST_BUDGET < MAX_BODY
+    assert [r.token for r in parse_rows(body)] == [n["id"] for n in opt_ins]
+    assert body.rstrip().endswith(f"{PHASE_SELECTION_MARKER}\n{SELF_MARKER}")
+    assert "- [ ] extra-7 — 7 why why" in body  # shortened, not dropped
+
+
+def test_a_checklist_that_fits_keeps_its_descriptions_whole() -> None:
+    graph = mini_graph()
+    body = render_checklist(graph, EngineSettings())
+    assert "- [ ] b — an extra look" in body.splitlines()
