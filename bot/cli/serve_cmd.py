@@ -12,6 +12,9 @@ poller finishes the repository in hand, the dispatcher finishes the event in han
 drains its queue, the Slack worker stops after the notice in hand), and only once every
 thread was joined are the inbox and the database closed.
 
+One server per database: ``serve`` first takes an OS lock on ``<db>.lock``
+(:mod:`bot.server_lock`); a second one exits 2 naming the holder (pid, host, start time).
+
 ``poll --once`` runs one poll cycle in the foreground and prints what it cost.
 """
 
@@ -29,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from bot.cli.context import CliContext, fail
+from bot.server_lock import DatabaseInUseError, ServerLock
 from bot.supervisor import Supervisor, ThreadPool
 from engine.errors import LoopgateError
 
@@ -184,10 +188,28 @@ def _build(supervisor: Supervisor, services: Any, secret: str | None,
     return http
 
 
+def _hold_database(ctx: CliContext) -> ServerLock:
+    """Take the database's server lock, or exit 2 naming the process holding it."""
+    from bot.config import default_db_path
+
+    lock = ServerLock(default_db_path(ctx.config, ctx.db_path))
+    try:
+        lock.acquire()
+    except DatabaseInUseError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot take the server lock {lock.path}: {exc.strerror or exc}")
+    return lock
+
+
 def _serve(ctx: CliContext, insecure_webhooks: bool) -> None:
     # Configuration errors are reported before anything talks to GitHub.
     secret = _webhook_secret(ctx.config, insecure_webhooks)
-    _supervise(ctx, secret, insecure_webhooks)
+    lock = _hold_database(ctx)  # before the services exist: building them calls GitHub
+    try:
+        _supervise(ctx, secret, insecure_webhooks)
+    finally:
+        lock.release()
 
 
 def _supervise(ctx: CliContext, secret: str | None, insecure_webhooks: bool) -> None:

@@ -4,7 +4,9 @@ a webhook handled by the server process, and a graceful SIGTERM."""
 from __future__ import annotations
 
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -185,3 +187,36 @@ def test_serve_polls_and_stops_gracefully(home: Path, fake: FakeGitHub,
         cli, ["--db", str(home / "loopgate.db"), "--config", str(home / "loopgate.yaml"),
               "poll", "--once"], catch_exceptions=False)
     assert "deliveries=0" in env_run.output, env_run.output
+
+
+def test_a_second_serve_on_the_same_database_exits_2_naming_the_first(
+        home: Path, fake: FakeGitHub, serve_env: dict[str, str]) -> None:
+    env = {**serve_env, "GITHUB_WEBHOOK_SECRET": SECRET}
+    first = ServeProcess(home, env)
+    third: ServeProcess | None = None
+    try:
+        first.url()
+        asked = fake.count()
+        second = subprocess.run(first.proc.args, cwd=REPO_ROOT, env=env, capture_output=True,
+                                text=True, timeout=60, check=False)
+        assert second.returncode == 2, second.stderr
+        db = home / "loopgate.db"
+        expected = (f"loopgate: another loopgate serve is running on {db}: pid "
+                    f"{first.proc.pid} on {socket.gethostname()}, started ")
+        [line] = [x for x in second.stderr.splitlines() if x.startswith("loopgate: ")]
+        assert line.startswith(expected), line
+        started = line[len(expected):].split(" ", 1)[0]
+        assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", started), line
+        assert line.endswith(f"(stop it first; lock file {db}.lock)")
+        assert "listening on" not in second.stdout
+        assert fake.count() == asked  # it refused before talking to GitHub
+        first.proc.kill()  # SIGKILL: no shutdown code runs; the kernel drops the lock
+        assert first.proc.wait(10) == -signal.SIGKILL
+        third = ServeProcess(home, env)
+        assert third.url().startswith("http://127.0.0.1:")
+        assert third.stop() == 0
+    finally:
+        for process in (first, third):
+            if process is not None and process.proc.poll() is None:
+                process.proc.kill()
+                process.proc.wait(10)
