@@ -110,9 +110,13 @@ def after_execute(walk: Walk) -> None:
     assert "Also running: `design-critic-review`." in confirmation.body
     assert "Explainer and quizzes: on" in confirmation.body
     card = walk.card()
-    [rewrite] = [c for c in walk.slack.calls_to("chat.update")
-                 if c.args.get("ts") == card.response["ts"]
-                 and c.args["text"] == f"Phase selection of {walk.ref} made by @{AUTHOR}"]
+    # The Slack worker rewrites the card after the engine committed the selection: wait
+    # for that call rather than read the calls made so far.
+    [rewrite] = wait_until(lambda: [c for c in walk.slack.calls_to("chat.update")
+                                    if c.args.get("ts") == card.response["ts"]
+                                    and c.args["text"] == (f"Phase selection of {walk.ref} "
+                                                           f"made by @{AUTHOR}")],
+                           "the card rewritten read-only")
     assert rewrite.args["channel"] == CHANNEL
     assert not any(e.get("type") in ("button", "checkboxes")
                    for b in rewrite.args["blocks"] for e in b.get("elements") or ())

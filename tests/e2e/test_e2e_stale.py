@@ -35,8 +35,10 @@ def test_a_spec_change_sends_the_quiz_back_and_only_the_new_comment_counts(
     assert "spec-quiz" not in doc["decisions"]
     assert doc["currentNode"] == "spec-explainer"
     assert len(walk.comments("<!-- the-loop:assignment spec-explainer ")) == 2
-    stale = wait_until(lambda: walk.updates("the spec changed and a new quiz will follow"),
-                       "the quiz DM rewritten to 'stale'")
+    said_stale = "the spec changed and a new quiz will follow"
+    wait_until(lambda: len(walk.updates(said_stale)) >= 2,
+               "the quiz DM and its thread line rewritten to 'stale'")
+    stale = walk.updates(said_stale)
     assert sorted(c.args["channel"] for c in stale) == sorted([CHANNEL, expect.DM_CHANNEL])
 
     walk.claim("spec-explainer")  # the explainer again, for the new spec
@@ -61,4 +63,6 @@ def test_a_spec_change_sends_the_quiz_back_and_only_the_new_comment_counts(
     decision = doc["decisions"]["spec-quiz"]
     assert (decision["attestedBy"], decision["commentId"]) == (f"@{AUTHOR}", new_quiz.id)
     assert doc["currentNode"] == "tasks-breakdown"
-    assert len(walk.updates(f"Spec quiz on {walk.ref}: attested by @{AUTHOR}")) == 2  # DM, thread
+    attested = f"Spec quiz on {walk.ref}: attested by @{AUTHOR}"
+    wait_until(lambda: len(walk.updates(attested)) >= 2, "the DM and thread line 'attested'")
+    assert len(walk.updates(attested)) == 2  # DM, thread
