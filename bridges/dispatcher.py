@@ -367,9 +367,7 @@ class Dispatcher:
 
     def _comment(self, ref: WorkItemRef, delivery: Delivery) -> DispatchResult:
         comment: Comment = delivery.data["comment"]
-        remember = getattr(self.tracker, "remember", None)
-        if remember is not None:
-            remember(comment)
+        self.tracker.remember(comment)
         self._observe(ref, comment)
         targets = self._targets(ref, bool(delivery.data.get("pull_request")))
         if isinstance(targets, DispatchResult):
@@ -388,11 +386,10 @@ class Dispatcher:
         return self._evaluate(ref, node, {"comments": [comment]}, "advanced")
 
     def _quiz(self, ref: WorkItemRef, delivery: Delivery) -> DispatchResult:
-        remember = getattr(self.tracker, "remember", None)
-        if remember is not None and delivery.data.get("node_id"):
+        if delivery.data.get("node_id"):
             # The GraphQL lookup needs the node id; the delivery carries it.
-            remember(Comment(int(delivery.data["comment_id"]), "", "",
-                             node_id=str(delivery.data["node_id"])))
+            self.tracker.remember(Comment(int(delivery.data["comment_id"]), "", "",
+                                          node_id=str(delivery.data["node_id"])))
         targets = self._targets(ref, bool(delivery.data.get("pull_request")))
         if isinstance(targets, DispatchResult):
             return targets
@@ -409,17 +406,16 @@ class Dispatcher:
 
     def _evaluate(self, ref: WorkItemRef, node: str, event: dict[str, Any], reason: str, *,
                   open_while_waiting: bool = False) -> DispatchResult:
-        """Re-evaluate the gate; ``retry`` when it stayed put while a GitHub call failed
-        (the gate could not read what it needed, so the event must be offered again).
-        With ``open_while_waiting`` a gate that still waits gives an unsettled result
-        (``still-waiting``): the event's content key stays open."""
-        failures = getattr(self.tracker, "failures", 0)
+        """Re-evaluate the gate; ``retry`` when it stayed put because it could not read
+        what it needed (the gate's wait says ``unverified``), so the event must be offered
+        again. With ``open_while_waiting`` a gate that still waits gives an unsettled
+        result (``still-waiting``): the event's content key stays open."""
         # Bound to the gate we saw: if another ingress (Slack, the CLI) moved the pointer
         # since, the event must not answer the next gate.
         after = self.runtime.advance(ref, {**event, "expectNode": node})
         if after.current_node != node:
             return DispatchResult(HANDLED, reason, (str(ref),))
-        if getattr(self.tracker, "failures", 0) > failures:
+        if after.parked.get("unverified"):
             return DispatchResult(RETRY, "unverified", (str(ref),))
         if open_while_waiting:
             return DispatchResult(HANDLED, "still-waiting", (str(ref),), settled=False)
@@ -455,11 +451,8 @@ class Dispatcher:
         """The work items a comment on ``ref`` concerns (a PR maps to what it delivers)."""
         if not on_pull_request or self.store.load(ref) is not None:
             return [ref]
-        lookup = getattr(self.tracker, "items_for_pull_request", None)
-        if lookup is None:
-            return [ref]
         try:
-            numbers = lookup(ref.owner, ref.repo, ref.number)
+            numbers = self.tracker.items_for_pull_request(ref.owner, ref.repo, ref.number)
         except TrackerError:
             return DispatchResult(RETRY, "pull-request-lookup-failed", (str(ref),))
         return [WorkItemRef(ref.owner, ref.repo, n) for n in numbers] or [ref]

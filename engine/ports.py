@@ -231,6 +231,21 @@ class Tracker(Protocol):
         """
         ...
 
+    def remember(self, comment: Comment) -> None:
+        """Keep what an ingress saw of ``comment`` (its node id) so a later
+        :meth:`comment_edits` needs no extra lookup. A tracker with nothing to keep
+        ignores it; never raises."""
+        ...
+
+    def items_for_pull_request(self, owner: str, repo: str, number: int) -> list[int]:
+        """The issue numbers pull request ``number`` delivers (closing references or the
+        branch pattern); ``[]`` when it delivers none or is no pull request.
+
+        Raises:
+            TrackerError: the lookup failed (the caller retries the delivery).
+        """
+        ...
+
 
 @runtime_checkable
 class ArtifactStore(Protocol):

@@ -597,7 +597,8 @@ class Runtime:
         if result.kind == PASS:
             return self._exit_pass(w, node, result.data)
         if result.kind == WAIT:
-            self._park(w, node, result.reason or f"waiting at {node.id}")
+            self._park(w, node, result.reason or f"waiting at {node.id}",
+                       unverified=bool(result.data.get("unverified")))
             return None
         return self._block(w, node, result)
 
@@ -624,17 +625,28 @@ class Runtime:
             return None
         return edge.target
 
-    def _park(self, w: _Walk, node: Node, reason: str, *, blocked: bool = False) -> None:
+    def _park(self, w: _Walk, node: Node, reason: str, *, blocked: bool = False,
+              unverified: bool = False) -> None:
         state = w.state
         state.status = ItemStatus.PARKED
         same = state.parked.get("node") == node.id and state.parked.get("reason") == reason
         if same and bool(state.parked.get("blocked")) == blocked:
+            self._mark_unverified(state, unverified)
             return  # the same wait again: say it once
         state.parked = {"node": node.id, "reason": reason, "at": w.now()}
+        self._mark_unverified(state, unverified)
         if blocked:
             state.parked["blocked"] = True  # graph.blocked already said it
         else:
             w.log("graph.parked", {"node": node.id, "reason": reason})
+
+    @staticmethod
+    def _mark_unverified(state: ItemState, unverified: bool) -> None:
+        # The gate could not read what it needed: the ingress offers the event again.
+        if unverified:
+            state.parked["unverified"] = True
+        else:
+            state.parked.pop("unverified", None)
 
     def _block(self, w: _Walk, node: Node, result: HookResult) -> str | None:
         record = w.state.record(node.id)

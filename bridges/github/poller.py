@@ -63,6 +63,7 @@ from bridges.github.router import (
     quiz_key,
     start_key,
 )
+from bridges.github.tracker import GitHubTracker
 from bridges.github.webhook import Delivery
 from engine.identity import Actor
 from engine.ports import Comment, TrackerError
@@ -173,7 +174,8 @@ class Poller:
 
     def __init__(self, client: GitHubClient, dispatcher: Dispatcher, state: BridgeState, *,
                  repos: Sequence[str], start_label: str = "", bot_login: Actor | str = "",
-                 tracker: Any = None, overlap: float = 1.0, initial_lookback: float = 600.0,
+                 tracker: GitHubTracker | None = None, overlap: float = 1.0,
+                 initial_lookback: float = 600.0,
                  clock: Callable[[], datetime] | None = None) -> None:
         self.client = client
         self.dispatcher = dispatcher
@@ -324,9 +326,8 @@ class Poller:
         ticks: list[tuple[Comment, Delivery]] = []
         for comment in comments:
             window.saw(comment.updated_at)
-            remember = getattr(self.tracker, "remember", None)
-            if remember is not None:
-                remember(comment)
+            if self.tracker is not None:
+                self.tracker.remember(comment)
             ref = WorkItemRef(owner, name, comment.issue_number)
             on_pr = "/pull/" in comment.url
             if is_self_authored(comment, self.bot):
@@ -368,11 +369,10 @@ class Poller:
                   report: RepoReport) -> list[tuple[Comment, Delivery]]:
         """Look every candidate tick up in ⌈K/100⌉ queries; on failure keep them for the
         next cycle (unseen, cursor held back, ETag dropped)."""
-        prefetch = getattr(self.tracker, "prefetch", None)
-        if not ticks or prefetch is None:
+        if not ticks or self.tracker is None:
             return ticks
         try:
-            prefetch([c.id for c, _ in ticks])
+            self.tracker.prefetch([c.id for c, _ in ticks])
         except TrackerError as exc:
             logger.warning("poll repo=%s quiz lookup deferred (%d ticks): %s", window.repo,
                            len(ticks), exc)

@@ -155,9 +155,9 @@ class GitHubTracker:
         clock: monotonic seconds (tests).
 
     Attributes:
-        failures: how many calls to GitHub failed (tracker and contents store); the
-            dispatcher reads it to tell "the gate could not verify" from "the gate
-            refused".
+        failures: how many calls to GitHub failed (tracker and contents store), for
+            logs and metrics; a gate that could not read what it needed says so itself
+            (an ``unverified`` wait), nobody infers it from this counter.
     """
 
     def __init__(self, client: GitHubClient, graphql: GraphQLClient, *,

@@ -265,7 +265,7 @@ def validate_artifacts(ctx: HookContext) -> HookResult:
                 continue
             problems += _check_entry(ctx, alts, alts in subjects)
     except _ReadFailed as exc:
-        return HookResult.wait(f"{exc}; will check again")
+        return HookResult.wait(f"{exc}; will check again", unverified=True)
     if problems:
         return HookResult.block("; ".join(problems), retriable=True)
     note = f" (not required, author skipped: {', '.join(excused)})" if excused else ""

@@ -49,7 +49,9 @@ class HookResult:
             ``decision`` (a mapping recorded as ``decisions[node]``, first answer wins),
             ``skips`` ({node: {via, token, by, reason}}) and ``optIns`` ({node: {via, by}})
             recorded for nodes not yet entered, ``retriable`` (bool, for block),
-            ``refused`` (list of tokens named back by a gate).
+            ``refused`` (list of tokens named back by a gate), ``unverified`` (bool, on
+            wait: the gate could not read what it needed — a tracker or file read failed —
+            so the event that woke it must be offered again; recorded in ``parked``).
     """
 
     kind: str

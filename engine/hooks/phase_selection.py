@@ -561,7 +561,8 @@ def classify_phase_selection(ctx: HookContext) -> HookResult:
     except TrackerError as exc:
         return HookResult.wait(
             f"could not read the phase-selection checklist ({exc}); "
-            f"reply `{ctx.settings.execute_keyword}` again once the tracker answers"
+            f"reply `{ctx.settings.execute_keyword}` again once the tracker answers",
+            unverified=True,
         )
     touched = [*selection.skipped_nodes(ctx.graph), *selection.opt_ins]
     not_changed = [n for n in touched if node_entered(ctx.state, n)]

@@ -375,7 +375,8 @@ def _posted(ctx: HookContext, node: str) -> Mapping[str, Any]:
 
 def _unverified(ctx: HookContext, node: str, comment_id: Any, problem: str) -> HookResult:
     ctx.log("graph.quiz_unverified", {"node": node, "commentId": comment_id, "reason": problem})
-    return HookResult.wait(f"the quiz tick on {node} could not be verified: {problem}")
+    return HookResult.wait(f"the quiz tick on {node} could not be verified: {problem}",
+                           unverified=True)
 
 
 def _refused(ctx: HookContext, node: str, editor: str, body: str, why: str) -> HookResult:
@@ -570,7 +571,8 @@ def quiz_attested(ctx: HookContext) -> HookResult:
     try:
         digest = spec_digest(ctx, ctx.params.get("digest"))
     except (TrackerError, OSError, ValueError) as exc:
-        return HookResult.wait(f"could not read the spec files to check the quiz digest: {exc}")
+        return HookResult.wait(f"could not read the spec files to check the quiz digest: {exc}",
+                               unverified=True)
     posted = str(_posted(ctx, node).get("digest") or "")
     if digest != NO_DIGEST and posted and posted != digest:
         return _stale(ctx, node, posted, digest)

@@ -123,6 +123,18 @@ class MemoryTracker:
             self._enter("delivering_pull_requests", ref)
             return list(self._prs.get(ref, []))
 
+    def remember(self, comment: Comment) -> None:
+        """Nothing to keep: every comment is already here."""
+        return None
+
+    def items_for_pull_request(self, owner: str, repo: str, number: int) -> list[int]:
+        """Issue numbers whose registered pull requests include ``number``."""
+        with self._lock:
+            self._enter("items_for_pull_request", owner, repo, number)
+            return sorted(ref.number for ref, prs in self._prs.items()
+                          if (ref.owner, ref.repo) == (owner, repo)
+                          and any(pr.number == number for pr in prs))
+
     def issue_info(self, ref: WorkItemRef) -> IssueInfo:
         """The info set with :meth:`set_issue`, or a generated one."""
         with self._lock:

@@ -81,6 +81,20 @@ class LocalTracker:
             for p in self.store.kv_get(_PRS, str(ref), [])
         ]
 
+    def remember(self, comment: Comment) -> None:
+        """Nothing to keep: the local thread is the store."""
+        return None
+
+    def items_for_pull_request(self, owner: str, repo: str, number: int) -> list[int]:
+        """Issue numbers whose recorded pull requests include ``number``."""
+        found = []
+        for key, prs in self.store.kv_items(_PRS).items():
+            ref = WorkItemRef.parse(key)
+            if (ref.owner, ref.repo) == (owner, repo) and any(
+                    int(p["number"]) == number for p in prs):
+                found.append(ref.number)
+        return sorted(found)
+
     def issue_info(self, ref: WorkItemRef) -> IssueInfo:
         """A local item has no title of its own: it is named by its reference."""
         return IssueInfo(ref, str(ref), _item_url(ref), "")
