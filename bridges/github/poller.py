@@ -56,10 +56,9 @@ from bridges.github.router import (
     QUIZ_ATTESTATION,
     START,
     as_actor,
+    classify_comment,
     comment_from_rest,
     comment_key,
-    is_quiz_tick,
-    is_self_authored,
     quiz_key,
     start_key,
 )
@@ -330,16 +329,20 @@ class Poller:
                 self.tracker.remember(comment)
             ref = WorkItemRef(owner, name, comment.issue_number)
             on_pr = "/pull/" in comment.url
-            if is_self_authored(comment, self.bot):
-                if is_quiz_tick(comment.body):
-                    key = quiz_key(comment.id, comment.body)
-                    # One delivery per observed edit (updated_at): a refused tick's key
-                    # stays open, and a later re-tick with the same text is a new edit.
-                    ticks.append((comment, Delivery(
-                        f"poll:{key}:{comment.updated_at}", "poller", QUIZ_ATTESTATION,
-                        "issue_comment.edited",
-                        {"ref": ref, "comment_id": comment.id, "node_id": comment.node_id,
-                         "url": comment.url, "key": key, "pull_request": on_pr})))
+            # The router's rule (classify_comment), read both ways: a listed comment may hold
+            # an edit we have not seen (updated_at has one-second resolution, so an early
+            # tick can look unedited; GraphQL verifies every tick), and may be new to us.
+            if classify_comment(comment, self.bot, edited=True) == QUIZ_ATTESTATION:
+                key = quiz_key(comment.id, comment.body)
+                # One delivery per observed edit (updated_at): a refused tick's key
+                # stays open, and a later re-tick with the same text is a new edit.
+                ticks.append((comment, Delivery(
+                    f"poll:{key}:{comment.updated_at}", "poller", QUIZ_ATTESTATION,
+                    "issue_comment.edited",
+                    {"ref": ref, "comment_id": comment.id, "node_id": comment.node_id,
+                     "url": comment.url, "key": key, "pull_request": on_pr})))
+                continue
+            if classify_comment(comment, self.bot, edited=False) != COMMENT:
                 continue
             created = _parse(comment.created_at)
             if str(comment.id) in seen_humans or (since and created and created < since):

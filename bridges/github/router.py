@@ -43,6 +43,7 @@ __all__ = [
     "comment_from_rest",
     "is_self_authored",
     "as_actor",
+    "classify_comment",
 ]
 
 COMMENT = "comment"
@@ -136,6 +137,29 @@ def is_self_authored(comment: Comment, bot: Actor | str) -> bool:
     return as_actor(bot).same_as(comment.actor)
 
 
+def classify_comment(comment: Comment, bot: Actor | str, *, edited: bool) -> str | Dropped:
+    """What a GitHub comment is to loopgate: the one rule the webhook router and the poller
+    share (issue 10 "Shape").
+
+    Args:
+        comment: the comment as REST or a webhook payload shows it.
+        bot: loopgate's identity.
+        edited: classify the comment's latest edit (``issue_comment.edited``) rather than
+            its creation.
+
+    Returns:
+        :data:`QUIZ_ATTESTATION` for an edit leaving loopgate's quiz comment ticked (checked
+        before the self-reply guard, design C5: that edit of loopgate's own comment is
+        exactly the one not to drop; attribution always comes from GraphQL later);
+        :data:`COMMENT` for a person's new comment; else :class:`Dropped` with a reason.
+    """
+    if edited and is_quiz_tick(comment.body):
+        return QUIZ_ATTESTATION
+    if is_self_authored(comment, bot):
+        return Dropped("self-authored-edit" if edited else "self-authored")
+    return Dropped("human-edit-ignored") if edited else COMMENT
+
+
 def comment_from_rest(raw: Mapping[str, Any], issue_number: int = 0) -> Comment:
     """Build a :class:`Comment` from a REST or webhook ``comment`` object.
 
@@ -182,8 +206,9 @@ def _comment_created(delivery: Delivery, cfg: RouterConfig) -> Delivery | Droppe
     payload = delivery.data
     ref = _ref(payload)
     comment = comment_from_rest(payload.get("comment") or {}, ref.number if ref else 0)
-    if is_self_authored(comment, cfg.bot):
-        return Dropped("self-authored")
+    kind = classify_comment(comment, cfg.bot, edited=False)
+    if isinstance(kind, Dropped):
+        return kind
     is_pr = bool((payload.get("issue") or {}).get("pull_request"))
     return _routed(delivery, COMMENT, ref=ref, comment=comment, key=comment_key(comment.id),
                    pull_request=is_pr)
@@ -193,16 +218,13 @@ def _comment_edited(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped
     payload = delivery.data
     ref = _ref(payload)
     comment = comment_from_rest(payload.get("comment") or {}, ref.number if ref else 0)
-    # The quiz rewrite comes before the self-reply guard (design C5): loopgate's own
-    # comment being ticked is exactly the edit we must not drop.
-    if is_quiz_tick(comment.body):
-        is_pr = bool((payload.get("issue") or {}).get("pull_request"))
-        return _routed(delivery, QUIZ_ATTESTATION, ref=ref, comment_id=comment.id,
-                       node_id=comment.node_id, url=comment.url,
-                       key=quiz_key(comment.id, comment.body), pull_request=is_pr)
-    if is_self_authored(comment, cfg.bot):
-        return Dropped("self-authored-edit")
-    return Dropped("human-edit-ignored")
+    kind = classify_comment(comment, cfg.bot, edited=True)
+    if isinstance(kind, Dropped):
+        return kind
+    is_pr = bool((payload.get("issue") or {}).get("pull_request"))
+    return _routed(delivery, QUIZ_ATTESTATION, ref=ref, comment_id=comment.id,
+                   node_id=comment.node_id, url=comment.url,
+                   key=quiz_key(comment.id, comment.body), pull_request=is_pr)
 
 
 def _comment_deleted(delivery: Delivery, cfg: RouterConfig) -> Dropped:

@@ -16,12 +16,14 @@ from bridges.github.router import (
     Dropped,
     RouterConfig,
     body_hash,
+    classify_comment,
     is_quiz_tick,
     quiz_key,
     route,
 )
 from bridges.github.webhook import Delivery
 from engine.hooks.markers import SELF_MARKER, attestation_line, quiz_marker
+from engine.ports import Comment
 from engine.refs import WorkItemRef
 
 CFG = RouterConfig.build(["Codertocat/Hello-World"], "loop:start")
@@ -181,3 +183,18 @@ def test_quiz_keys_change_with_the_body() -> None:
     assert quiz_key(7, TICKED) != quiz_key(7, QUIZ)
     assert quiz_key(7, TICKED) == quiz_key(7, TICKED)
     assert len(body_hash(TICKED)) == 16
+
+
+@pytest.mark.parametrize("body, author, kind, edited, expected", [
+    (TICKED, "loopgate[bot]", "Bot", True, QUIZ_ATTESTATION),
+    (TICKED, "mallory", "User", True, QUIZ_ATTESTATION),  # GraphQL decides whose it is
+    (QUIZ, "loopgate[bot]", "Bot", True, Dropped("self-authored-edit")),
+    ("plain words", "loopgate[bot]", "Bot", False, Dropped("self-authored")),
+    ("plain words", "loopgate", "User", False, COMMENT),  # a User named like the App
+    ("plain words", "alice", "User", True, Dropped("human-edit-ignored")),
+    (TICKED, "alice", "User", False, Dropped("self-authored")),  # a creation is no tick
+])
+def test_one_classifier_for_the_router_and_the_poller(body: str, author: str, kind: str,
+                                                      edited: bool, expected: object) -> None:
+    comment = Comment(5_186_334_064, author, body, author_type=kind)
+    assert classify_comment(comment, "loopgate[bot]", edited=edited) == expected
