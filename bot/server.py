@@ -195,18 +195,32 @@ class Server:
         server = self._server
         # Close only the listening socket first (waitress' own close() would also close
         # the trigger we still need): no new connections, requests in hand go on.
-        server.trigger.pull_trigger(lambda: wasyncore.dispatcher.close(server))
+        _in_loop(server, lambda: wasyncore.dispatcher.close(server))
         deadline = time.monotonic() + grace
         while time.monotonic() < deadline and _busy(server):
             time.sleep(0.05)
 
         def close_all() -> None:  # the channels and the trigger: the loop then ends
             for channel in list(server._map.values()):
-                channel.close()
+                try:
+                    channel.close()
+                except OSError:  # already closed under us: it is gone all the same
+                    continue
 
-        server.trigger.pull_trigger(close_all)
+        _in_loop(server, close_all)
         self._thread.join(grace)
         server.task_dispatcher.shutdown(cancel_pending=True, timeout=grace)
+
+
+def _in_loop(server: Any, thunk: Callable[[], None]) -> None:
+    """Run ``thunk`` in waitress' loop thread; here when its trigger is already closed
+    (seen under load as EBADF): the stop must still close everything and join."""
+    try:
+        server.trigger.pull_trigger(thunk)
+    except OSError as exc:
+        logger.warning("http: the loop's trigger is closed (%s); closing from this thread",
+                       exc.strerror or exc)
+        thunk()
 
 
 def _busy(server: Any) -> bool:
