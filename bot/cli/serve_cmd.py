@@ -161,6 +161,19 @@ def _add_socket_mode(supervisor: Supervisor, services: Any, listeners: ThreadPoo
         supervisor.add("socket-mode", _SocketMode(services, token, listeners.executor))
 
 
+def _add_effects_worker(supervisor: Supervisor, services: Any) -> None:
+    """With GitHub, effects are carried out by one paced worker thread (issue 10 §1), not
+    by the thread that committed them: the dispatcher goes on with the next delivery while
+    GitHub's one-write-per-second pacing runs in the worker."""
+    if not services.config.has("github"):
+        return  # the offline thread is SQLite: carried out right after each commit
+    from bridges.github.effects_worker import EffectWorker
+
+    worker = EffectWorker(services.store, services.ports, services.settings)
+    services.perform_with(worker.wake)
+    supervisor.add_loop("github-effects", worker.run, timeout=30)
+
+
 def _build(supervisor: Supervisor, services: Any, secret: str | None,
            insecure_webhooks: bool) -> Server:
     """Add every member of ``serve`` to ``supervisor``, in start order; returns the HTTP
@@ -171,6 +184,7 @@ def _build(supervisor: Supervisor, services: Any, secret: str | None,
     dispatcher = Dispatcher(services)
     supervisor.on_close("inbox", dispatcher.close)
     supervisor.add("dispatcher", dispatcher)
+    _add_effects_worker(supervisor, services)
     listeners = _add_slack(supervisor, services, dispatcher)
     app = build_wsgi_app(services, dispatcher, webhook_secret=secret,
                          insecure_webhooks=insecure_webhooks,
