@@ -22,6 +22,8 @@ same two functions on a thread with GitHub's pacing.
 from __future__ import annotations
 
 import logging
+import os
+import platform
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -269,18 +271,19 @@ class InlinePerformer:
         store: the store (its outbox).
         ports: tracker and notifier.
         settings: loopgate's identity (the idempotency check trusts only its comments).
-        owner: the claim owner's name.
+        owner: the claim owner's name (default ``host:pid:inline``, so a performer that
+            starts later can tell a dead one's claims).
 
     Use as the runtime's ``on_commit``. A transient failure leaves the row waiting for
     the next call (or another performer); nothing sleeps here.
     """
 
     def __init__(self, store: Store, ports: Ports, settings: EngineSettings,
-                 owner: str = "inline") -> None:
+                 owner: str = "") -> None:
         self.store = store
         self.ports = ports
         self.settings = settings
-        self.owner = owner
+        self.owner = owner or f"{platform.node()}:{os.getpid()}:inline"
 
     def __call__(self, ref: WorkItemRef) -> None:
         """Perform ``ref``'s due rows, in order, until none is due or one must wait."""

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
+import platform
 import threading
 from datetime import timedelta
 from typing import Any
@@ -59,7 +59,7 @@ class EffectWorker:
         self.ports = ports
         self.settings = settings
         self.poll = poll
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:effects"
+        self.owner = f"{platform.node()}:{os.getpid()}:effects"
         self.performed = 0
         self._wake = threading.Event()
 
@@ -67,9 +67,27 @@ class EffectWorker:
         """Look at the outbox now (the runtime's ``on_commit``)."""
         self._wake.set()
 
+    def release_dead_claims(self) -> int:
+        """Free the rows a dead performer of this host had claimed (a ``serve`` killed
+        mid-write): they become due at once and, having been tried, are looked for on the
+        thread before anything is posted again. Returns how many were freed."""
+        host = platform.node()
+        freed = 0
+        for row_id, owner in self.store.effects.claims():
+            owner_host, _, rest = owner.partition(":")
+            pid = rest.partition(":")[0]
+            if owner_host == host and pid.isdigit() and not _alive(int(pid)):
+                self.store.effects.defer(row_id, "", f"its performer (pid {pid}) died while "
+                                                     "carrying it out")
+                freed += 1
+        if freed:
+            logger.info("effects: freed %d row(s) claimed by a dead performer", freed)
+        return freed
+
     def run(self, stop: threading.Event) -> None:
         """Loop until ``stop`` is set: drain what is due, then wait for a wake-up or the
         next poll. A row in hand is finished before returning."""
+        self.release_dead_claims()
         while not stop.is_set():
             self._wake.clear()
             self.drain(stop)
@@ -104,3 +122,14 @@ class EffectWorker:
             if not progressed:
                 return finished
         return finished
+
+
+def _alive(pid: int) -> bool:
+    """True when process ``pid`` exists on this host."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True  # someone else's process: alive
+    return True

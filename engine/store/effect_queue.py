@@ -62,6 +62,11 @@ class EffectQueue(Protocol):
         """Re-queue failed rows (of ``ref``); returns how many."""
         ...
 
+    def claims(self) -> list[tuple[int, str]]:
+        """``(row id, owner)`` of every claimed (running) row, oldest first: a performer
+        that starts frees those of performers it knows are dead."""
+        ...
+
 
 class MemoryEffectQueue:
     """:class:`EffectQueue` in process memory (the :class:`MemoryStore`'s)."""
@@ -141,6 +146,12 @@ class MemoryEffectQueue:
         with self._lock:
             return [r for _, r in sorted(self._rows.items())
                     if (ref is None or r.ref == ref) and (not wanted or r.status in wanted)]
+
+    def claims(self) -> list[tuple[int, str]]:
+        """See :meth:`EffectQueue.claims`."""
+        with self._lock:
+            return [(row_id, owner) for row_id, (owner, _) in sorted(self._claims.items())
+                    if self._rows[row_id].status == RUNNING]
 
     def retry(self, ref: WorkItemRef | None = None) -> int:
         """See :meth:`EffectQueue.retry`."""

@@ -135,6 +135,12 @@ class SqliteEffectQueue:
         clause = f"WHERE {' AND '.join(where)}" if where else ""
         return self._select(f"SELECT {_COLUMNS} FROM effects {clause} ORDER BY id", params)
 
+    def claims(self) -> list[tuple[int, str]]:
+        """See :meth:`~engine.store.effect_queue.EffectQueue.claims`."""
+        rows = self._conn().execute(
+            f"SELECT id, claimed_by FROM effects WHERE status = '{RUNNING}' ORDER BY id")
+        return [(int(row_id), str(owner or "")) for row_id, owner in rows.fetchall()]
+
     def retry(self, ref: WorkItemRef | None = None) -> int:
         """See :meth:`~engine.store.effect_queue.EffectQueue.retry`."""
         if ref is None:

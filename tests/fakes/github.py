@@ -64,7 +64,7 @@ from graphql.error import GraphQLError
 from tests.fakes import LoopbackServer
 from tests.fakes.github_app import APP_ROUTES, FakeApp
 
-__all__ = ["FakeGitHub", "Req", "github_schema", "FIXTURES", "SCHEMA_PATH"]
+__all__ = ["FakeGitHub", "Hold", "Req", "github_schema", "FIXTURES", "SCHEMA_PATH"]
 
 # ../shared beside the checkout, like tests/conftest.py (override with LOOPGATE_SHARED).
 _SHARED = Path(os.environ.get("LOOPGATE_SHARED", Path(__file__).resolve().parents[2].parent
@@ -104,6 +104,33 @@ def _parse_iso(text: str) -> datetime:
 
 def _node_id(kind: str, number: int) -> str:
     return base64.b64encode(f"0:{kind}{number}".encode()).decode().rstrip("=")
+
+
+#: Longest a held request waits for its release (seconds): a forgotten hold ends.
+HOLD_TIMEOUT = 60.0
+
+
+@dataclass
+class Hold:
+    """A request :meth:`FakeGitHub.hold` keeps waiting.
+
+    Attributes:
+        method: the HTTP verb held.
+        route: the route name held.
+        apply: on release, carry the request out (True) or drop it unanswered (False).
+        arrived: set once the request is held.
+        released: set by :meth:`release`.
+    """
+
+    method: str
+    route: str
+    apply: bool
+    arrived: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+
+    def release(self) -> None:
+        """Let the held request go on (carried out or dropped, as ``apply`` says)."""
+        self.released.set()
 
 
 def _account_id(login: str, kind: str) -> int:
@@ -310,6 +337,7 @@ class FakeGitHub(LoopbackServer):
         self._next_repo = 1
         self._rest_limits: list[dict[str, Any]] = []
         self._route_failures: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._holds: list[Hold] = []
         self._graphql_limits: list[str] = []
         self._core_used = 0
         self._graphql_used = 0
@@ -592,6 +620,30 @@ class FakeGitHub(LoopbackServer):
             self.requests.clear()
             self.graphql_log.clear()
 
+    def hold(self, method: str, route: str, *, apply: bool) -> Hold:
+        """Hold the next ``method route`` request until :meth:`Hold.release` — so a test can
+        kill the client while it waits. On release the request is carried out and answered
+        (``apply``: GitHub did it, the client never heard back) or dropped unanswered
+        (GitHub never saw it). The rest of the fake keeps answering meanwhile."""
+        hold = Hold(method, route, apply)
+        with self.lock:
+            self._holds.append(hold)
+        return hold
+
+    def _held(self, h: BaseHTTPRequestHandler, path: str) -> bool:
+        """Wait out a hold on this request; False when it is to be dropped."""
+        rel = path[len(self.api_prefix):] if path.startswith(self.api_prefix) else path
+        route = self._match(h.command, rel)[0]
+        with self.lock:
+            hold = next((x for x in self._holds if (x.method, x.route) == (h.command, route)),
+                        None)
+            if hold is None:
+                return True
+            self._holds.remove(hold)
+        hold.arrived.set()
+        hold.released.wait(HOLD_TIMEOUT)
+        return hold.apply
+
     # -- HTTP plumbing -----------------------------------------------------------------
     def _authorized(self, h: BaseHTTPRequestHandler, path: str) -> _Response | None:
         """None when the request's credentials are accepted, else the refusal."""
@@ -615,6 +667,8 @@ class FakeGitHub(LoopbackServer):
         query = {k: v[-1] for k, v in parse_qs(split.query, keep_blank_values=True).items()}
         length = int(h.headers.get("Content-Length") or 0)
         body = h.rfile.read(length) if length else b""
+        if not self._held(h, path):
+            return  # a held request dropped unanswered: it never reached GitHub
         with self.lock:
             refused = self._authorized(h, path)
             if refused is not None:
