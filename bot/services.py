@@ -10,7 +10,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.config import Config, default_db_path
 from engine.graph.model import Graph
@@ -18,6 +18,11 @@ from engine.identity import Actor
 from engine.ports import ArtifactStore, Notifier, Ports, Tracker
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
+
+if TYPE_CHECKING:  # imported lazily at run time: an offline CLI never loads the bridge
+    from bridges.github.app import TokenSource
+    from engine.runtime import Runtime
+    from engine.store.sqlite import SqliteStore
 
 __all__ = ["Services", "load_graph", "verify_github"]
 
@@ -127,10 +132,10 @@ class Services:
     config: Config
     settings: EngineSettings
     graph: Graph
-    store: Any
+    store: SqliteStore
     ports: Ports
-    runtime: Any
-    credentials: Any = None
+    runtime: Runtime
+    credentials: TokenSource | None = None
 
     @classmethod
     def build(cls, config: Config, *, db_path: str | None = None) -> Services:
