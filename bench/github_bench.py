@@ -100,6 +100,7 @@ def bench_poll_cost(fake: FakeGitHub, tmp: Path, items: int, repos: int) -> dict
     for ref in refs:  # the per-item design: re-read every thread every cycle
         client.list_comments(ref.owner, ref.repo, ref.number)
     naive = {"requests": len(fake.requests), "counted": fake.count(counted=True)}
+    dispatcher.close()
     services.close()
     return {"cycle": cycle, "naive": naive, "repos": repos, "items": len(refs)}
 
@@ -164,6 +165,7 @@ def bench_tick_queries(fake: FakeGitHub, tmp: Path, batches: list[int]) -> list[
                        if services.store.load(ref).current_node == "tasks-breakdown")
         rows.append({"ticks": k, "queries": len(queries), "graphql_total": len(fake.graphql_log),
                      "advanced": advanced})
+    dispatcher.close()
     services.close()
     return rows
 
@@ -238,6 +240,7 @@ def bench_latency(fake: FakeGitHub, tmp: Path, ticks: int, items: int = 20) -> d
         ours.append((end - start - spent_on_github) * 1000)
     server.stop()
     dispatcher.stop()
+    dispatcher.close()
     services.close()
     return {"ticks": ticks, "total": _percentiles(total), "ours": _percentiles(ours)}
 

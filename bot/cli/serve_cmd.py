@@ -287,16 +287,23 @@ def register(group: click.Group) -> None:
         from bridges.dispatcher import Dispatcher
         from bridges.github.poller import Poller
 
+        # A polling process is a server of the database too: never two pollers on one.
+        lock = None if once else _hold_database(ctx)
         services = ctx.services
         dispatcher = Dispatcher(services)
-        poller = Poller.from_services(services, dispatcher)
-        if once:
-            report = poller.poll_once()
-            _print_report(report)
-            if any(r.error for r in report.repos):
-                raise SystemExit(1)
-            return
-        stop = threading.Event()
-        _install_signals(stop.set)
-        interval = int(ctx.config.section("github").get("pollIntervalSeconds") or 60)
-        poller.run(max(interval, 1), stop)
+        try:
+            poller = Poller.from_services(services, dispatcher)
+            if once:
+                report = poller.poll_once()
+                _print_report(report)
+                if any(r.error for r in report.repos):
+                    raise SystemExit(1)
+                return
+            stop = threading.Event()
+            _install_signals(stop.set)
+            interval = int(ctx.config.section("github").get("pollIntervalSeconds") or 60)
+            poller.run(max(interval, 1), stop)
+        finally:
+            dispatcher.close()
+            if lock is not None:
+                lock.release()

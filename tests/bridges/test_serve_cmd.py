@@ -220,3 +220,21 @@ def test_a_second_serve_on_the_same_database_exits_2_naming_the_first(
             if process is not None and process.proc.poll() is None:
                 process.proc.kill()
                 process.proc.wait(10)
+
+
+def test_a_polling_loop_on_a_database_a_server_holds_exits_2(home: Path, fake: FakeGitHub,
+                                                            monkeypatch: pytest.MonkeyPatch
+                                                            ) -> None:
+    # A continuous `loopgate poll` is a server of the database too: never two pollers.
+    from bot.server_lock import ServerLock
+
+    monkeypatch.setenv("GITHUB_TOKEN", fake.token)
+    held = ServerLock(home / "loopgate.db")
+    held.acquire()
+    try:
+        result = run(home, "poll")
+    finally:
+        held.release()
+    assert result.exit_code == 2
+    assert "another loopgate serve is running on" in result.output
+    assert fake.count() == 0  # refused before anything talked to GitHub
