@@ -45,6 +45,7 @@ from engine.outcomes import PASS as OUTCOME_PASS
 from engine.outcomes import SKIPPED
 from engine.perform import InlinePerformer
 from engine.ports import Ports
+from engine.records import Skip
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
 from engine.state import ItemState, ItemStatus
@@ -132,6 +133,8 @@ def _jsonable(value: Any) -> Any:
     # dataclasses (e.g. a Comment), and stringify anything else rather than fail a commit.
     if isinstance(value, Mapping):
         return {str(k): _jsonable(v) for k, v in value.items()}
+    if callable(getattr(value, "to_json", None)):  # a record type (engine.records)
+        return _jsonable(value.to_json())
     if isinstance(value, list | tuple | set | frozenset):
         return [_jsonable(v) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
@@ -406,8 +409,8 @@ class Runtime:
                     continue
                 state = tx.state or tx.create(self.graph.name)
                 w = _Walk(tx, state, self.ports)
-                state.skips[node_id] = {"via": DECLARATION, "token": token, "by": actor,
-                                        "reason": reason.strip(), "at": w.now()}
+                state.skips[node_id] = Skip(DECLARATION, token, actor, reason.strip(),
+                                            w.now()).to_json()
                 accepted[node_id] = token
             self._log_declaration(tx, accepted, rejected, reason.strip(), actor)
             return accepted, rejected
@@ -607,8 +610,8 @@ class Runtime:
         outcome = str(data.get("outcome") or OUTCOME_PASS)
         decision = data.get("decision")
         if decision is not None and node.id not in state.decisions:  # first answer wins
-            entry = _jsonable(decision) if isinstance(decision, Mapping) else {
-                "decision": _jsonable(decision)}
+            entry = _jsonable(decision)
+            entry = entry if isinstance(entry, dict) else {"decision": entry}
             entry.setdefault("at", w.now())
             state.decisions[node.id] = entry
         self._record_plan(w, node, data)
@@ -702,7 +705,8 @@ class Runtime:
             if why:
                 refused[str(node_id)] = why
                 continue
-            record = _jsonable(entry) if isinstance(entry, Mapping) else {}
+            record = _jsonable(entry)
+            record = record if isinstance(record, dict) else {}
             record.setdefault("via", "selection")
             record.setdefault("at", w.now())
             out[str(node_id)] = record

@@ -20,12 +20,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
 
 from engine.hooks.base import HookContext, HookResult, hook
 from engine.hooks.common import at_login, authorized_comments, latest
 from engine.outcomes import APPROVED, APPROVED_WITH_COMMENTS, CHANGES_REQUESTED
 from engine.ports import Comment
+from engine.records import ReviewDecision
 
 __all__ = ["Feedback", "classify_text", "latest_feedback", "classify_feedback", "record_feedback"]
 
@@ -58,15 +58,10 @@ class Feedback:
     outcome: str
     comment: Comment
 
-    def decision(self, at: str) -> dict[str, Any]:
-        """The gate decision ``{by, at, outcome, comment, commentId}`` (``by`` is ``@login``)."""
-        return {
-            "by": at_login(self.comment.author),
-            "at": at,
-            "outcome": self.outcome,
-            "comment": self.comment.url,
-            "commentId": self.comment.id,
-        }
+    def decision(self, at: str) -> ReviewDecision:
+        """The gate's :class:`~engine.records.ReviewDecision` (``by`` is ``@login``)."""
+        return ReviewDecision(at_login(self.comment.author), at, self.outcome,
+                              self.comment.url, self.comment.id)
 
 
 def classify_text(body: str | None) -> str | None:

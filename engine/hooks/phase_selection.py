@@ -49,6 +49,7 @@ from engine.hooks.common import (
 from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER, with_self_marker
 from engine.outcomes import SELECTED
 from engine.ports import Comment, TrackerError
+from engine.records import OptIn, SelectionDecision, Skip
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
 
@@ -271,7 +272,7 @@ def parse_selection(text: str | None, graph: Graph) -> Selection:
 
 def selection_records(
     selection: Selection, graph: Graph, actor: str, *, exclude: Iterable[str] = ()
-) -> tuple[dict[str, dict[str, str]], dict[str, dict[str, str]]]:
+) -> tuple[dict[str, Skip], dict[str, OptIn]]:
     """The skip and opt-in records a selection declares.
 
     Args:
@@ -281,19 +282,19 @@ def selection_records(
         exclude: node ids not to touch (already entered).
 
     Returns:
-        ``(skips, opt_ins)``: ``{node: {via: "selection", token, by: "@actor", reason: ""}}``
-        (token ``explainer`` for the explainer set's members) and
-        ``{node: {via: "selection", by: "@actor"}}``.
+        ``(skips, opt_ins)``: ``{node: Skip("selection", token, "@actor")}`` (token
+        ``explainer`` for the explainer set's members) and
+        ``{node: OptIn("selection", "@actor")}``.
     """
     by = at_login(actor)
     skip_out = set(exclude)
-    skips: dict[str, dict[str, str]] = {}
+    skips: dict[str, Skip] = {}
     for node_id in selection.skipped_nodes(graph):
         if node_id in skip_out:
             continue
         token = node_id if node_id in selection.skips else EXPLAINER_TOKEN
-        skips[node_id] = {"via": "selection", "token": token, "by": by, "reason": ""}
-    opt_ins = {n: {"via": "selection", "by": by} for n in selection.opt_ins if n not in skip_out}
+        skips[node_id] = Skip("selection", token, by)
+    opt_ins = {n: OptIn("selection", by) for n in selection.opt_ins if n not in skip_out}
     return skips, opt_ins
 
 
@@ -513,20 +514,15 @@ def _selection_decision(
     selection: Selection,
     skips: Mapping[str, Any],
     opt_ins: Mapping[str, Any],
-) -> dict[str, Any]:
+) -> SelectionDecision:
     skipped = (trusted_skipped_ids(ctx.graph, ctx.state) - set(opt_ins)) | set(skips)
-    return {
-        "by": at_login(reply.author),
-        "via": via,
-        "at": ctx.now_iso(),
-        "comment": reply.url,
-        "commentId": reply.id,
-        "skips": list(skips),
-        "optIns": list(opt_ins),
-        "refused": list(selection.refused),
-        "explainer": bool(ctx.graph.has_skip_set(EXPLAINER_SET) and selection.explainer_on),
-        "frozenGraph": frozen_graph(ctx.graph, ctx.ref, skipped, opt_ins),
-    }
+    return SelectionDecision(
+        by=at_login(reply.author), via=via, at=ctx.now_iso(), comment=reply.url,
+        comment_id=reply.id, skips=list(skips), opt_ins=list(opt_ins),
+        refused=list(selection.refused),
+        explainer=bool(ctx.graph.has_skip_set(EXPLAINER_SET) and selection.explainer_on),
+        frozen_graph=frozen_graph(ctx.graph, ctx.ref, skipped, opt_ins),
+    )
 
 
 def _post_confirmation(ctx: HookContext, text: str) -> None:
@@ -577,7 +573,7 @@ def classify_phase_selection(ctx: HookContext) -> HookResult:
         ctx,
         "classify-phase-selection",
         "phase-selection-done",
-        {"node": ctx.node.id, "decision": decision, "confirmation": confirmation},
+        {"node": ctx.node.id, "decision": decision.to_json(), "confirmation": confirmation},
     )
     return HookResult.passed(
         f"selected by {at_login(reply.author)} via {via}",

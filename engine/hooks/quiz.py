@@ -43,6 +43,7 @@ from engine.hooks.markers import (
 )
 from engine.outcomes import STALE
 from engine.ports import Comment, CommentEdits, TrackerError
+from engine.records import Attestation
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
 
@@ -394,10 +395,10 @@ def _refused(ctx: HookContext, node: str, editor: str, body: str, why: str) -> H
     )
 
 
-def _attested(ctx: HookContext, node: str, decision: dict[str, Any]) -> HookResult:
+def _attested(ctx: HookContext, node: str, attestation: Attestation) -> HookResult:
     ctx.log(
         "graph.quiz_attested",
-        {"node": node, "by": decision["attestedBy"], "comment": decision["comment"]},
+        {"node": node, "by": attestation.attested_by, "comment": attestation.comment},
     )
     safe_notify(
         ctx,
@@ -406,11 +407,11 @@ def _attested(ctx: HookContext, node: str, decision: dict[str, Any]) -> HookResu
         {
             "workItem": str(ctx.ref),
             "node": node,
-            "attestedBy": decision["attestedBy"],
-            "comment": decision["comment"],
+            "attestedBy": attestation.attested_by,
+            "comment": attestation.comment,
         },
     )
-    return HookResult.passed(f"attested by {decision['attestedBy']}", decision=decision)
+    return HookResult.passed(f"attested by {attestation.attested_by}", decision=attestation)
 
 
 def _genuine(ctx: HookContext, node: str, edits: CommentEdits) -> bool:
@@ -462,15 +463,10 @@ def _check_attestation(
         return _refused(ctx, node, editor, edits.body, "a bot")
     if not ctx.settings.is_authorized(editor):
         return _refused(ctx, node, editor, edits.body, "who is not authorized")
-    decision = {
-        "at": ctx.now_iso(),
-        "attestedBy": at_login(editor),
-        "attestedAt": edited_at,
-        "comment": edits.url,
-        "commentId": comment_id,
-        "via": "tick",
-    }
-    return _attested(ctx, node, decision)
+    attestation = Attestation(at=ctx.now_iso(), attested_by=at_login(editor),
+                              attested_at=edited_at, comment=edits.url,
+                              comment_id=comment_id, via="tick")
+    return _attested(ctx, node, attestation)
 
 
 def _typed(ctx: HookContext, node: str) -> HookResult | None:
@@ -479,15 +475,10 @@ def _typed(ctx: HookContext, node: str) -> HookResult | None:
     comment = latest(typed)
     if comment is None:
         return None
-    decision = {
-        "at": ctx.now_iso(),
-        "attestedBy": at_login(comment.author),
-        "attestedAt": comment.created_at or ctx.now_iso(),
-        "comment": comment.url,
-        "commentId": comment.id,
-        "via": "typed",
-    }
-    return _attested(ctx, node, decision)
+    attestation = Attestation(at=ctx.now_iso(), attested_by=at_login(comment.author),
+                              attested_at=comment.created_at or ctx.now_iso(),
+                              comment=comment.url, comment_id=comment.id, via="typed")
+    return _attested(ctx, node, attestation)
 
 
 def _stale(ctx: HookContext, node: str, posted: str, current: str) -> HookResult:
@@ -560,8 +551,9 @@ def quiz_attested(ctx: HookContext) -> HookResult:
     """Gate a quiz node on an attributed tick (design C4).
 
     Returns:
-        pass with outcome ``stale`` when the spec digest moved; pass with decision
-        ``{at, attestedBy, attestedAt, comment, commentId, via}`` for an authorized tick
+        pass with outcome ``stale`` when the spec digest moved; pass with decision an
+        :class:`~engine.records.Attestation` (stored as ``{at, attestedBy, attestedAt,
+        comment, commentId, via}``) for an authorized tick
         (or typed line); otherwise wait with the reason.
     """
     node = ctx.node.id

@@ -41,7 +41,7 @@ def test_classify_feedback_passes_with_the_outcome_and_decision() -> None:
     result = h.run("design-approval", "classify-feedback", event={"comments": comments})
     assert result.kind == "pass"
     assert result.data["outcome"] == "approved-with-comments"
-    assert result.data["decision"] == {
+    assert result.data["decision"].to_json() == {
         "by": "@bob",
         "at": "2026-03-01T12:00:00Z",
         "outcome": "approved-with-comments",

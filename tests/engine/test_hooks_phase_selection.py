@@ -23,7 +23,7 @@ from engine.hooks.phase_selection import (
 from engine.ports import Comment
 from engine.settings import EngineSettings
 from engine.state import NodeRecord
-from tests.engine.test_hooks_support import REF, Harness, mini_graph
+from tests.engine.test_hooks_support import REF, Harness, as_json_map, mini_graph
 
 EXPLAINER_NODES = ["spec-explainer", "spec-quiz", "code-explainer", "code-quiz"]
 
@@ -194,7 +194,7 @@ def test_keyword_and_login_match_case_insensitively() -> None:
     result = _classify(h, _reply(h, "BOB", "The-Loop EXECUTE please"))
     assert result.kind == "pass"
     assert result.data["outcome"] == "selected"
-    assert result.data["decision"]["by"] == "@BOB"
+    assert result.data["decision"].to_json()["by"] == "@BOB"
 
 
 # -- the gate: what is selected ------------------------------------------------------------
@@ -207,8 +207,8 @@ def test_tick_in_place_plus_bare_keyword_reply_selects_via_checklist() -> None:
     h.tracker.edit_comment(checklist.id, edited, "alice")
     result = _classify(h, _reply(h, "alice", "the-loop execute"))
     assert result.kind == "pass"
-    assert result.data["decision"]["via"] == "checklist"
-    assert result.data["skips"] == {
+    assert result.data["decision"].to_json()["via"] == "checklist"
+    assert as_json_map(result.data["skips"]) == {
         "brainstorming": {
             "via": "selection",
             "token": "brainstorming",
@@ -216,7 +216,8 @@ def test_tick_in_place_plus_bare_keyword_reply_selects_via_checklist() -> None:
             "reason": "",
         }
     }
-    assert result.data["optIns"] == {"design-critic-review": {"via": "selection", "by": "@alice"}}
+    assert as_json_map(result.data["optIns"]) == {
+        "design-critic-review": {"via": "selection", "by": "@alice"}}
     text = _confirmation(h)
     assert "Skipped by @alice: `brainstorming`." in text
     assert "Also running: `design-critic-review`." in text
@@ -230,7 +231,7 @@ def test_checklist_in_reply_wins_via_reply() -> None:
     )
     reply = _reply(h, "alice", "the-loop execute\r\n- [ ] test-planning\r\n- [x] design\r\n")
     result = _classify(h, reply)
-    assert result.data["decision"]["via"] == "reply"
+    assert result.data["decision"].to_json()["via"] == "reply"
     assert list(result.data["skips"]) == ["test-planning"]
     text = _confirmation(h)
     assert "Not running (offered, not selected): `design-critic-review`." in text
@@ -248,7 +249,7 @@ def test_latest_decisive_comment_wins() -> None:
     chatter = h.tracker.add_comment_as(REF, "alice", "thanks!", at="2026-03-01T10:06:00Z")
     result = _classify(h, second, first, chatter)
     assert list(result.data["skips"]) == ["verification"]
-    assert result.data["decision"]["by"] == "@bob"
+    assert result.data["decision"].to_json()["by"] == "@bob"
 
 
 def test_unticking_a_protected_phase_is_refused_and_said() -> None:
@@ -260,7 +261,7 @@ def test_unticking_a_protected_phase_is_refused_and_said() -> None:
     assert result.kind == "pass"
     assert result.data["refused"] == ["human-approval"]
     assert "human-approval" not in result.data["skips"]
-    assert result.data["decision"]["refused"] == ["human-approval"]
+    assert result.data["decision"].to_json()["refused"] == ["human-approval"]
     assert "Refused: `human-approval` — protected phases always run." in _confirmation(h)
 
 
@@ -268,11 +269,11 @@ def test_explainer_row_unticked_skips_all_four_nodes_with_token_explainer() -> N
     h = Harness()
     _posted(h)
     result = _classify(h, _reply(h, "alice", "the-loop execute\n- [ ] `explainer`"))
-    assert result.data["skips"] == {
+    assert as_json_map(result.data["skips"]) == {
         node: {"via": "selection", "token": "explainer", "by": "@alice", "reason": ""}
         for node in EXPLAINER_NODES
     }
-    assert result.data["decision"]["explainer"] is False
+    assert result.data["decision"].to_json()["explainer"] is False
     text = _confirmation(h)
     lines = [line for line in text.splitlines() if line.startswith("Explainer and quizzes")]
     assert lines == [
@@ -285,9 +286,9 @@ def test_explainer_row_absent_keeps_them_on() -> None:
     h = Harness()
     _posted(h)
     result = _classify(h, _reply(h, "alice", "the-loop execute\n- [ ] brainstorming"))
-    assert result.data["decision"]["via"] == "reply"
+    assert result.data["decision"].to_json()["via"] == "reply"
     assert not set(EXPLAINER_NODES) & set(result.data["skips"])
-    assert result.data["decision"]["explainer"] is True
+    assert result.data["decision"].to_json()["explainer"] is True
     lines = [ln for ln in _confirmation(h).splitlines() if ln.startswith("Explainer and quizzes")]
     assert lines == ["Explainer and quizzes: on"]
 
@@ -308,9 +309,9 @@ def test_unreadable_checklist_means_the_full_default_process() -> None:
     h.enter("phase-selection")  # no checklist was ever posted
     result = _classify(h, _reply(h, "alice", "the-loop execute"))
     assert result.kind == "pass"
-    assert result.data["decision"]["via"] == "default"
-    assert result.data["skips"] == {} and result.data["optIns"] == {}
-    assert result.data["decision"]["explainer"] is True
+    assert result.data["decision"].to_json()["via"] == "default"
+    assert as_json_map(result.data["skips"]) == {} and as_json_map(result.data["optIns"]) == {}
+    assert result.data["decision"].to_json()["explainer"] is True
 
 
 def test_a_look_alike_checklist_does_not_replace_the_posted_one() -> None:
@@ -319,8 +320,8 @@ def test_a_look_alike_checklist_does_not_replace_the_posted_one() -> None:
     fake = checklist.body.replace("- [x] design\n", "- [ ] design\n")
     _reply(h, "mallory", fake)
     result = _classify(h, _reply(h, "alice", "the-loop execute"))
-    assert result.data["decision"]["via"] == "checklist"
-    assert result.data["skips"] == {}
+    assert result.data["decision"].to_json()["via"] == "checklist"
+    assert as_json_map(result.data["skips"]) == {}
 
 
 def test_selection_cannot_skip_or_select_nodes_already_entered() -> None:
@@ -331,7 +332,7 @@ def test_selection_cannot_skip_or_select_nodes_already_entered() -> None:
     body = "the-loop execute\n- [ ] brainstorming\n- [ ] design\n- [x] design-critic-review"
     result = _classify(h, _reply(h, "alice", body))
     assert list(result.data["skips"]) == ["design"]
-    assert result.data["optIns"] == {}
+    assert as_json_map(result.data["optIns"]) == {}
     assert (
         "Not changed (already entered): `brainstorming`, `design-critic-review`."
         in _confirmation(h)
@@ -354,14 +355,14 @@ def test_slack_event_records_via_slack() -> None:
     h = Harness()
     _posted(h)
     result = _classify(h, _reply(h, "alice", "the-loop execute\n- [x] design"), via="slack")
-    assert result.data["decision"]["via"] == "slack"
+    assert result.data["decision"].to_json()["via"] == "slack"
 
 
 def test_decision_carries_the_frozen_graph() -> None:
     h = Harness()
     _posted(h)
     reply = _reply(h, "alice", "the-loop execute\n- [ ] brainstorming")
-    decision = _classify(h, reply).data["decision"]
+    decision = _classify(h, reply).data["decision"].to_json()
     assert decision["at"] == "2026-03-01T12:00:00Z"
     assert decision["comment"] == reply.url and decision["commentId"] == reply.id
     nodes = {n["id"]: n for n in decision["frozenGraph"]["nodes"]}

@@ -219,7 +219,7 @@ def test_an_authorized_tick_passes_with_the_attestation() -> None:
     result = _attest(h, comment)
     assert result.kind == "pass"
     assert "outcome" not in result.data
-    assert result.data["decision"] == {
+    assert result.data["decision"].to_json() == {
         "at": "2026-03-01T12:00:00Z",
         "attestedBy": "@Alice",
         "attestedAt": "2026-03-01T11:30:00Z",
@@ -404,9 +404,9 @@ def test_typed_attestation_by_an_authorized_user_passes() -> None:
     typed = h.tracker.add_comment_as(REF, "bob", f"Done!\n{SPEC_TICK}\n", at="2026-03-01T11:45:00Z")
     result = h.run("spec-quiz", "quiz-attested", event={"comments": [typed]})
     assert result.kind == "pass"
-    assert result.data["decision"]["attestedBy"] == "@bob"
-    assert result.data["decision"]["attestedAt"] == "2026-03-01T11:45:00Z"
-    assert result.data["decision"]["via"] == "typed"
+    assert result.data["decision"].to_json()["attestedBy"] == "@bob"
+    assert result.data["decision"].to_json()["attestedAt"] == "2026-03-01T11:45:00Z"
+    assert result.data["decision"].to_json()["via"] == "typed"
 
 
 def test_typed_attestation_by_others_or_self_never_passes() -> None:

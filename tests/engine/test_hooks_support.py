@@ -27,6 +27,11 @@ REF = WorkItemRef("acme", "widgets", 7)
 NOW = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 
 
+def as_json_map(records: Mapping[str, Any]) -> dict[str, Any]:
+    """``{node: record.to_json()}`` of a hook's ``skips``/``optIns`` (record types)."""
+    return {k: v.to_json() for k, v in records.items()}
+
+
 class FixedClock:
     """A clock stuck at :data:`NOW`."""
 
