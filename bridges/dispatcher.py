@@ -142,6 +142,13 @@ class Dispatcher:
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
 
+    def learn_installation(self, repo: str, installation_id: int) -> None:
+        """Tell the GitHub credentials (an App's installations) which installation a
+        signed delivery about ``repo`` came from; offline or token mode: nothing."""
+        credentials = self.services.credentials
+        if credentials is not None:
+            credentials.learn(repo, installation_id)
+
     @property
     def inbox(self) -> WebhookInbox:
         """The webhook inbox (opened beside the store on first use when none was given).

@@ -134,6 +134,11 @@ class TokenSource(Protocol):
         credential that sees everything): a node-id lookup asks each in turn."""
         ...
 
+    def learn(self, repo: str, installation_id: int) -> None:
+        """A signed webhook delivery named ``repo``'s App installation (issue 9 §2: use
+        ``installation.id``); a source without installations ignores it."""
+        ...
+
 
 class StaticToken:
     """Token mode: one token (``github.tokenEnv``) for every request.
@@ -158,6 +163,10 @@ class StaticToken:
     def scopes(self) -> list[str]:
         """One credential: ``[""]``."""
         return [""]
+
+    def learn(self, repo: str, installation_id: int) -> None:
+        """Token mode has no installations: nothing to learn."""
+        return None
 
 
 def _secret_env(variable: str) -> str:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
@@ -98,17 +99,20 @@ def webhook_blueprint(dispatcher: Dispatcher, router_config: RouterConfig, *,
                 logger.warning("webhook refused delivery=%s: %s",
                                request.headers.get("X-GitHub-Delivery", "-"), exc)
                 return _answer(401, error="invalid signature")
-        return _receive(dispatcher, router_config, body)
+        return _receive(dispatcher, router_config, body, signed=bool(secret))
 
     return bp
 
 
-def _receive(dispatcher: Dispatcher, router_config: RouterConfig, body: bytes) -> Response:
+def _receive(dispatcher: Dispatcher, router_config: RouterConfig, body: bytes, *,
+             signed: bool) -> Response:
     try:
         delivery = parse_delivery(request.headers, body)
     except PayloadError as exc:
         logger.warning("webhook bad delivery: %s", exc)
         return _answer(400, error=str(exc))
+    if signed:  # only GitHub can sign: its installation id saves a lookup (issue 9 §2)
+        _learn_installation(dispatcher, delivery.data)
     try:
         routed = route(delivery, router_config)
     except (KeyError, TypeError, ValueError) as exc:
@@ -136,6 +140,13 @@ def _receive(dispatcher: Dispatcher, router_config: RouterConfig, body: bytes) -
                        "dispatcher's queue is full or stopping", delivery.delivery_id,
                        routed.event)
     return _answer(202, status="queued", kind=routed.event)
+
+
+def _learn_installation(dispatcher: Dispatcher, payload: Mapping[str, Any]) -> None:
+    installation = payload.get("installation")
+    repo = (payload.get("repository") or {}).get("full_name")
+    if isinstance(installation, Mapping) and isinstance(installation.get("id"), int) and repo:
+        dispatcher.learn_installation(str(repo), int(installation["id"]))
 
 
 def replay_inbox(dispatcher: Dispatcher, router_config: RouterConfig) -> int:

@@ -351,3 +351,19 @@ def test_a_reinstalled_app_is_found_again_without_a_restart(gh: FakeGitHub, app:
     assert [c.body for c in gh.comments_on(ACME, number)] == ["before", "after"]
     assert app.minted[-1].installation_id == again
     assert gh.count(route="repo-installation") == 2
+
+
+def test_a_signed_delivery_names_the_installation_so_no_lookup_is_needed(
+        app_world: GitHubWorld, app: FakeApp) -> None:
+    # Issue 9 §2: "Webhook deliveries carry installation.id: use it."
+    app_world.serve()
+    ref = app_world.issue()
+    credentials = app_world.services.credentials
+    credentials.learn(ACME, 0)  # forget what start-up found: the delivery must say it
+    before = app_world.fake.count(route="repo-installation")
+    comment = app_world.comment(ref, "hello")
+    answered = app_world.webhook("issue_comment", "created", ref, comment_id=comment.id,
+                                 sender="alice")
+    assert answered.status_code == 202
+    assert credentials.installation_for(ACME) == _installation(app, "acme")
+    assert app_world.fake.count(route="repo-installation") == before  # no lookup made

@@ -551,6 +551,12 @@ class FakeGitHub(LoopbackServer):
             if "changes" in payload:
                 payload["changes"] = {"body": {"from": previous_body}}
             payload["sender"] = self._user(sender, "Bot" if sender.endswith("[bot]") else "User")
+            # An App's deliveries name its installation, as GitHub's do (fixture
+            # issue_comment.created.with-installation: ``installation: {id, node_id}``).
+            found = self.app.installation_json(repo) if self.app is not None else None
+            if found is not None:
+                payload["installation"] = {"id": found["id"],
+                                           "node_id": _node_id("Installation", found["id"])}
         body = json.dumps(payload).encode()
         headers = {"X-GitHub-Event": event, "Content-Type": "application/json",
                    "User-Agent": "GitHub-Hookshot/044aadd",
