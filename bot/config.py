@@ -119,7 +119,20 @@ def validate_mapping(raw: Any, source: str = "loopgate.yaml") -> Config:
     errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))
     if errors:
         raise ConfigError(_error_message(errors[0], source))
+    _check_app_bot_login(raw.get("github") or {}, source)
     return Config(_merge(_defaults(config_schema()), raw), None, frozenset(raw))
+
+
+def _check_app_bot_login(github: dict[str, Any], source: str) -> None:
+    # A GitHub App posts as the Bot "<slug>[bot]" (GraphQL calls it "<slug>"); a bare
+    # "<slug>" would name a User of that login too, whose look-alike comments must never
+    # count as loopgate's (issue 9 §1).
+    login = str(github.get("botLogin") or "")
+    if github.get("app") and login and not login.lower().endswith("[bot]"):
+        raise ConfigError(
+            f"{source}: github.botLogin: a GitHub App posts as its bot {login}[bot], not as "
+            f"{login!r} (a user of that name is someone else); write {login}[bot] or leave "
+            "botLogin unset (it is learned from the App)")
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:

@@ -32,7 +32,8 @@ __all__ = ["ServerLock", "LockHolder", "DatabaseInUseError", "lock_path", "read_
 
 
 def lock_path(db_path: str | os.PathLike[str]) -> Path:
-    """The lock file beside the database: ``<db>.lock``.
+    """The lock file beside the database: ``<db>.lock``, of the file the path resolves to
+    (a symlink or ``..`` in the path names the same database, so the same lock).
 
     Args:
         db_path: the state database file.
@@ -40,7 +41,7 @@ def lock_path(db_path: str | os.PathLike[str]) -> Path:
     Returns:
         The lock file's path (same directory, the database's name + ``.lock``).
     """
-    path = Path(db_path)
+    path = Path(db_path).resolve()
     return path.with_name(f"{path.name}.lock")
 
 

@@ -22,6 +22,7 @@ the thread, so a crash between the post and its recording never posts twice.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -163,14 +164,31 @@ class EffectRow:
     created_at: str = ""
 
     def describe(self) -> str:
-        """One line for people: ``post-comment on acme/widgets#7`` and the like."""
+        """One line for people: ``post-comment (quiz spec-quiz) on acme/widgets#7``,
+        ``add-label 'loop:design' on …``, ``notify quiz-pending on …``."""
         effect = self.effect
         what = effect.kind
+        if isinstance(effect, PostComment):
+            what += f" ({_comment_kind(effect.body)})"
         if isinstance(effect, AddLabel | RemoveLabel):
             what += f" {effect.label!r}"
         if isinstance(effect, Notify):
             what += f" {effect.event}"
         return f"{what} on {effect.target}"
+
+
+_MARKER = re.compile(r"<!-- the-loop:([a-z-]+)((?: [a-z0-9][a-z0-9-]*)?)")
+# Markers that ride along on every kind of comment and say nothing of its kind.
+_RIDERS = {"agent-comment", "entry", "effect"}
+
+
+def _comment_kind(body: str) -> str:
+    """The comment's kind from its loopgate marker (``quiz spec-quiz``, ``phase-selection``,
+    ``assignment design`` …), or ``comment``."""
+    for name, arg in _MARKER.findall(body or ""):
+        if name not in _RIDERS:
+            return f"{name}{arg}"
+    return "comment"
 
 
 def effect_to_json(effect: Effect) -> dict[str, Any]:

@@ -11,8 +11,8 @@ Failures: a :class:`~engine.ports.TrackerError` that says ``permanent`` (GitHub'
 403 without a limit, a 404) fails the row for good: logged as ``graph.effect_failed``,
 recorded beside a quiz comment so the gate says why, and listed by ``loopgate effects``
 until an operator re-queues it. Anything else is transient: the row waits until the
-error's ``retry_at`` (``Retry-After``, a rate-limit reset) or an exponential back-off
-(:func:`backoff`), and fails after :data:`MAX_ATTEMPTS`.
+error's ``retry_at`` (``Retry-After``, a rate-limit reset: never counted as a try) or an
+exponential back-off (:func:`backoff`), and fails after :data:`MAX_ATTEMPTS` failed tries.
 
 :class:`InlinePerformer` does all this synchronously, right after each commit: the offline
 tracker, the CLI and the engine's tests use it. The GitHub worker (``bridges``) runs the
@@ -182,9 +182,11 @@ def apply_result(surface: dict[str, Any], row: EffectRow, outcome: Outcome) -> N
     effect = row.effect
     if not isinstance(effect, PostComment) or not effect.record:
         return
-    if effect.record == RECORD_CHECKLIST and outcome.kind == DONE_OUTCOME:
-        surface[RECORD_CHECKLIST] = {"commentId": outcome.result["id"],
-                                     "url": outcome.result["url"]}
+    if effect.record == RECORD_CHECKLIST:
+        surface[RECORD_CHECKLIST] = ({"commentId": outcome.result["id"],
+                                      "url": outcome.result["url"]}
+                                     if outcome.kind == DONE_OUTCOME
+                                     else {"postFailed": outcome.error})
         return
     kind, _, node = effect.record.partition(":")
     if kind != "quiz" or not node:
@@ -251,9 +253,11 @@ def perform_row(store: Store, row: EffectRow, ports: Ports, settings: EngineSett
         The :class:`Outcome` (a retry's ``retry_at`` is where the row now waits).
     """
     outcome = carry_out(row, ports, settings)
-    if outcome.kind == RETRY and row.attempts + 1 < MAX_ATTEMPTS:
+    # A rate limit names its reset: waiting it out is not a failed try (nothing was done).
+    limited = outcome.kind == RETRY and outcome.retry_at is not None
+    if limited or (outcome.kind == RETRY and row.attempts + 1 < MAX_ATTEMPTS):
         wait_until = outcome.retry_at or now + timedelta(seconds=backoff(row.attempts + 1))
-        store.effects.defer(row.id, iso(wait_until), outcome.error)
+        store.effects.defer(row.id, iso(wait_until), outcome.error, count=not limited)
         logger.info("effect deferred: %s (row %d) until %s: %s", row.describe(), row.id,
                     iso(wait_until), outcome.error)
         return Outcome(RETRY, error=outcome.error, retry_at=wait_until)
@@ -290,7 +294,8 @@ class InlinePerformer:
         self.drain(ref)
 
     def drain(self, ref: WorkItemRef | None = None) -> int:
-        """Perform due rows (of ``ref``, else of every item); returns how many finished."""
+        """Perform due rows (of ``ref``, else of every item); returns how many were
+        carried out (a row that failed for good is not counted)."""
         finished = 0
         while True:
             now = self.ports.clock.now()
@@ -301,8 +306,9 @@ class InlinePerformer:
             until = iso(now + timedelta(seconds=CLAIM_SECONDS))
             if not self.store.effects.claim(row.id, self.owner, until, iso(now)):
                 return finished
-            if perform_row(self.store, row, self.ports, self.settings, now).kind == RETRY:
+            kind = perform_row(self.store, row, self.ports, self.settings, now).kind
+            if kind == RETRY:
                 if ref is not None:
                     return finished  # this item waits; its later rows keep their order
                 continue
-            finished += 1
+            finished += 1 if kind == DONE_OUTCOME else 0

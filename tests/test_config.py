@@ -57,3 +57,17 @@ def test_db_path_precedence(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
     monkeypatch.setenv("LOOPGATE_DB", str(tmp_path / "env.db"))
     assert default_db_path() == tmp_path / "env.db"
     assert default_db_path(explicit=str(tmp_path / "flag.db")) == tmp_path / "flag.db"
+
+
+def test_an_app_bot_login_without_its_suffix_is_refused_naming_the_key() -> None:
+    # Review finding F4: "loopgate" is GraphQL's spelling of the App's bot, but as
+    # botLogin it would also name a User called loopgate.
+    from bot.config import validate_mapping
+    from engine.errors import ConfigError
+
+    app = {"appId": 1, "privateKeyEnv": "KEY"}
+    with pytest.raises(ConfigError, match=r"github\.botLogin: a GitHub App posts as its bot "
+                                          r"loopgate\[bot\]"):
+        validate_mapping({"github": {"app": app, "botLogin": "loopgate"}})
+    config = validate_mapping({"github": {"app": app, "botLogin": "loopgate[bot]"}})
+    assert config.section("github")["botLogin"] == "loopgate[bot]"

@@ -91,8 +91,14 @@ def retry(obj: CliContext, item: WorkItemRef | None, no_perform: bool) -> None:
         from engine.perform import InlinePerformer
 
         done = InlinePerformer(services.store, services.ports, services.settings).drain(item)
-        left = services.store.effects.rows(item, statuses=(PENDING, RUNNING, FAILED))
-        click.echo(f"carried out {done}; still owed: {len(left)}")
+        failed = services.store.effects.rows(item, statuses=(FAILED,))
+        waiting = services.store.effects.rows(item, statuses=(PENDING, RUNNING))
+        click.echo(f"carried out {done}; failed again {len(failed)}; still waiting "
+                   f"{len(waiting)}")
+        for row in failed:
+            click.echo(_line(row))
+        if failed:
+            raise SystemExit(1)
 
 
 def register(group: click.Group) -> None:

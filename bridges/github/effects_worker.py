@@ -10,8 +10,11 @@ GitHub is asked.
 Pacing is GitHub's (platform-facts B4): content-creating writes go through one
 :class:`~bridges.github.client.GitHubClient`, which spaces them ``≥ 1 s`` apart per token
 and closes its rate guard on a secondary limit until ``Retry-After`` / the reset; a row
-refused that way waits until then (no request is sent before), a 5xx waits an
-exponential back-off, and a 422/403-permission fails for good (``loopgate effects``).
+refused that way waits until then (no request is sent before, and the wait is no failed
+try), a 5xx waits an exponential back-off, and a 422/403-permission fails for good
+(``loopgate effects``). Above that, a :class:`WriteBudget` keeps to GitHub's stated
+content-creation limits (about 80 a minute, 500 an hour): a long backlog waits for the
+budget instead of running into secondary limits.
 
 The runtime's ``on_commit`` calls :meth:`EffectWorker.wake`, so a committed row is taken
 at once; rows written by another process (a CLI ``loopgate complete``) are found by the
@@ -24,20 +27,62 @@ import logging
 import os
 import platform
 import threading
+import time
+from collections import deque
+from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
+from engine.effects import EffectRow, Notify
 from engine.perform import CLAIM_SECONDS, RETRY, iso, perform_row
 from engine.ports import Ports
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
 
-__all__ = ["EffectWorker", "POLL_SECONDS"]
+__all__ = ["EffectWorker", "WriteBudget", "POLL_SECONDS"]
 
 logger = logging.getLogger(__name__)
 
 #: How often the loop looks at the outbox when nobody woke it (seconds).
 POLL_SECONDS = 1.0
+
+
+#: GitHub's content-creation limits (platform-facts B4): writes per minute, per hour.
+PER_MINUTE = 80
+PER_HOUR = 500
+
+
+class WriteBudget:
+    """A sliding-window budget of GitHub writes (content-creating requests).
+
+    Args:
+        per_minute: writes allowed in any 60 s.
+        per_hour: writes allowed in any 3,600 s.
+    """
+
+    def __init__(self, per_minute: int = PER_MINUTE, per_hour: int = PER_HOUR) -> None:
+        self.windows = ((60.0, per_minute), (3600.0, per_hour))
+        self._sent: deque[float] = deque()
+
+    def wait(self, now: float) -> float:
+        """Seconds until one more write fits (0 when it fits now); ``now`` is monotonic."""
+        while self._sent and now - self._sent[0] >= 3600.0:
+            self._sent.popleft()
+        longest = 0.0
+        for span, limit in self.windows:
+            inside = [t for t in self._sent if now - t < span]
+            if len(inside) >= limit:
+                longest = max(longest, span - (now - inside[-limit]))
+        return longest
+
+    def spend(self, now: float) -> None:
+        """Count one write sent at ``now`` (monotonic seconds)."""
+        self._sent.append(now)
+
+
+def _is_write(row: EffectRow) -> bool:
+    # Notices go to the Slack outbox (a database row), not to GitHub.
+    return not isinstance(row.effect, Notify)
 
 
 class EffectWorker:
@@ -54,11 +99,14 @@ class EffectWorker:
     """
 
     def __init__(self, store: Any, ports: Ports, settings: EngineSettings, *,
-                 poll: float = POLL_SECONDS) -> None:
+                 poll: float = POLL_SECONDS, budget: WriteBudget | None = None,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self.store = store
         self.ports = ports
         self.settings = settings
         self.poll = poll
+        self.budget = budget or WriteBudget()
+        self._monotonic = monotonic
         self.owner = f"{platform.node()}:{os.getpid()}:effects"
         self.performed = 0
         self._wake = threading.Event()
@@ -93,7 +141,8 @@ class EffectWorker:
             self.drain(stop)
             if stop.is_set():
                 return
-            self._wake.wait(self.poll)
+            pause = self.budget.wait(self._monotonic())
+            self._wake.wait(max(self.poll, pause) if pause else self.poll)
 
     def drain(self, stop: threading.Event | None = None) -> int:
         """Carry out every row due now (stopping early when ``stop`` is set).
@@ -111,11 +160,16 @@ class EffectWorker:
             for row in rows:
                 if stop is not None and stop.is_set():
                     break
+                if _is_write(row) and self.budget.wait(self._monotonic()) > 0:
+                    logger.info("effects: GitHub's write budget is spent; waiting")
+                    return finished
                 now = self.ports.clock.now()
                 until = iso(now + timedelta(seconds=CLAIM_SECONDS))
                 if not self.store.effects.claim(row.id, self.owner, until, iso(now)):
                     continue  # another performer took it
                 progressed = True
+                if _is_write(row):
+                    self.budget.spend(self._monotonic())
                 if perform_row(self.store, row, self.ports, self.settings, now).kind != RETRY:
                     finished += 1
                     self.performed += 1

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from bridges.dispatcher import Dispatcher, DispatchResult
+from bridges.dispatcher import DUPLICATE, Dispatcher, DispatchResult
 from bridges.github.client import GitHubClient
 from bridges.github.errors import BridgeError, RateLimited
 from bridges.github.persistence import BridgeState, PollCursor
@@ -285,9 +285,13 @@ class Poller:
             return
         humans, ticks = self._classify(repo, window, items)
         ready = self._prefetch(window, ticks, report)
-        for comment, delivery in sorted(humans + ready, key=lambda p: (p[0].updated_at,
-                                                                        p[0].id)):
-            self._deliver(repo, window, comment, delivery, report)
+        try:
+            for comment, delivery in sorted(humans + ready, key=lambda p: (p[0].updated_at,
+                                                                            p[0].id)):
+                self._deliver(repo, window, comment, delivery, report)
+        finally:
+            if self.tracker is not None and ready:
+                self.tracker.discard_prefetched([c.id for c, _ in ready])
         self._commit(window)
 
     def _poll_labels(self, repo: str, report: RepoReport) -> None:
@@ -397,7 +401,9 @@ class Poller:
             report.retries += delivery.event == QUIZ_ATTESTATION
             return
         if delivery.event == QUIZ_ATTESTATION:
-            if result.settled:  # a refused tick stays open for an authorized re-tick
+            # A refused tick stays open for an authorized re-tick; so does one seen again in
+            # the overlap window (a duplicate delivery id: its first handling decided).
+            if result.settled and result.status != DUPLICATE:
                 self.state.mark_seen(repo, "quiz", [str(delivery.data["key"])])
         else:
             self.state.mark_seen(repo, "comment", [str(comment.id)])

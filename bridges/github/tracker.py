@@ -142,6 +142,11 @@ class _Prefetched:
             return None
         return entry[0]
 
+    def discard(self, comment_ids: Iterable[int]) -> None:
+        with self._lock:
+            for comment_id in comment_ids:
+                self._items.pop(comment_id, None)
+
 
 class GitHubTracker:
     """The Tracker port over GitHub.
@@ -355,6 +360,12 @@ class GitHubTracker:
         found = self._lookup(list(dict.fromkeys(comment_ids)))
         self._prefetched.put(found.values())
         return found
+
+    def discard_prefetched(self, comment_ids: Sequence[int]) -> None:
+        """Forget what :meth:`prefetch` kept for these comments and nobody used (the
+        poller's cycle is over): a later tick must be judged against GitHub as it is then,
+        never against an older history."""
+        self._prefetched.discard(comment_ids)
 
     def _lookup(self, comment_ids: list[int]) -> dict[int, CommentEdits]:
         def run() -> dict[int, CommentEdits]:

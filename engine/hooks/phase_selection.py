@@ -447,10 +447,11 @@ def post_phase_selection(ctx: HookContext) -> HookResult:
         _notify_pending(ctx, existing)
         return HookResult.passed("checklist already posted", surface=_surface_entry(existing))
     # Posted after commit; the performer records it in surface.phaseSelection.
-    ctx.emit(PostComment(ctx.ref, render_checklist(ctx.graph, ctx.settings),
-                         record=RECORD_CHECKLIST))
+    key = ctx.emit(PostComment(ctx.ref, render_checklist(ctx.graph, ctx.settings),
+                               record=RECORD_CHECKLIST))
     _notify_pending(ctx, None)
-    return HookResult.passed("checklist posting")
+    return HookResult.passed("checklist posting",
+                             surface={RECORD_CHECKLIST: {"posting": key}})
 
 
 def _notify_pending(ctx: HookContext, checklist: Comment | None) -> None:
@@ -492,12 +493,30 @@ def _checklist_selection(ctx: HookContext) -> Selection | None:
     return selection if selection.readable else None
 
 
+class _ChecklistMissing(Exception):
+    """The posted checklist is not on the thread yet, or could not be posted."""
+
+
+def _unposted_checklist(ctx: HookContext) -> str:
+    # "" when the checklist was posted (or predates the outbox); else why it is not there.
+    entry = ctx.state.surface.get(RECORD_CHECKLIST) or {}
+    if entry.get("postFailed"):
+        return (f"the phase-selection checklist could not be posted ({entry['postFailed']}); "
+                "an operator can re-queue it with `loopgate effects retry`")
+    if entry.get("posting") and not entry.get("commentId"):
+        return "the phase-selection checklist is still being posted"
+    return ""
+
+
 def _choose_selection(ctx: HookContext, reply: Comment) -> tuple[Selection, str]:
     in_reply = parse_selection(reply.body, ctx.graph)
     if in_reply.readable:
         selection, via = in_reply, "reply"
     else:
         from_checklist = _checklist_selection(ctx)
+        missing = _unposted_checklist(ctx) if from_checklist is None else ""
+        if missing:  # nobody could tick what is not there: never the default then
+            raise _ChecklistMissing(missing)
         if from_checklist is not None:
             selection, via = from_checklist, "checklist"
         else:
@@ -554,6 +573,10 @@ def classify_phase_selection(ctx: HookContext) -> HookResult:
         return HookResult.wait(_wait_reason(ctx, others, keyword))
     try:
         selection, via = _choose_selection(ctx, reply)
+    except _ChecklistMissing as exc:
+        # The reply is offered again (unverified) and decided once the checklist is there.
+        return HookResult.wait(f"{exc}; `{ctx.settings.execute_keyword}` is decided once "
+                               "it is on the issue", unverified=True)
     except TrackerError as exc:
         return HookResult.wait(
             f"could not read the phase-selection checklist ({exc}); "

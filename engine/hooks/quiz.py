@@ -471,7 +471,9 @@ def _check_attestation(
 
 def _typed(ctx: HookContext, node: str) -> HookResult | None:
     kind = quiz_kind(node)
-    typed = [c for c in authorized_comments(ctx) if attestation_ticked(c.body, kind)]
+    # A Bot never attests, typed or ticked, whatever the allow-list says (issue 9 §1).
+    typed = [c for c in authorized_comments(ctx)
+             if attestation_ticked(c.body, kind) and not c.actor.is_bot]
     comment = latest(typed)
     if comment is None:
         return None

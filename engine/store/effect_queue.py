@@ -44,9 +44,10 @@ class EffectQueue(Protocol):
         live claim or the row is finished."""
         ...
 
-    def defer(self, row_id: int, not_before: str, error: str) -> None:
-        """A transient failure: back to pending, not before ``not_before``; counts an
-        attempt and keeps ``error`` for people."""
+    def defer(self, row_id: int, not_before: str, error: str, *, count: bool = True) -> None:
+        """A transient failure: back to pending, not before ``not_before``; keeps ``error``
+        for people and counts an attempt unless ``count`` is False (a rate limit: nothing
+        was sent, and waiting it out must never use up the row's tries)."""
         ...
 
     def fail(self, row_id: int, error: str) -> None:
@@ -123,11 +124,12 @@ class MemoryEffectQueue:
             self._claims[row_id] = (owner, until)
             return True
 
-    def defer(self, row_id: int, not_before: str, error: str) -> None:
+    def defer(self, row_id: int, not_before: str, error: str, *, count: bool = True) -> None:
         """See :meth:`EffectQueue.defer`."""
         with self._lock:
             row = self._rows[row_id]
-            self._rows[row_id] = replace(row, status=PENDING, attempts=row.attempts + 1,
+            self._rows[row_id] = replace(row, status=PENDING,
+                                         attempts=row.attempts + (1 if count else 0),
                                          not_before=not_before, last_error=error)
             self._claims.pop(row_id, None)
 

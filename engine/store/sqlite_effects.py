@@ -106,12 +106,12 @@ class SqliteEffectQueue:
             f"OR (status = '{RUNNING}' AND claimed_until < ?))",
             (owner, until, row_id, now, now)) == 1
 
-    def defer(self, row_id: int, not_before: str, error: str) -> None:
+    def defer(self, row_id: int, not_before: str, error: str, *, count: bool = True) -> None:
         """See :meth:`~engine.store.effect_queue.EffectQueue.defer`."""
         self._update(
-            f"UPDATE effects SET status = '{PENDING}', attempts = attempts + 1, "
+            f"UPDATE effects SET status = '{PENDING}', attempts = attempts + ?, "
             "not_before = ?, last_error = ?, claimed_by = '', claimed_until = '' WHERE id = ?",
-            (not_before, error, row_id))
+            (1 if count else 0, not_before, error, row_id))
 
     def fail(self, row_id: int, error: str) -> None:
         """See :meth:`~engine.store.effect_queue.EffectQueue.fail`."""

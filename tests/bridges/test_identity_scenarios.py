@@ -178,3 +178,18 @@ def test_a_bot_editor_is_refused_whatever_the_allow_list_says(
         why = "loopgate itself" if itself else "a bot"
         assert f"last edited by @{refused['editor']}, {why};" in world.state(
             _ref(quiz)).parked["reason"]
+
+
+def test_a_bot_on_the_allow_list_cannot_attest_by_typing_the_line(
+        mode: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Review finding F5: the typed line is an attestation too, and a Bot never attests.
+    for world in _world(mode, monkeypatch, tmp_path, authorized=["alice", "helper[bot]",
+                                                                 "helper"]):
+        world.serve()
+        quiz = world.to_spec_quiz(world.issue())
+        typed = world.fake.add_comment(REPO, quiz.number, attestation_line("spec", True),
+                                       as_user="helper[bot]", user_type="Bot")
+        answered = world.webhook("issue_comment", "created", _ref(quiz), comment_id=typed.id,
+                                 sender="helper[bot]")
+        assert answered.status_code == 202
+        _assert_waiting(world, quiz)

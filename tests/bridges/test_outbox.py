@@ -121,7 +121,8 @@ def test_a_422_is_not_retried_and_is_visible_in_check_and_effects(
     db = str(world.tmp / "loopgate.db")
     monkeypatch.setenv("LOOPGATE_DB", db)
     checked = _cli(world, ["check", str(ref)])
-    assert f"effect failed: post-comment on {ref} (row {failed.id})" in checked.output
+    assert (f"effect failed: post-comment (phase-selection) on {ref} (row {failed.id})"
+            in checked.output)
     listed = _cli(world, ["effects", "list", str(ref)])
     assert listed.exit_code == 1 and "failed" in listed.output and "422" in listed.output
 
@@ -139,3 +140,49 @@ def _cli(world: GitHubWorld, args: list[str]) -> Any:
     config.write_text(json.dumps({"authorizedUsers": ["alice", "bob"], "github": github}),
                       "utf-8")  # JSON is YAML
     return CliRunner().invoke(cli, ["--config", str(config), *args])
+
+
+def test_execute_waits_while_the_checklist_is_not_on_the_issue(world: GitHubWorld) -> None:
+    # Nobody can tick what is not there: never the default selection then (fail closed).
+    ref = world.issue()
+    world.fake.fail_route("POST", "comment-create", 502)
+    world.services.runtime.start(ref)
+    assert _checklists(world, ref) == []
+    reply = world.comment(ref, "the-loop execute")
+    result = world.dispatcher.handle(_comment_delivery(ref, reply))
+    assert (result.status, result.reason) == ("retry", "unverified")  # offered again
+    state = world.state(ref)
+    assert state.current_node == "phase-selection" and "phase-selection" not in state.decisions
+    assert "checklist is still being posted" in state.parked["reason"]
+
+    _later(world).drain(ref)  # the checklist is posted; the reply is offered again
+    assert len(_checklists(world, ref)) == 1
+    again = world.dispatcher.handle(_comment_delivery(ref, reply, "again"))
+    assert again.status == "handled"
+    assert world.state(ref).decisions["phase-selection"]["via"] == "checklist"
+
+
+def test_execute_waits_when_the_checklist_failed_for_good(world: GitHubWorld) -> None:
+    ref = world.issue()
+    world.fake.fail_route("POST", "comment-create", 422)
+    world.services.runtime.start(ref)
+    reply = world.comment(ref, "the-loop execute")
+    world.dispatcher.handle(_comment_delivery(ref, reply))
+    state = world.state(ref)
+    assert state.current_node == "phase-selection"
+    assert "checklist could not be posted" in state.parked["reason"]
+    assert "loopgate effects retry" in state.parked["reason"]
+
+
+def _comment_delivery(ref: WorkItemRef, comment: Any, suffix: str = "") -> Any:
+    from bridges.github.router import COMMENT, comment_from_rest, comment_key
+    from bridges.github.webhook import Delivery
+
+    fake = comment_from_rest({"id": comment.id, "user": {"login": comment.author,
+                                                         "type": "User"},
+                              "body": comment.body, "created_at": comment.created_at,
+                              "updated_at": comment.updated_at, "node_id": comment.node_id,
+                              "html_url": ""}, ref.number)
+    return Delivery(f"test-{comment.id}{suffix}", "github", COMMENT, "issue_comment.created",
+                    {"ref": ref, "comment": fake, "key": comment_key(comment.id),
+                     "pull_request": False})

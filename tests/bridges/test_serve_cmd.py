@@ -238,3 +238,19 @@ def test_a_polling_loop_on_a_database_a_server_holds_exits_2(home: Path, fake: F
     assert result.exit_code == 2
     assert "another loopgate serve is running on" in result.output
     assert fake.count() == 0  # refused before anything talked to GitHub
+
+
+def test_a_symlink_to_the_database_names_the_same_lock(tmp_path: Path) -> None:
+    # Review finding F9: the lock belongs to the file, not to the spelling of its path.
+    from bot.server_lock import DatabaseInUseError, ServerLock
+
+    db = tmp_path / "s.db"
+    db.write_bytes(b"")
+    (tmp_path / "link.db").symlink_to(db)
+    held = ServerLock(db)
+    held.acquire()
+    try:
+        with pytest.raises(DatabaseInUseError):
+            ServerLock(tmp_path / "link.db").acquire()
+    finally:
+        held.release()

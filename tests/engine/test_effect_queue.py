@@ -243,3 +243,39 @@ def test_two_performers_never_carry_out_one_row_twice(store: Any) -> None:
               for c in tracker.comments_on(WorkItemRef("acme", "widgets", 100 + n))]
     assert sorted(posted) == sorted(f"comment {n}" for n in range(20))
     assert {r.status for r in store.effects.rows()} == {DONE}
+
+
+def test_rate_limits_never_use_up_a_rows_tries(store: Any) -> None:
+    # A secondary limit names its reset: waiting it out is not a failed try (review F3).
+    tracker, clock = MemoryTracker(), _Clock()
+    _enqueue(store, REF, AddLabel(REF, "x"))
+    calls = []
+
+    def limited(ref: WorkItemRef, label: str) -> None:
+        calls.append(label)
+        if len(calls) <= MAX_ATTEMPTS + 5:
+            raise TrackerError("secondary rate limit", retry_at=clock.now_at
+                               + timedelta(seconds=60))
+
+    tracker.add_label = limited  # type: ignore[method-assign]
+    for _ in range(MAX_ATTEMPTS + 6):
+        _performer(store, tracker, clock).drain(REF)
+        clock.now_at += timedelta(seconds=61)
+    [row] = store.effects.rows()
+    assert (row.status, row.attempts) == (DONE, 0)
+    assert len(calls) == MAX_ATTEMPTS + 6
+
+
+@pytest.mark.parametrize("body, kind", [
+    ("x\n<!-- the-loop:quiz spec-quiz digest=abc -->\n<!-- the-loop:agent-comment -->",
+     "quiz spec-quiz"),
+    ("x\n<!-- the-loop:phase-selection -->\n<!-- the-loop:agent-comment -->", "phase-selection"),
+    ("x\n<!-- the-loop:entry design rev=3 -->\n<!-- the-loop:assignment design entered=t -->",
+     "assignment design"),
+    ("plain", "comment"),
+])
+def test_a_row_says_which_comment_it_posts(body: str, kind: str) -> None:
+    from engine.effects import EffectRow
+
+    row = EffectRow(1, "k", REF, PostComment(REF, body))
+    assert row.describe() == f"post-comment ({kind}) on {REF}"
