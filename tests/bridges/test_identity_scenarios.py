@@ -193,3 +193,48 @@ def test_a_bot_on_the_allow_list_cannot_attest_by_typing_the_line(
                                  sender="helper[bot]")
         assert answered.status_code == 202
         _assert_waiting(world, quiz)
+
+
+def _re_tick(world: GitHubWorld, quiz: FakeComment, editor: str) -> tuple[str, str]:
+    unticked = world.fake.comments[quiz.id].body.replace(attestation_line("spec", True),
+                                                          attestation_line("spec"))
+    ticked = unticked.replace(attestation_line("spec"), attestation_line("spec", True))
+    world.fake.edit_comment(quiz.id, unticked, editor)
+    world.fake.advance(2)
+    world.fake.edit_comment(quiz.id, ticked, editor)
+    return unticked, ticked
+
+
+def test_an_authorized_re_tick_passes_after_the_poller_saw_a_refused_tick_twice(
+        world: GitHubWorld) -> None:
+    # Review finding F1: the refused tick re-read in the poll overlap (a duplicate delivery
+    # id) used to close the tick's key, so no later tick with the same text was delivered.
+    quiz = world.to_spec_quiz(world.issue())
+    world.tick(quiz, "mallory")
+    world.poll()
+    world.fake.advance(600)
+    world.comment(_ref(quiz), "@alice can you tick the quiz box?", as_user="carol")
+    world.poll()  # re-reads the refused tick inside its overlap: a duplicate
+    world.fake.advance(30)
+    _re_tick(world, quiz, "alice")
+    world.poll()
+    _assert_attested(world, quiz, "@alice")
+
+
+def test_a_webhook_re_tick_is_not_judged_by_a_history_the_poller_left_behind(
+        world: GitHubWorld) -> None:
+    # Review finding F1: a history prefetched for a duplicate nobody evaluated used to
+    # answer the next webhook lookup of the same comment (naming the refused editor).
+    world.serve()
+    quiz = world.to_spec_quiz(world.issue())
+    world.tick(quiz, "mallory")
+    world.poll()
+    world.fake.advance(5)
+    world.comment(_ref(quiz), "@alice can you tick it?", as_user="carol")
+    world.poll()
+    world.fake.advance(5)
+    unticked, _ = _re_tick(world, quiz, "alice")
+    answered = world.webhook("issue_comment", "edited", _ref(quiz), comment_id=quiz.id,
+                             sender="alice", previous_body=unticked)
+    assert answered.status_code == 202
+    _assert_attested(world, quiz, "@alice")
