@@ -238,9 +238,10 @@ def record(store: Store, row: EffectRow, outcome: Outcome, ports: Ports, at: str
                 node = tx.state.current_node if tx.state is not None else ""
                 ports.notifier.send(row.ref, "effect-failed", {
                     "node": node, "reason": f"{row.describe()}: {outcome.error}"})
-        tx.finish_effect(row.id, {**outcome.result, "outcome": outcome.kind})
+        # Done, or failed for good: either way it commits with what it recorded.
+        tx.finish_effect(row.id, {**outcome.result, "outcome": outcome.kind},
+                         error=outcome.error if outcome.kind == FAILED_OUTCOME else "")
     if outcome.kind == FAILED_OUTCOME:
-        store.effects.fail(row.id, outcome.error)
         logger.warning("effect failed for good: %s (row %d): %s", row.describe(), row.id,
                        outcome.error)
 

@@ -62,8 +62,10 @@ class Transaction(Protocol):
         state, issue 10 §1)."""
         ...
 
-    def finish_effect(self, row_id: int, result: Mapping[str, Any]) -> None:
-        """Mark outbox row ``row_id`` done with ``result`` (committed with the state)."""
+    def finish_effect(self, row_id: int, result: Mapping[str, Any], *,
+                      error: str = "") -> None:
+        """Finish outbox row ``row_id`` with ``result`` (committed with the state): done,
+        or failed for good when ``error`` says why."""
         ...
 
 

@@ -85,11 +85,14 @@ class MemoryEffectQueue:
             self._next += 1
             self._rows[self._next] = EffectRow(self._next, key, ref, effect, created_at=at)
 
-    def finish(self, row_id: int, result: dict) -> None:
-        """Mark ``row_id`` done with ``result``."""
+    def finish(self, row_id: int, result: dict, error: str = "") -> None:
+        """Mark ``row_id`` done with ``result``, or failed for good when ``error`` is set."""
         row = self._rows.get(row_id)
         if row is not None:
-            self._rows[row_id] = replace(row, status=DONE, result=dict(result))
+            finished = (replace(row, status=FAILED, attempts=row.attempts + 1,
+                                last_error=error, result=dict(result)) if error
+                        else replace(row, status=DONE, result=dict(result)))
+            self._rows[row_id] = finished
             self._claims.pop(row_id, None)
 
     # -- EffectQueue ---------------------------------------------------------------------

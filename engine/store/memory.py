@@ -56,7 +56,7 @@ class StoreTransaction:
         self.state = state
         self.events: list[tuple[str, dict[str, Any], str]] = []
         self.effects: list[tuple[str, Effect]] = []
-        self.finished: list[tuple[int, dict[str, Any]]] = []
+        self.finished: list[tuple[int, dict[str, Any], str]] = []
 
     def create(self, loop: str) -> ItemState:
         """Create the item's state (pointer empty) and return it.
@@ -89,12 +89,13 @@ class StoreTransaction:
         the intent and the state change commit together or not at all)."""
         self.effects.append((key, effect))
 
-    def finish_effect(self, row_id: int, result: Mapping[str, Any]) -> None:
-        """Mark effect row ``row_id`` done with ``result`` (JSON), committed with the state
-        change that records it."""
+    def finish_effect(self, row_id: int, result: Mapping[str, Any], *,
+                      error: str = "") -> None:
+        """Finish effect row ``row_id`` with ``result`` (JSON), committed with the state
+        change that records it: done, or failed for good when ``error`` says why."""
         payload = dict(result)
         json_text(payload)
-        self.finished.append((row_id, payload))
+        self.finished.append((row_id, payload, error))
 
 
 class MemoryStore:
@@ -149,8 +150,8 @@ class MemoryStore:
             copy = json.loads(json_text(data))
             log.append({"seq": self._seq, "at": at, "kind": kind, "data": copy})
         self.effects.insert(tx.ref, tx.effects, utc_now_iso())
-        for row_id, result in tx.finished:
-            self.effects.finish(row_id, result)
+        for row_id, result, error in tx.finished:
+            self.effects.finish(row_id, result, error)
 
     def load(self, ref: WorkItemRef) -> ItemState | None:
         """A copy of the item's committed state, or None."""

@@ -14,6 +14,7 @@ from contextlib import AbstractContextManager
 from typing import Any
 
 from engine.effects import (
+    DONE,
     FAILED,
     PENDING,
     RUNNING,
@@ -49,13 +50,15 @@ def insert_rows(conn: sqlite3.Connection, ref: WorkItemRef,
     )
 
 
-def finish_rows(conn: sqlite3.Connection, finished: Iterable[tuple[int, dict[str, Any]]]
-                ) -> None:
-    """Mark rows done with their results (inside the recording item transaction)."""
+def finish_rows(conn: sqlite3.Connection,
+                finished: Iterable[tuple[int, dict[str, Any], str]]) -> None:
+    """Mark rows done with their results, or failed for good where an error is given
+    (inside the recording item transaction)."""
     conn.executemany(
-        "UPDATE effects SET status = 'done', result = ?, claimed_by = '', claimed_until = '' "
-        "WHERE id = ?",
-        [(json.dumps(result), row_id) for row_id, result in finished],
+        "UPDATE effects SET status = ?, result = ?, last_error = ?, "
+        "attempts = attempts + ?, claimed_by = '', claimed_until = '' WHERE id = ?",
+        [(FAILED if error else DONE, json.dumps(result), error, 1 if error else 0, row_id)
+         for row_id, result, error in finished],
     )
 
 
