@@ -106,6 +106,28 @@ def advance(obj: CliContext, item: WorkItemRef, comments: tuple[str, ...]) -> No
     click.echo(_summary(_run(lambda: services.runtime.advance(item, event))))
 
 
+def _refuse_human_gate(services: Any, ref: WorkItemRef, node_id: str) -> None:
+    """Refuse (exit 1) a claim on ``node_id`` when it is ``ref``'s current node and a
+    human gate.
+
+    Args:
+        services: the CLI's services (``store`` and ``graph``).
+        ref: the work item.
+        node_id: the node claimed done.
+
+    Raises:
+        SystemExit: 1, with a ``loopgate: refused: ...`` line, for a current human gate.
+            Any other claim is left to the runtime (its refusals keep their codes).
+    """
+    state = services.store.load(ref)
+    graph = services.graph
+    if state is None or state.current_node != node_id or not graph.has_node(node_id):
+        return
+    if graph.node(node_id).actor == "human":
+        _refused(f"{node_id} is a human gate: human gates are answered on the thread, "
+                 "not claimed (human-gate)")
+
+
 @click.command("complete")
 @ITEM
 @click.option("--node", "node_id", required=True, metavar="N", help="The node claimed done.")
@@ -115,8 +137,10 @@ def complete(obj: CliContext, item: WorkItemRef, node_id: str, actor: str) -> No
     """Claim that node N of ITEM is done; its exit gate is then evaluated.
 
     Exits 1 when the gate did not accept the claim (the node is still current and its
-    exit chain blocked), so an agent's script stops instead of moving on.
+    exit chain blocked), so an agent's script stops instead of moving on, and when N is
+    the current node and a human gate (answered on the thread, never claimed).
     """
+    _refuse_human_gate(obj.services, item, node_id)
     runtime = obj.services.runtime
     state = _run(lambda: runtime.complete(item, node_id, actor))
     click.echo(_summary(state))

@@ -4,6 +4,7 @@ the local tracker, output shapes, and exit codes (0 ok, 1 refusal / --fail-on, 2
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from click.testing import CliRunner, Result
 
 from bot.cli import cli
 from engine.report import NOT_SELECTED_LINE
+from tests.e2e.stack import loopgate_argv
 
 ITEM = "acme/widgets#7"
 DOC_KEYS = {"version", "workItem", "currentNode", "nodes", "decisions", "forced", "parked",
@@ -32,6 +34,14 @@ def run(home: Path, *args: str, input: str | None = None) -> Result:
     argv = ["--db", str(home / "db" / "loopgate.db"), "--config", str(home / "loopgate.yaml"),
             *args]
     return CliRunner().invoke(cli, argv, input=input, catch_exceptions=False)
+
+
+def script(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run the ``loopgate`` console script itself (not click's runner) on ``home``."""
+    argv = [*loopgate_argv(), "--db", str(home / "db" / "loopgate.db"),
+            "--config", str(home / "loopgate.yaml"), *args]
+    return subprocess.run(argv, cwd=home, capture_output=True, text=True, timeout=60,
+                          check=False)
 
 
 def check_json(home: Path, *extra: str) -> Any:
@@ -220,3 +230,13 @@ def test_an_unauthorized_comment_leaves_the_gate_waiting(home: Path) -> None:
     assert run(home, "start", ITEM).exit_code == 0
     result = run(home, "advance", ITEM, "--comment", f"mallory={home / 'execute.md'}")
     assert result.exit_code == 0 and "at phase-selection — parked" in result.output
+
+
+def test_a_claim_on_a_human_gate_is_refused_through_the_console_script(home: Path) -> None:
+    assert script(home, "start", ITEM).returncode == 0
+    result = script(home, "complete", ITEM, "--node", "phase-selection")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stderr.strip() == (
+        "loopgate: refused: phase-selection is a human gate: human gates are answered on "
+        "the thread, not claimed (human-gate)")
+    assert "phase-selection" not in check_json(home, ITEM)["completions"]
