@@ -278,7 +278,8 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
 @ITEM
 @click.pass_obj
 def comments(obj: CliContext, item: WorkItemRef) -> None:
-    """Print ITEM's thread, oldest first."""
+    """Print ITEM's thread, oldest first (exit 1 when ITEM is not started)."""
+    _load_started(obj.services, item)
     tracker = obj.services.ports.tracker
     for i, comment in enumerate(_run(lambda: tracker.list_comments(item))):
         head = f"#{comment.id} {comment.author or '(unknown)'} {comment.created_at}".rstrip()
@@ -291,8 +292,11 @@ def comments(obj: CliContext, item: WorkItemRef) -> None:
               show_default=True)
 @click.pass_obj
 def events(obj: CliContext, item: WorkItemRef, fmt: str) -> None:
-    """Print ITEM's event log, oldest first."""
+    """Print ITEM's event log, oldest first (exit 1 when ITEM is not started and has
+    nothing logged, e.g. no declared skips)."""
     log = obj.services.store.events(item)
+    if not log:
+        _load_started(obj.services, item)
     if fmt == "json":
         click.echo(json.dumps(log, indent=2, ensure_ascii=False))
         return

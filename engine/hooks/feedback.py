@@ -22,12 +22,21 @@ import re
 from dataclasses import dataclass
 
 from engine.hooks.base import HookContext, HookResult, hook
-from engine.hooks.common import at_login, authorized_comments, latest
+from engine.hooks.common import (
+    at_login,
+    authorized_comments,
+    event_comments,
+    is_self_authored,
+    latest,
+)
 from engine.outcomes import APPROVED, APPROVED_WITH_COMMENTS, CHANGES_REQUESTED
 from engine.ports import Comment
 from engine.records import ReviewDecision
 
-__all__ = ["Feedback", "classify_text", "latest_feedback", "classify_feedback", "record_feedback"]
+__all__ = [
+    "Feedback", "classify_text", "latest_feedback", "classify_feedback", "record_feedback",
+    "unauthorized_deciders",
+]
 
 # Bullets, emphasis and headings may precede the words; a quoted line ("> approved")
 # is someone else's words and never counts.
@@ -91,10 +100,32 @@ def latest_feedback(ctx: HookContext) -> Feedback | None:
 
 def _waiting_reason(ctx: HookContext) -> str:
     who = ", ".join(at_login(u) for u in ctx.settings.authorized_users) or "an authorized user"
-    return (
+    reason = (
         f"waiting for {who} to reply on {ctx.node.id}: "
         "approved, approved with comments, or changes requested"
     )
+    ignored = unauthorized_deciders(ctx)
+    if ignored:
+        reason += f" (ignored {', '.join(ignored)}: not authorized)"
+    return reason
+
+
+def unauthorized_deciders(ctx: HookContext) -> list[str]:
+    """Who, in the event, wrote a decisive reply without being authorized.
+
+    Args:
+        ctx: the hook's context (its event's comments and the settings).
+
+    Returns:
+        The sorted ``@login``s of the event's non-self-authored comments that state an
+        outcome but whose author is not authorized (empty when there are none).
+    """
+    return sorted({
+        at_login(c.author or "unknown")
+        for c in event_comments(ctx)
+        if classify_text(c.body) and not is_self_authored(c, ctx.settings)
+        and not ctx.settings.is_authorized(c.author)
+    })
 
 
 @hook("classify-feedback")

@@ -240,3 +240,25 @@ def test_a_claim_on_a_human_gate_is_refused_through_the_console_script(home: Pat
         "loopgate: refused: phase-selection is a human gate: human gates are answered on "
         "the thread, not claimed (human-gate)")
     assert "phase-selection" not in check_json(home, ITEM)["completions"]
+
+
+def test_an_unauthorized_review_reply_is_named_in_the_wait(home: Path) -> None:
+    (home / "ok.md").write_text("approved\n")
+    assert run(home, "start", ITEM).exit_code == 0
+    assert run(home, "force", ITEM, "--to", "requirements-approval", "--reason", "r"
+               ).exit_code == 0
+    result = run(home, "advance", ITEM, "--comment", f"bob={home / 'ok.md'}")
+    assert result.exit_code == 0, result.output
+    assert result.output.strip() == (
+        "acme/widgets#7: at requirements-approval — parked: waiting for @alice to reply on "
+        "requirements-approval: approved, approved with comments, or changes requested "
+        "(ignored @bob: not authorized)")
+    assert check_json(home, ITEM)["currentNode"] == "requirements-approval"
+
+
+@pytest.mark.parametrize("verb", ["comments", "events"])
+def test_reading_a_never_started_item_is_refused(home: Path, verb: str) -> None:
+    result = script(home, verb, ITEM)
+    assert result.returncode == 1
+    assert result.stdout == ""
+    assert result.stderr.strip() == "loopgate: refused: acme/widgets#7 is not started (not-started)"
