@@ -21,7 +21,8 @@ protected               runs        refused, named     runs
 ``explainer`` setting   on          off (4 skips)      on
 ======================  ==========  =================  ================
 
-Unknown tokens are ignored. Bullets ``-``/``*``, marks ``[x]``/``[X]``/``[ ]``, optional
+Rows inside HTML comments or fenced code blocks are not rows (GitHub renders no box for
+them). Unknown tokens are ignored. Bullets ``-``/``*``, marks ``[x]``/``[X]``/``[ ]``, optional
 backticks around the token and CRLF line endings are accepted.
 """
 
@@ -66,6 +67,7 @@ __all__ = [
     "render_checklist",
     "CHECKLIST_BUDGET",
     "parse_rows",
+    "visible_lines",
     "selection_from_rows",
     "parse_selection",
     "selection_records",
@@ -91,6 +93,9 @@ EXPLAINER_ROW = (
 _ROW = re.compile(
     r"^[ \t]*[-*][ \t]+\[(?P<mark>[ xX])\][ \t]+`?(?P<token>[A-Za-z0-9][A-Za-z0-9_-]*)`?(?=\s|$)"
 )
+
+_FENCE = re.compile(r"^[ \t]*(?P<fence>`{3,}(?=[^`]*$)|~{3,})")
+_COMMENT_START = re.compile(r"^[ \t]*<!--")
 
 
 # -- rows -------------------------------------------------------------------------------
@@ -202,10 +207,42 @@ class Row:
     ticked: bool
 
 
-def parse_rows(text: str | None) -> list[Row]:
-    """Every checkbox row of ``text`` in order (any token; CRLF accepted)."""
-    rows = []
+def visible_lines(text: str | None) -> list[str]:
+    """The lines of ``text`` GitHub renders as Markdown: without HTML comment blocks
+    (a line starting ``<!--`` through the line holding ``-->``, or to the end when never
+    closed) and fenced code blocks (```` ``` ```` or ``~~~``, closed by a fence of the same
+    character at least as long, or running to the end).
+
+    Args:
+        text: a comment body (None reads as empty; CRLF accepted).
+
+    Returns:
+        The remaining lines, in order.
+    """
+    out: list[str] = []
+    fence: str | None = None
+    in_comment = False
     for line in (text or "").splitlines():
+        if in_comment:
+            in_comment = "-->" not in line
+        elif fence is not None:
+            if re.fullmatch(rf"[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*", line):
+                fence = None
+        elif opening := _FENCE.match(line):
+            fence = opening["fence"]
+        elif _COMMENT_START.match(line):
+            in_comment = "-->" not in line[line.index("<!--") + 4:]
+        else:
+            out.append(line)
+    return out
+
+
+def parse_rows(text: str | None) -> list[Row]:
+    """Every checkbox row of ``text`` in order (any token; CRLF accepted). Rows inside
+    HTML comments or fenced code blocks are not rows: GitHub renders no box for them
+    (see :func:`visible_lines`)."""
+    rows = []
+    for line in visible_lines(text):
         match = _ROW.match(line)
         if match:
             rows.append(Row(match["token"], match["mark"] in "xX"))

@@ -3,6 +3,8 @@ design C2)."""
 
 from __future__ import annotations
 
+import pytest
+
 from engine.effects import MAX_BODY, effect_marker
 from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER, SELF_MARKER
 from engine.hooks.phase_selection import (
@@ -396,6 +398,28 @@ def test_parse_ignores_unknown_tokens_and_reads_absent_rows_as_default() -> None
     assert parse_selection("- [ ] nothing-here\n- [x] other", graph).readable is False
     selection = parse_selection("- [x] a", graph)
     assert selection.skips == [] and selection.opt_ins == [] and selection.explainer_on
+
+
+@pytest.mark.parametrize("hidden", [
+    "<!-- - [x] a -->",
+    "<!--\n- [x] a\n-->",
+    "  <!-- notes\n- [x] a\n  done -->",
+    "```\n- [x] a\n```",
+    "~~~~ markdown\n- [x] a\n~~~\n- [x] a\n~~~~",
+    "```\n- [x] a",  # a fence never closed runs to the end
+    "<!-- never closed\n- [x] a",
+])
+def test_rows_in_html_comments_and_fences_are_not_rows(hidden: str) -> None:
+    graph = mini_graph()
+    text = f"- [ ] a\r\n{hidden}\n"
+    assert parse_rows(text) == [Row("a", False)]
+    assert parse_selection(text, graph).skips == ["a"]
+
+
+def test_rows_after_a_closed_comment_or_fence_count_again() -> None:
+    text = "<!--\n- [ ] a\n-->\n```py\n- [ ] b\n```\n- [x] c <!-- inline -->\n- [ ] d"
+    assert parse_rows(text) == [Row("c", True), Row("d", False)]
+    assert parse_rows("``` inline ``` code\n- [ ] a") == [Row("a", False)]
 
 
 def test_explainer_member_rows_are_not_phase_rows() -> None:
