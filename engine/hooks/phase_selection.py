@@ -22,15 +22,16 @@ protected               runs        refused, named     runs
 ======================  ==========  =================  ================
 
 Rows inside HTML comments or fenced code blocks are not rows (GitHub renders no box for
-them). Unknown tokens are ignored. Bullets ``-``/``*``, marks ``[x]``/``[X]``/``[ ]``, optional
-backticks around the token and CRLF line endings are accepted.
+them). Unknown tokens are ignored, and named in the confirmation. Bullets ``-``/``*``,
+marks ``[x]``/``[X]``/``[ ]``, optional backticks around the token and CRLF line endings
+are accepted.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.effects import MAX_BODY, RECORD_CHECKLIST, PostComment
@@ -74,6 +75,7 @@ __all__ = [
     "reply_body",
     "confirmation_text",
     "explainer_line",
+    "unknown_row_line",
     "frozen_graph",
     "find_checklist",
     "post_phase_selection",
@@ -259,6 +261,8 @@ class Selection:
         refused: protected nodes left unticked (named back; they run).
         explainer_on: False only when the explainer row is present and unticked.
         readable: at least one row named a checklist token of this graph.
+        unknown: tokens of rows that name no checklist row (first-seen order), reported
+            in the confirmation and otherwise ignored.
     """
 
     skips: list[str] = field(default_factory=list)
@@ -266,6 +270,7 @@ class Selection:
     refused: list[str] = field(default_factory=list)
     explainer_on: bool = True
     readable: bool = False
+    unknown: list[str] = field(default_factory=list)
 
     def skipped_nodes(self, graph: Graph) -> list[str]:
         """``skips`` plus the explainer set's members when the explainer row is off."""
@@ -299,6 +304,7 @@ def selection_from_rows(rows: Iterable[Row], graph: Graph) -> Selection:
         refused=[n.id for n in sections.protected if ticks.get(n.id) is False],
         explainer_on=ticks.get(EXPLAINER_TOKEN) is not False,
         readable=bool(ticks),
+        unknown=list(dict.fromkeys(row.token for row in rows if row.token not in known)),
     )
 
 
@@ -406,9 +412,26 @@ def confirmation_text(
         lines.append(f"Refused: {_names(selection.refused)} — protected phases always run.")
     if not_changed:
         lines.append(f"Not changed (already entered): {_names(not_changed)}.")
+    lines += [unknown_row_line(graph, token) for token in selection.unknown]
     if graph.has_skip_set(EXPLAINER_SET):
         lines.append(explainer_line(graph, selection.explainer_on, actor))
     return "\n\n".join(lines)
+
+
+def unknown_row_line(graph: Graph, token: str) -> str:
+    """The confirmation's line for a row that names no checklist row.
+
+    Args:
+        graph: the compiled graph.
+        token: the row's token.
+
+    Returns:
+        ``ignored: TOKEN — not a phase of this loop`` (a node of the graph that has no
+        row of its own, such as an explainer member, reads ``not a row of this
+        checklist``).
+    """
+    why = "not a row of this checklist" if graph.has_node(token) else "not a phase of this loop"
+    return f"ignored: {token} — {why}"
 
 
 def frozen_graph(
@@ -560,6 +583,9 @@ def _choose_selection(ctx: HookContext, reply: Comment) -> tuple[Selection, str]
             selection, via = DEFAULT_SELECTION, "default"
     if ctx.event.get("via") == "slack":
         via = "slack"
+    if in_reply.unknown and not in_reply.readable:  # the reply's stray rows are still reported
+        unknown = list(dict.fromkeys([*in_reply.unknown, *selection.unknown]))
+        selection = replace(selection, unknown=unknown)
     return selection, via
 
 

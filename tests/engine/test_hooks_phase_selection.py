@@ -438,6 +438,35 @@ def test_reply_body_round_trips_through_the_parser() -> None:
     assert reply_body(h.graph, h.settings, selection).startswith("the-loop execute\n")
 
 
+def test_unknown_rows_of_a_reply_are_named_in_the_confirmation() -> None:
+    h = Harness()
+    _posted(h)
+    reply = _reply(h, "alice", "the-loop execute\n- [ ] no-such-phase\n- [ ] design\n"
+                               "- [x] spec-quiz\n- [x] no-such-phase")
+    result = _classify(h, reply)
+    assert result.kind == "pass"
+    assert list(result.data["skips"]) == ["design"]
+    lines = _confirmation(h).split("\n\n")
+    assert "ignored: no-such-phase — not a phase of this loop" in lines
+    assert "ignored: spec-quiz — not a row of this checklist" in lines
+    assert sum("no-such-phase" in line for line in lines) == 1
+
+
+def test_unknown_rows_of_a_bare_reply_are_named_beside_the_checklist_selection() -> None:
+    h = Harness()
+    _posted(h)
+    result = _classify(h, _reply(h, "alice", "the-loop execute\n- [ ] no-such-phase"))
+    assert result.data["decision"].to_json()["via"] == "checklist"
+    assert "ignored: no-such-phase — not a phase of this loop" in _confirmation(h)
+
+
+def test_a_selection_without_unknown_rows_reports_none() -> None:
+    graph = mini_graph()
+    assert parse_selection("- [ ] a\n- [x] b", graph).unknown == []
+    text = confirmation_text(graph, parse_selection("- [ ] a", graph), "alice", via="reply")
+    assert "ignored:" not in text
+
+
 def test_confirmation_text_default_process_and_frozen_graph_of_unselected_opt_in() -> None:
     graph = mini_graph()
     selection = parse_selection("", graph)
