@@ -44,6 +44,7 @@ __all__ = [
     "is_self_authored",
     "as_actor",
     "classify_comment",
+    "previous_body",
 ]
 
 COMMENT = "comment"
@@ -137,7 +138,8 @@ def is_self_authored(comment: Comment, bot: Actor | str) -> bool:
     return as_actor(bot).same_as(comment.actor)
 
 
-def classify_comment(comment: Comment, bot: Actor | str, *, edited: bool) -> str | Dropped:
+def classify_comment(comment: Comment, bot: Actor | str, *, edited: bool,
+                     previous_body: str | None = None) -> str | Dropped:
     """What a GitHub comment is to loopgate: the one rule the webhook router and the poller
     share (issue 10 "Shape").
 
@@ -146,6 +148,9 @@ def classify_comment(comment: Comment, bot: Actor | str, *, edited: bool) -> str
         bot: loopgate's identity.
         edited: classify the comment's latest edit (``issue_comment.edited``) rather than
             its creation.
+        previous_body: the body before the edit (a webhook's ``changes.body.from``), when
+            known; an edit that leaves it unchanged (GitHub sends these when a comment is
+            hidden or unhidden) is :class:`Dropped` ``body-unchanged``, never re-evaluated.
 
     Returns:
         :data:`QUIZ_ATTESTATION` for an edit leaving loopgate's quiz comment ticked (checked
@@ -153,6 +158,8 @@ def classify_comment(comment: Comment, bot: Actor | str, *, edited: bool) -> str
         exactly the one not to drop; attribution always comes from GraphQL later);
         :data:`COMMENT` for a person's new comment; else :class:`Dropped` with a reason.
     """
+    if edited and previous_body is not None and previous_body == comment.body:
+        return Dropped("body-unchanged")
     if edited and is_quiz_tick(comment.body):
         return QUIZ_ATTESTATION
     if is_self_authored(comment, bot):
@@ -218,13 +225,30 @@ def _comment_edited(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped
     payload = delivery.data
     ref = _ref(payload)
     comment = comment_from_rest(payload.get("comment") or {}, ref.number if ref else 0)
-    kind = classify_comment(comment, cfg.bot, edited=True)
+    kind = classify_comment(comment, cfg.bot, edited=True,
+                            previous_body=previous_body(payload))
     if isinstance(kind, Dropped):
         return kind
     is_pr = bool((payload.get("issue") or {}).get("pull_request"))
     return _routed(delivery, QUIZ_ATTESTATION, ref=ref, comment_id=comment.id,
                    node_id=comment.node_id, url=comment.url,
                    key=quiz_key(comment.id, comment.body), pull_request=is_pr)
+
+
+def previous_body(payload: Mapping[str, Any]) -> str | None:
+    """An ``issue_comment.edited`` payload's ``changes.body.from``.
+
+    Args:
+        payload: the webhook payload.
+
+    Returns:
+        The body before the edit, or None when the payload does not say (no ``changes``,
+        or a non-string ``from``).
+    """
+    changes = payload.get("changes")
+    body = changes.get("body") if isinstance(changes, Mapping) else None
+    before = body.get("from") if isinstance(body, Mapping) else None
+    return before if isinstance(before, str) else None
 
 
 def _comment_deleted(delivery: Delivery, cfg: RouterConfig) -> Dropped:

@@ -118,6 +118,28 @@ def test_an_unticked_edit_of_loopgates_comment_is_dropped_with_a_reason(fixtures
     assert route(_delivery("issue_comment", payload), CFG) == Dropped("self-authored-edit")
 
 
+@pytest.mark.parametrize("body", [TICKED, "plain words"])
+def test_an_edit_that_leaves_the_body_unchanged_is_dropped(fixtures_dir: Path,
+                                                           body: str) -> None:
+    # GitHub sends issue_comment.edited with changes.body.from == body on hide/unhide.
+    payload = _payload(fixtures_dir, "issue_comment.edited.payload.json", comment__body=body,
+                       changes={"body": {"from": body}})
+    assert route(_delivery("issue_comment", payload), CFG) == Dropped("body-unchanged")
+    comment = Comment(7, "loopgate[bot]", body, author_type="Bot")
+    assert classify_comment(comment, "loopgate[bot]", edited=True,
+                            previous_body=body) == Dropped("body-unchanged")
+
+
+def test_an_edit_that_ticks_the_quiz_still_routes(fixtures_dir: Path) -> None:
+    payload = _payload(fixtures_dir, "issue_comment.edited.payload.json", comment__body=TICKED,
+                       changes={"body": {"from": QUIZ}})
+    routed = route(_delivery("issue_comment", payload), CFG)
+    assert isinstance(routed, Delivery) and routed.event == QUIZ_ATTESTATION
+    del payload["changes"]  # a payload that does not say is classified as before
+    routed = route(_delivery("issue_comment", payload), CFG)
+    assert isinstance(routed, Delivery) and routed.event == QUIZ_ATTESTATION
+
+
 def test_a_human_edit_is_dropped(fixtures_dir: Path) -> None:
     payload = _payload(fixtures_dir, "issue_comment.edited.payload.json")
     assert route(_delivery("issue_comment", payload), CFG) == Dropped("human-edit-ignored")
