@@ -6,7 +6,8 @@
 * :func:`register_http_routes` — ``POST /slack/events`` (events, interactivity, slash
   commands) on the Flask app that also serves the GitHub webhook. The Slack signature is
   verified (v0 HMAC-SHA256, 5-minute window, constant-time compare; NOTES.md §3) *before*
-  the body is parsed; a forged or stale request gets 401.
+  the body is parsed; a forged or stale request gets 401, and a signed body that is not
+  UTF-8 gets 400 (one log line, never a traceback).
 * :func:`start_socket_mode` — Socket Mode (no public URL) when an app token is set.
 * :func:`build_web_client` — the ``slack_sdk.WebClient`` with the 429 retry handler, at
   ``slack.apiUrl``.
@@ -17,6 +18,8 @@ Secrets come only from the environment variables the config names; a missing one
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 import os
 import time
@@ -27,7 +30,6 @@ from typing import Any
 from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
-from slack_sdk.signature import SignatureVerifier
 
 from bot.listeners import actions, commands, events, views
 from engine.errors import ConfigError
@@ -40,6 +42,7 @@ __all__ = [
     "build_web_client",
     "build_app",
     "verify_request",
+    "is_utf8",
     "register_http_routes",
     "start_socket_mode",
 ]
@@ -186,7 +189,9 @@ def verify_request(
 
     Returns:
         True only for a present, numeric timestamp within 5 minutes of ``now`` and a
-        signature equal (constant-time) to ``v0=HMAC-SHA256(secret, "v0:ts:body")``.
+        signature equal (constant-time) to ``v0=HMAC-SHA256(secret, "v0:ts:body")``. The
+        HMAC runs over the bytes as received, so a body that is not UTF-8 is checked (and
+        refused later), never a decoding error.
     """
     lowered = {k.lower(): v for k, v in headers.items()}
     timestamp = lowered.get("x-slack-request-timestamp", "")
@@ -195,13 +200,25 @@ def verify_request(
         return False
     if abs(now() - int(timestamp)) > MAX_SKEW_SECONDS:
         return False
+    base = b"v0:" + timestamp.encode("ascii") + b":" + body
+    expected = "v0=" + hmac.new(secret.encode("utf-8"), base, hashlib.sha256).hexdigest()
+    return hmac.compare_digest(expected.encode("ascii"), signature.encode("utf-8"))
 
-    class _Clock:
-        def now(self) -> float:
-            return now()
 
-    # slack_sdk's verifier: the same HMAC and hmac.compare_digest.
-    return SignatureVerifier(secret, clock=_Clock()).is_valid(body, timestamp, signature)
+def is_utf8(body: bytes) -> bool:
+    """Whether ``body`` decodes as UTF-8 (Slack's request bodies always do).
+
+    Args:
+        body: the raw request body.
+
+    Returns:
+        True when it decodes; False otherwise (never raises).
+    """
+    try:
+        body.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def register_http_routes(
@@ -236,6 +253,10 @@ def register_http_routes(
         if not verify_request(secret, raw, request.headers):
             log.warning("slack request refused: bad or stale signature")
             return Response('{"error":"invalid signature"}', status=401,
+                            mimetype="application/json")
+        if not is_utf8(raw):
+            log.warning("slack request refused: the body is not UTF-8 (%d bytes)", len(raw))
+            return Response('{"error":"body is not UTF-8"}', status=400,
                             mimetype="application/json")
         return handler.handle(request)
 

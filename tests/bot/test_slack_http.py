@@ -4,6 +4,7 @@ server on 127.0.0.1, port 0), with the Web API calls going to the loopback fake.
 from __future__ import annotations
 
 import json
+import logging
 import threading
 import time
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ import pytest
 from flask import Flask
 from waitress import create_server
 
-from bot.app import SLACK_PATH, register_http_routes, verify_request
+from bot.app import SLACK_PATH, is_utf8, register_http_routes, verify_request
 from bot.notifier import load_thread
 from tests.bot.conftest import (
     REF,
@@ -94,6 +95,30 @@ def test_verify_request_checks_window_format_and_signature() -> None:
     bad = {**headers, "X-Slack-Request-Timestamp": "soon"}
     assert not verify_request(SECRET, body, bad, now=lambda: 1_700_000_000)
     assert not verify_request(SECRET, body, {}, now=lambda: 1_700_000_000)
+
+
+@pytest.mark.parametrize("body", [b"token=x&text=caf\xe9", b'{"type": "\xff"}'])
+def test_a_signed_body_that_is_not_utf8_gets_400_and_one_log_line(
+        world: SlackWorld, http: str, caplog: pytest.LogCaptureFixture, body: bytes) -> None:
+    calls = len(world.fake.calls)
+    caplog.set_level(logging.WARNING)
+
+    reply = signed_post(http, body, SECRET)
+
+    assert reply.status == 400
+    assert reply.json() == {"error": "body is not UTF-8"}
+    assert [(r.name, r.getMessage(), r.exc_info) for r in caplog.records] == [
+        ("bot.app", f"slack request refused: the body is not UTF-8 ({len(body)} bytes)", None)]
+    assert len(world.fake.calls) == calls
+
+
+def test_verify_request_checks_a_body_that_is_not_utf8_without_raising() -> None:
+    body = b"text=\xff\xfe"
+    headers = sign(body, SECRET, timestamp=1_700_000_000)
+
+    assert verify_request(SECRET, body, headers, now=lambda: 1_700_000_000)
+    assert not verify_request("other", body, headers, now=lambda: 1_700_000_000)
+    assert not is_utf8(body) and is_utf8("café".encode())
 
 
 def test_signed_execute_over_http_acks_then_selects(world: SlackWorld, http: str) -> None:
