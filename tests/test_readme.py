@@ -33,3 +33,9 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert test_cmd is not None
     install_and_test = test_cmd.group(1).strip().splitlines()[-1]
     assert install_and_test.split(" && ", 1)[1] in ci
+
+
+def test_the_chromium_step_works_with_and_without_sudo() -> None:
+    step = " ".join(_between(README, "Two prerequisites:", "<!-- test-command -->").split())
+    assert "`sudo apt-get install -y chromium`" in step
+    assert "as root where there is no `sudo`, `apt-get install -y chromium`" in step
