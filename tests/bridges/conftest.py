@@ -51,8 +51,13 @@ def schema_client() -> Client:
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    """A started loopback fake GitHub with repository ``acme/widgets``."""
+def fake(fixtures_dir: Path) -> Iterator[FakeGitHub]:
+    """A started loopback fake GitHub with repository ``acme/widgets``.
+
+    It answers from the shared fixtures' payloads, so it asks for ``fixtures_dir`` first:
+    without ``../shared`` every test using it fails with the suite's "shared fixtures not
+    found" message, not with an unrelated error from inside the fake.
+    """
     with FakeGitHub() as gh:
         gh.create_repo(REPO)
         yield gh
