@@ -142,7 +142,17 @@ class EffectWorker:
             if stop.is_set():
                 return
             pause = self.budget.wait(self._monotonic())
-            self._wake.wait(max(self.poll, pause) if pause else self.poll)
+            self._rest(stop, max(self.poll, pause))
+
+    def _rest(self, stop: threading.Event, seconds: float) -> None:
+        """Wait up to ``seconds`` for a wake-up, looking at ``stop`` at least every
+        :attr:`poll` seconds (a spent budget can mean minutes; a stop must not wait)."""
+        end = self._monotonic() + seconds
+        while not (stop.is_set() or self._wake.is_set()):
+            left = end - self._monotonic()
+            if left <= 0:
+                return
+            self._wake.wait(min(left, self.poll))
 
     def drain(self, stop: threading.Event | None = None) -> int:
         """Carry out every row due now (stopping early when ``stop`` is set).

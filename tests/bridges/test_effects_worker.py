@@ -55,3 +55,21 @@ def test_a_spent_budget_holds_writes_but_not_notices(tmp_path: Path) -> None:
     assert all(tracker.labels(ref) for ref in refs)
     assert notifier.events() == ["work-item-complete"]
     store.close()
+
+
+def test_a_worker_waiting_out_a_spent_budget_stops_at_once(tmp_path: Path) -> None:
+    import threading
+
+    store = SqliteStore(tmp_path / "loopgate.db")
+    budget = WriteBudget(per_minute=1, per_hour=1)
+    budget.spend(0.0)  # the hour is spent: the worker would rest for most of an hour
+    worker = EffectWorker(store, Ports(MemoryTracker(), MemoryArtifactStore(),
+                                       RecordingNotifier()), EngineSettings(),
+                          poll=0.05, budget=budget, monotonic=lambda: 1.0)
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,))
+    thread.start()
+    stop.set()
+    thread.join(5)
+    assert not thread.is_alive()
+    store.close()
