@@ -107,6 +107,7 @@ class EffectWorker:
         self.poll = poll
         self.budget = budget or WriteBudget()
         self._monotonic = monotonic
+        self._resting = False
         self.owner = f"{platform.node()}:{os.getpid()}:effects"
         self.performed = 0
         self._wake = threading.Event()
@@ -171,8 +172,11 @@ class EffectWorker:
                 if stop is not None and stop.is_set():
                     break
                 if _is_write(row) and self.budget.wait(self._monotonic()) > 0:
-                    logger.info("effects: GitHub's write budget is spent; waiting")
+                    if not self._resting:  # said once per pause, not once a poll
+                        logger.info("effects: GitHub's write budget is spent; waiting")
+                    self._resting = True
                     return finished
+                self._resting = False
                 now = self.ports.clock.now()
                 until = iso(now + timedelta(seconds=CLAIM_SECONDS))
                 if not self.store.effects.claim(row.id, self.owner, until, iso(now)):
