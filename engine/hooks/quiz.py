@@ -23,11 +23,13 @@ from typing import Any
 
 from engine.effects import PostComment, quiz_record
 from engine.hooks.artifacts import split_alternatives
-from engine.hooks.base import PASS, HookContext, HookResult, hook
+from engine.hooks.base import PASS, WAIT, HookContext, HookResult, hook
 from engine.hooks.common import (
     at_login,
     authorized_comments,
     degrade,
+    event_comments,
+    is_self_authored,
     latest,
     posted_by_loopgate,
     safe_notify,
@@ -56,6 +58,7 @@ __all__ = [
     "latest_editor",
     "post_quiz_attestation",
     "quiz_attested",
+    "wrong_kind_typers",
 ]
 
 #: The marker's digest when the quiz binds no spec files.
@@ -483,6 +486,39 @@ def _typed(ctx: HookContext, node: str) -> HookResult | None:
     return _attested(ctx, node, attestation)
 
 
+def wrong_kind_typers(ctx: HookContext, node: str) -> list[str]:
+    """Who, in the event, typed the other quiz's attestation line at ``node``.
+
+    Args:
+        ctx: the hook's context (its event's comments and the settings).
+        node: the quiz node waiting (its kind picks the line that counts).
+
+    Returns:
+        The sorted ``@login``s of the event's non-self-authored comments that carry the
+        other kind's ticked line and not this node's (empty when there are none).
+    """
+    kind = quiz_kind(node)
+    other = "code" if kind == "spec" else "spec"
+    return sorted({
+        at_login(c.author or "unknown")
+        for c in event_comments(ctx)
+        if attestation_ticked(c.body, other) and not attestation_ticked(c.body, kind)
+        and not is_self_authored(c, ctx.settings)
+    })
+
+
+def _with_ignored(ctx: HookContext, node: str, result: HookResult) -> HookResult:
+    # Issue 14 §5: a typed line of the other quiz is named in the wait, never silent.
+    ignored = wrong_kind_typers(ctx, node)
+    if result.kind != WAIT or not ignored:
+        return result
+    kind = quiz_kind(node)
+    other = "code" if kind == "spec" else "spec"
+    note = (f" (ignored {', '.join(ignored)}: typed the {other} quiz line, but {node} "
+            f"is the {kind} quiz — reply with: {attestation_line(kind, ticked=True)})")
+    return replace(result, reason=result.reason + note)
+
+
 def _stale(ctx: HookContext, node: str, posted: str, current: str) -> HookResult:
     safe_notify(
         ctx,
@@ -558,7 +594,10 @@ def quiz_attested(ctx: HookContext) -> HookResult:
         comment, commentId, via}``) for an authorized tick
         (or typed line); otherwise wait with the reason.
     """
-    node = ctx.node.id
+    return _with_ignored(ctx, ctx.node.id, _quiz_attested(ctx, ctx.node.id))
+
+
+def _quiz_attested(ctx: HookContext, node: str) -> HookResult:
     late = _post_late(ctx, node)
     if late is not None:
         return _typed(ctx, node) or late

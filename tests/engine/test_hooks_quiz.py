@@ -420,6 +420,36 @@ def test_typed_attestation_by_others_or_self_never_passes() -> None:
     assert h.run("spec-quiz", "quiz-attested", event=event).kind == "wait"
 
 
+def test_a_typed_line_of_the_other_quiz_is_named_in_the_wait() -> None:
+    # Issue 14 §5: the code quiz's line typed at the spec quiz is ignored, and said so.
+    h = Harness()
+    _spec(h)
+    _post_spec_quiz(h)
+    code_line = h.tracker.add_comment_as(REF, "alice", attestation_line("code", ticked=True))
+    result = h.run("spec-quiz", "quiz-attested", event={"comments": [code_line]})
+    assert result.kind == "wait"
+    assert result.reason == (
+        "waiting for an authorized user to tick the spec quiz box on spec-quiz"
+        " (ignored @alice: typed the code quiz line, but spec-quiz is the spec quiz"
+        f" — reply with: {SPEC_TICK})"
+    )
+
+
+def test_a_typed_spec_line_at_the_code_quiz_is_named_in_the_wait() -> None:
+    h = Harness()
+    h.enter("code-quiz")
+    quiz = h.tracker.add_comment_as(REF, "loopgate", "the code quiz")
+    h.state.surface.setdefault("quiz", {})["code-quiz"] = {"comments": [{"id": quiz.id}]}
+    spec_line = h.tracker.add_comment_as(REF, "bob", SPEC_TICK)
+    result = h.run("code-quiz", "quiz-attested", event={"comments": [spec_line]})
+    assert result.kind == "wait"
+    assert result.reason == (
+        "waiting for an authorized user to tick the code quiz box on code-quiz"
+        " (ignored @bob: typed the spec quiz line, but code-quiz is the code quiz"
+        f" — reply with: {attestation_line('code', ticked=True)})"
+    )
+
+
 # -- latest_editor cross-checks --------------------------------------------------------------
 def _edits(edits: Sequence[CommentEdit], editor: str | None, last: str | None) -> CommentEdits:
     return CommentEdits(1, "body", "url", "loopgate-bot", editor, "User", last, tuple(edits))
