@@ -21,10 +21,12 @@ import yaml
 from engine.errors import ConfigError
 from engine.settings import EngineSettings
 
-__all__ = ["Config", "load_config", "config_schema", "default_db_path", "CONFIG_ENV"]
+__all__ = ["Config", "load_config", "config_schema", "default_db_path", "CONFIG_ENV", "LOCAL_DB"]
 
 CONFIG_ENV = "LOOPGATE_CONFIG"
 DB_ENV = "LOOPGATE_DB"
+# The database beside loopgate.yaml, so each folder has its own items (git-ignore it).
+LOCAL_DB = Path(".loopgate") / "loopgate.db"
 
 
 @lru_cache(maxsize=1)
@@ -165,13 +167,21 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
 
 
 def default_db_path(config: Config | None = None, explicit: str | None = None) -> Path:
-    """Where the state database lives.
+    """Where the state database lives (issue 14 §2).
 
-    Order: ``explicit`` (``--db``), ``$LOOPGATE_DB``, the config's ``database``,
-    ``$XDG_STATE_HOME/loopgate/loopgate.db``, ``~/.local/state/loopgate/loopgate.db``.
+    Args:
+        config: the loaded configuration; its ``database`` key, else its file's folder.
+        explicit: ``--db``, when given.
+
+    Returns:
+        The first of: ``explicit``, ``$LOOPGATE_DB``, the config's ``database``,
+        ``.loopgate/loopgate.db`` beside the config file (when one was found or given),
+        ``$XDG_STATE_HOME/loopgate/loopgate.db``, ``~/.local/state/loopgate/loopgate.db``.
     """
     chosen = explicit or os.environ.get(DB_ENV) or (config.data.get("database") if config else None)
     if chosen:
         return Path(os.path.expanduser(chosen))
+    if config is not None and config.path is not None:
+        return config.path.parent / LOCAL_DB
     state_home = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
     return Path(state_home) / "loopgate" / "loopgate.db"

@@ -12,6 +12,8 @@ configuration or graph error (click's own usage errors are 2 as well).
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from bot.cli import config_cmd, effects_cmd, explainer_cmd, graph_cmd, item_cmd, serve_cmd
@@ -20,11 +22,58 @@ from bot.cli.context import CliContext
 __all__ = ["main", "cli"]
 
 
+DB_HELP = (
+    "SQLite state database (env LOOPGATE_DB; else the config's `database`; else "
+    ".loopgate/loopgate.db beside loopgate.yaml when one is found or given; else "
+    "$XDG_STATE_HOME/loopgate/loopgate.db)."
+)
+
+
+def database_in_use(ctx: click.Context) -> str:
+    """The database this invocation would use, for ``--help``.
+
+    Args:
+        ctx: the group's context; ``--db``/``--config`` given before ``--help`` are in its
+            params (both options are eager), else their environment variables count.
+
+    Returns:
+        The path, or a sentence saying why it cannot be told (an invalid config file).
+    """
+    from bot.config import default_db_path, load_config
+    from engine.errors import LoopgateError
+
+    try:
+        config = load_config(ctx.params.get("config_path") or None)
+    except LoopgateError as exc:
+        return f"unknown until the config is fixed ({exc})"
+    explicit = ctx.params.get("db_path") or os.environ.get("LOOPGATE_DB") or None
+    return str(default_db_path(config, explicit))
+
+
+class _DbOption(click.Option):
+    """``--db``, whose help ends with the database this invocation uses (issue 14 §2)."""
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        """The option's help row, naming the database in use.
+
+        Args:
+            ctx: the group's context.
+
+        Returns:
+            ``(option names, help text)``.
+        """
+        record = super().get_help_record(ctx)
+        if record is None:
+            return None
+        return record[0], f"{record[1]} In use here: {database_in_use(ctx)}"
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", "db_path", envvar="LOOPGATE_DB", default=None, metavar="PATH",
-              help="SQLite state database (default $XDG_STATE_HOME/loopgate/loopgate.db).")
+@click.option("--db", "db_path", cls=_DbOption, envvar="LOOPGATE_DB", default=None,
+              metavar="PATH", is_eager=True, help=DB_HELP)
 @click.option("--config", "config_path", envvar="LOOPGATE_CONFIG", default=None, metavar="PATH",
-              help="loopgate.yaml (default ./loopgate.yaml when present).")
+              is_eager=True, help="loopgate.yaml (env LOOPGATE_CONFIG; default ./loopgate.yaml "
+              "when present).")
 @click.version_option(package_name="loopgate")
 @click.pass_context
 def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> None:
