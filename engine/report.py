@@ -48,7 +48,9 @@ def skip_provenance(skip: Mapping[str, Any]) -> str:
 
     Returns:
         ``NOT_SELECTED_LINE`` for ``via: not-selected``, else
-        "skipped by declaration — via <via>, token '<t>', by <who>, reason: <r>".
+        "skipped by declaration — via <via>, token '<t>', by <who>, reason: <r>", without
+        the ", reason: <r>" part when the entry has no reason (a selection's unticked row;
+        issue 14 §9).
     """
     if skip.get("via") == NOT_SELECTED:
         return NOT_SELECTED_LINE
@@ -56,7 +58,8 @@ def skip_provenance(skip: Mapping[str, Any]) -> str:
     token = skip.get("token") or ""
     by = skip.get("by") or "unknown"
     reason = skip.get("reason") or ""
-    return f"skipped by declaration — via {via}, token '{token}', by {by}, reason: {reason}"
+    line = f"skipped by declaration — via {via}, token '{token}', by {by}"
+    return f"{line}, reason: {reason}" if reason else line
 
 
 @dataclass(frozen=True)

@@ -617,6 +617,7 @@ class Runtime:
         self._record_plan(w, node, data)
         record = state.record(node.id)
         record.outcome, record.exited_at = outcome, w.now()
+        record.last_block = ""  # issue 14 §9: a passed node shows no stale block
         state.parked = {}
         return self._route(w, node, outcome)
 

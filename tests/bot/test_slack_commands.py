@@ -64,7 +64,8 @@ def test_check_output_for_an_item_with_a_declared_skip_an_unselected_opt_in_and_
     text = _texts(blocks)
     assert "*Now:* `tasks-breakdown` (parked) · ❌ not ok — 12 unmet" in text
     assert ("⏭️ `brainstorming` — *skipped* — skipped by declaration — via selection, token "
-            "'brainstorming', by @alice, reason:") in text
+            "'brainstorming', by @alice") in text
+    assert "reason:" not in text  # issue 14 §9: a selection skip has no reason to print
     assert ("➖ `design-critic-review` — *not selected* — not selected — an opt-in phase, off "
             "unless it is ticked at phase-selection") in text
     assert "✅ `spec-quiz` — *passed* — outcome pass; attested by @alice" in text

@@ -262,3 +262,37 @@ def test_reading_a_never_started_item_is_refused(home: Path, verb: str) -> None:
     assert result.returncode == 1
     assert result.stdout == ""
     assert result.stderr.strip() == "loopgate: refused: acme/widgets#7 is not started (not-started)"
+
+
+def test_a_selection_skip_prints_no_empty_reason(home: Path) -> None:
+    # Issue 14 §9: an unticked row has no reason, so check prints no "reason:" for it.
+    (home / "unticked.md").write_text("the-loop execute\n- [ ] brainstorming\n")
+    assert script(home, "start", ITEM).returncode == 0
+    assert script(home, "advance", ITEM, "--comment", f"alice={home / 'unticked.md'}"
+                  ).returncode == 0
+    result = script(home, "check", ITEM)
+    assert result.returncode == 0, result.stderr
+    line = next(x for x in result.stdout.splitlines() if x.strip().startswith("brainstorming"))
+    assert line.split(None, 2)[1:] == [
+        "skipped", "skipped by declaration — via selection, token 'brainstorming', by @alice"]
+    assert "reason:" not in result.stdout
+
+
+def test_a_pass_clears_the_nodes_last_block(home: Path) -> None:
+    # Issue 14 §9: lastBlock is the reason of a block still standing, not history.
+    assert script(home, "start", ITEM).returncode == 0
+    assert script(home, "advance", ITEM, "--comment", f"alice={home / 'execute.md'}"
+                  ).returncode == 0
+    assert script(home, "complete", ITEM, "--node", "brainstorming").returncode == 1
+    doc = json.loads(script(home, "check", ITEM, "--format", "json").stdout)
+    assert doc["nodes"]["brainstorming"]["lastBlock"] == "missing brainstorm.md"
+    spec = home / "docs" / "specs" / "issue-7"
+    spec.mkdir(parents=True)
+    (spec / "brainstorm.md").write_text(
+        "---\nstatus: approved\n---\n## Problem / opportunity\nWidgets jam.\n"
+    )
+    assert script(home, "complete", ITEM, "--node", "brainstorming").returncode == 0
+    doc = json.loads(script(home, "check", ITEM, "--format", "json").stdout)
+    assert doc["currentNode"] == "requirements-definition"
+    assert doc["nodes"]["brainstorming"]["outcome"] == "pass"
+    assert doc["nodes"]["brainstorming"]["lastBlock"] == ""

@@ -44,7 +44,7 @@ def test_provenance_lines_are_exact() -> None:
         "skipped by declaration — via declaration, token 'chain', by @bob, reason: tiny change")
     assert skip_provenance({"via": "selection", "token": "explainer", "by": "@alice",
                             "reason": ""}) == (
-        "skipped by declaration — via selection, token 'explainer', by @alice, reason: ")
+        "skipped by declaration — via selection, token 'explainer', by @alice")
     assert skip_provenance({"via": "not-selected"}) == NOT_SELECTED_LINE
     assert NOT_SELECTED_LINE == (
         "not selected — an opt-in phase, off unless it is ticked at phase-selection")

@@ -166,6 +166,8 @@ def test_selected_opt_in_node_is_walked_and_gates_its_artifact(rt: Runtime) -> N
     state = rt.complete(REF, "critic", "agent-1")
     assert state.current_node == "gate"
     assert state.nodes["critic"].outcome == "pass"
+    assert state.nodes["critic"].last_block == ""  # issue 14 §9: cleared on the pass
+    assert state.nodes["critic"].to_mapping()["lastBlock"] == ""
     assert "critic" in _entered_nodes(rt)
     assert _statuses(rt)["critic"] == "passed"
 
@@ -601,7 +603,7 @@ def test_shipped_graph_skips_chosen_at_selection_get_no_label_and_no_log_entry(
     assert critic["status"] == "not selected"
     brainstorming = next(n for n in report["nodes"] if n["id"] == "brainstorming")
     assert brainstorming["detail"] == (
-        "skipped by declaration — via selection, token 'brainstorming', by @alice, reason: ")
+        "skipped by declaration — via selection, token 'brainstorming', by @alice")
 
 
 def test_an_event_bound_to_another_node_changes_nothing(tmp_path) -> None:
