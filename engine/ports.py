@@ -190,7 +190,15 @@ class Tracker(Protocol):
     """Where a work item's thread lives (GitHub, or the offline SQLite thread).
 
     Every method raises :class:`TrackerError` on failure.
+
+    Attributes:
+        comments_editable: True when people edit comments on this thread, so a quiz box
+            can be ticked and its page fetched from the forge (GitHub); False for the
+            offline thread, where a quiz is attested by typing its line and its page is
+            opened from the local checkout (issue 14 §4).
     """
+
+    comments_editable: bool
 
     def list_comments(self, ref: WorkItemRef) -> list[Comment]:
         """All comments on the item (or pull request ``ref``), oldest first."""

@@ -165,6 +165,9 @@ class GitHubTracker:
             (an ``unverified`` wait), nobody infers it from this counter.
     """
 
+    #: People tick a quiz box by editing loopgate's comment on GitHub.
+    comments_editable = True
+
     def __init__(self, client: GitHubClient, graphql: GraphQLClient, *,
                  repos: Sequence[str] = (), branch_pattern: str = "issue-{number}",
                  clock: Callable[[], float] = time.monotonic) -> None:

@@ -206,8 +206,27 @@ def _where(location: str, commands: Sequence[str], link_text: str) -> str:
     return f": it is committed at `{location}` on the work item's branch"
 
 
+def _typed_body(kind: str, location: str, link_text: str) -> list[str]:
+    # Offline (issue 14 §4): no box to tick, no forge to fetch the page from.
+    where = (f": [{link_text}]({location})" if _URL.match(location)
+             else f": it is the file `{location}` of the local checkout (the `workspace`)")
+    return [
+        _WORDING[kind][0] + where,
+        "",
+        "There is no box to tick on this thread: reply with this line to attest",
+        "",
+        "```",
+        attestation_line(kind, ticked=True),
+        "```",
+        "",
+        "Only a user authorized for this repository's loopgate can attest for the work "
+        "item to move on.",
+    ]
+
+
 def quiz_comment_body(
-    kind: str, node: str, digest: str, location: str, commands: Sequence[str]
+    kind: str, node: str, digest: str, location: str, commands: Sequence[str],
+    *, editable: bool = True,
 ) -> str:
     """The checkbox comment of design C3, markers included.
 
@@ -217,8 +236,17 @@ def quiz_comment_body(
         digest: 12 hex or ``-``.
         location: the record's Location (a URL becomes a link).
         commands: view commands for a repository path (from :func:`view_commands`).
+        editable: the tracker's :attr:`~engine.ports.Tracker.comments_editable`; False
+            gives the typed line to reply with and the page's path in the local checkout
+            instead of a box and the commands.
+
+    Returns:
+        The comment body, ending with the quiz marker and loopgate's own marker.
     """
     title, link_text = _WORDING[kind]
+    if not editable:
+        return with_self_marker("\n".join(_typed_body(kind, location, link_text)),
+                                quiz_marker(node, digest))
     body = "\n".join(
         [
             title + _where(location, commands, link_text),
@@ -310,8 +338,10 @@ def post_quiz_attestation(ctx: HookContext) -> HookResult:
         return HookResult.block(str(exc), retriable=True)
     except (TrackerError, OSError, ValueError) as exc:
         return HookResult.block(f"could not compute the spec digest: {exc}", retriable=True)
-    commands = [] if _URL.match(location) else view_commands(ctx.ref, _branch(ctx), location)
-    body = quiz_comment_body(kind, node, digest, location, commands)
+    editable = ctx.ports.tracker.comments_editable
+    commands = ([] if _URL.match(location) or not editable
+                else view_commands(ctx.ref, _branch(ctx), location))
+    body = quiz_comment_body(kind, node, digest, location, commands, editable=editable)
     posted: list[dict[str, Any]] = []
     posting: list[str] = []
     for target in _targets(ctx, on):
@@ -515,7 +545,10 @@ def _with_ignored(ctx: HookContext, node: str, result: HookResult) -> HookResult
     kind = quiz_kind(node)
     other = "code" if kind == "spec" else "spec"
     note = (f" (ignored {', '.join(ignored)}: typed the {other} quiz line, but {node} "
-            f"is the {kind} quiz — reply with: {attestation_line(kind, ticked=True)})")
+            f"is the {kind} quiz")
+    if ctx.ports.tracker.comments_editable:  # offline, the reason already gives the line
+        note += f" — reply with: {attestation_line(kind, ticked=True)}"
+    note += ")"
     return replace(result, reason=result.reason + note)
 
 
@@ -558,7 +591,7 @@ def _post_late(ctx: HookContext, node: str) -> HookResult | None:
     entry = _posted(ctx, node)
     if entry.get("posting"):  # queued: the performer records it once it is on the thread
         return HookResult.wait(f"the {node} comment is being posted; waiting for an "
-                               "authorized user to tick it once it is there")
+                               f"authorized user to {_answer(ctx)} once it is there")
     if entry.get("postFailed"):
         return HookResult.wait(f"the {node} comment could not be posted "
                                f"({entry['postFailed']}); an operator can re-queue it "
@@ -579,7 +612,8 @@ def _post_late(ctx: HookContext, node: str) -> HookResult | None:
     data = {"workItem": str(ctx.ref), "node": node, "event": "quiz-pending", "commentUrls": []}
     safe_notify(ctx, "quiz-attested", "quiz-pending", data, links=quiz_record(node))
     return HookResult.wait(
-        f"the {node} comment is posted again; waiting for an authorized user to tick it",
+        f"the {node} comment is posted again; waiting for an authorized user to "
+        f"{_answer(ctx)}",
         surface=surface,
     )
 
@@ -618,6 +652,17 @@ def _quiz_attested(ctx: HookContext, node: str) -> HookResult:
         return typed
     if result is not None:
         return result
-    return HookResult.wait(
-        f"waiting for an authorized user to tick the {quiz_kind(node)} quiz box on {node}"
-    )
+    return HookResult.wait(_waiting_reason(ctx, node))
+
+
+def _answer(ctx: HookContext) -> str:
+    # What a person does to the quiz comment: tick it, or offline reply with its line.
+    return "tick it" if ctx.ports.tracker.comments_editable else "reply with its line"
+
+
+def _waiting_reason(ctx: HookContext, node: str) -> str:
+    kind = quiz_kind(node)
+    if ctx.ports.tracker.comments_editable:
+        return f"waiting for an authorized user to tick the {kind} quiz box on {node}"
+    return (f"waiting for an authorized user to reply on {node} with the {kind} quiz line: "
+            f"{attestation_line(kind, ticked=True)}")

@@ -52,6 +52,9 @@ class MemoryTracker:
         calls: ``(method, args)`` of every port call, in order (for assertions).
     """
 
+    #: Tests edit comments as GitHub users do (:meth:`edit_comment`).
+    comments_editable = True
+
     def __init__(self, bot_login: str = "loopgate-bot") -> None:
         self.bot_login = bot_login
         self.down = False

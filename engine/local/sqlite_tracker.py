@@ -38,6 +38,9 @@ class LocalTracker:
         bot_login: the author of comments posted through :meth:`add_comment`.
     """
 
+    #: Nobody edits the offline thread: a quiz is attested by a typed reply (issue 14 §4).
+    comments_editable = False
+
     def __init__(self, store: SqliteStore, bot_login: str = LOCAL_BOT_LOGIN) -> None:
         self.store = store
         self.bot_login = bot_login

@@ -296,3 +296,35 @@ def test_a_pass_clears_the_nodes_last_block(home: Path) -> None:
     assert doc["currentNode"] == "requirements-definition"
     assert doc["nodes"]["brainstorming"]["outcome"] == "pass"
     assert doc["nodes"]["brainstorming"]["lastBlock"] == ""
+
+
+def test_offline_the_quiz_comment_and_wait_give_the_typed_line(home: Path) -> None:
+    # Issue 14 §4: the local tracker has no box and no forge: no gh api / curl commands.
+    spec = home / "docs" / "specs" / "issue-7"
+    (spec / "evidence").mkdir(parents=True)
+    (spec / "explainer").mkdir()
+    for name in ("requirements.md", "design.md", "testing-plan.md"):
+        (spec / name).write_text(f"{name}\n")
+    page = "docs/specs/issue-7/explainer/explainer.html"
+    (home / page).write_text("<html>explainer</html>\n")
+    (spec / "evidence" / "spec-explainer.md").write_text(
+        "## Spec explainer\n\n| Field | Value |\n|---|---|\n| Depth | standard |\n"
+        f"| Location | {page} |\n| Published as | committed HTML |\n| Questions | 3 |\n")
+    line = "- [x] I have read the spec explainer and taken the spec quiz."
+    (home / "hi.md").write_text("hello\n")
+    (home / "typed.md").write_text(f"{line}\n")
+    assert script(home, "start", ITEM).returncode == 0
+    assert script(home, "force", ITEM, "--to", "spec-quiz", "--reason", "r").returncode == 0
+    waiting = script(home, "advance", ITEM, "--comment", f"alice={home / 'hi.md'}")
+    assert waiting.returncode == 0, waiting.stderr
+    waiting = script(home, "advance", ITEM, "--comment", f"alice={home / 'hi.md'}")
+    assert waiting.stdout.strip() == (
+        f"{ITEM}: at spec-quiz — parked: waiting for an authorized user to reply on spec-quiz "
+        f"with the spec quiz line: {line}")
+    thread = script(home, "comments", ITEM).stdout
+    quiz = thread.split("🎓 **Spec quiz**", 1)[1]
+    assert "gh api" not in thread and "raw.githubusercontent.com" not in thread
+    assert f"`{page}` of the local checkout" in quiz
+    assert f"reply with this line to attest\n\n```\n{line}\n```" in quiz
+    passed = script(home, "advance", ITEM, "--comment", f"alice={home / 'typed.md'}")
+    assert passed.returncode == 0 and "at spec-quiz" not in passed.stdout, passed.stdout

@@ -487,3 +487,36 @@ def test_latest_editor_fails_closed_on_inconsistent_history(
     edits: list[CommentEdit], editor: str | None, last: str | None, problem: str
 ) -> None:
     assert problem in latest_editor(_edits(edits, editor, last))[3]
+
+
+# -- offline: the typed way (issue 14 §4) ----------------------------------------------------
+class OfflineTracker(MemoryTracker):
+    """A thread nobody edits, as the local tracker's: quizzes are attested by typing."""
+
+    comments_editable = False
+
+
+def test_offline_the_quiz_comment_gives_the_typed_line_and_the_local_path() -> None:
+    h = Harness(tracker=OfflineTracker())
+    _spec(h, location=REPO_PATH)
+    comment = _post_spec_quiz(h)
+    assert "gh api" not in comment.body and "raw.githubusercontent.com" not in comment.body
+    assert "- [ ]" not in comment.body  # no box to tick
+    assert f"`{REPO_PATH}` of the local checkout" in comment.body
+    assert f"reply with this line to attest\n\n```\n{SPEC_TICK}\n```" in comment.body
+    assert quiz_marker("spec-quiz", h.state.surface["quiz"]["spec-quiz"]["digest"]) in (
+        comment.body)
+    assert h.state.surface["quiz"]["spec-quiz"]["viewCommands"] == []
+
+
+def test_offline_the_wait_names_the_line_to_reply_with() -> None:
+    h = Harness(tracker=OfflineTracker())
+    _spec(h, location=REPO_PATH)
+    _post_spec_quiz(h)
+    result = h.run("spec-quiz", "quiz-attested", event={})
+    assert result.kind == "wait"
+    assert result.reason == (
+        "waiting for an authorized user to reply on spec-quiz with the spec quiz line: "
+        f"{SPEC_TICK}")
+    typed = h.tracker.add_comment_as(REF, "alice", SPEC_TICK)
+    assert h.run("spec-quiz", "quiz-attested", event={"comments": [typed]}).kind == "pass"
