@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["USER", "BOT", "UNKNOWN", "Actor", "canonical_login"]
+__all__ = ["USER", "BOT", "UNKNOWN", "Actor", "canonical_login", "parse_id"]
 
 #: ``Actor.kind`` values, as GitHub spells ``type`` (REST) and ``__typename`` (GraphQL).
 USER = "User"
@@ -54,8 +54,9 @@ def _kind_of(login: str, kind: str) -> str:
     return BOT if login.strip().lower().endswith(_BOT_SUFFIX) else UNKNOWN
 
 
-def _int_or_none(value: Any) -> int | None:
-    # GraphQL's BigInt arrives as a string; a bool is not an id.
+def parse_id(value: Any) -> int | None:
+    """A GitHub numeric id from JSON: an int, or a string of digits (GraphQL's ``BigInt``,
+    e.g. ``fullDatabaseId``); None for anything else (a bool is no id)."""
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -96,7 +97,7 @@ class Actor:
             return cls("")
         login = str(user.get("login") or "")
         return cls(login, _kind_of(login, str(user.get("type") or "")),
-                   _int_or_none(user.get("id")))
+                   parse_id(user.get("id")))
 
     @classmethod
     def from_graphql(cls, actor: Mapping[str, Any] | None) -> Actor:
@@ -105,7 +106,7 @@ class Actor:
         if not isinstance(actor, Mapping):
             return cls("")
         return cls(str(actor.get("login") or ""), str(actor.get("__typename") or ""),
-                   _int_or_none(actor.get("databaseId")))
+                   parse_id(actor.get("databaseId")))
 
     @property
     def name(self) -> str:

@@ -55,6 +55,7 @@ __all__ = [
     "backoff",
     "carry_out",
     "record",
+    "claim_row",
     "perform_row",
     "InlinePerformer",
     "iso",
@@ -246,6 +247,13 @@ def record(store: Store, row: EffectRow, outcome: Outcome, ports: Ports, at: str
                        outcome.error)
 
 
+def claim_row(store: Store, row: EffectRow, owner: str, now: datetime) -> bool:
+    """Claim ``row`` for ``owner`` for :data:`CLAIM_SECONDS` from ``now``; False when
+    another performer holds it (see :meth:`EffectQueue.claim`)."""
+    until = iso(now + timedelta(seconds=CLAIM_SECONDS))
+    return store.effects.claim(row.id, owner, until, iso(now))
+
+
 def perform_row(store: Store, row: EffectRow, ports: Ports, settings: EngineSettings,
                 now: datetime) -> Outcome:
     """Carry out one claimed row and record it, or defer it after a transient failure.
@@ -304,8 +312,7 @@ class InlinePerformer:
             if not rows:
                 return finished
             row = rows[0]
-            until = iso(now + timedelta(seconds=CLAIM_SECONDS))
-            if not self.store.effects.claim(row.id, self.owner, until, iso(now)):
+            if not claim_row(self.store, row, self.owner, now):
                 return finished
             kind = perform_row(self.store, row, self.ports, self.settings, now).kind
             if kind == RETRY:

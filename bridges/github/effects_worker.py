@@ -30,11 +30,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from datetime import timedelta
 from typing import Any
 
 from engine.effects import EffectRow, Notify
-from engine.perform import CLAIM_SECONDS, RETRY, iso, perform_row
+from engine.perform import RETRY, claim_row, iso, perform_row
 from engine.ports import Ports
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
@@ -178,8 +177,7 @@ class EffectWorker:
                     return finished
                 self._resting = False
                 now = self.ports.clock.now()
-                until = iso(now + timedelta(seconds=CLAIM_SECONDS))
-                if not self.store.effects.claim(row.id, self.owner, until, iso(now)):
+                if not claim_row(self.store, row, self.owner, now):
                     continue  # another performer took it
                 progressed = True
                 if _is_write(row):

@@ -42,7 +42,7 @@ from gql.transport.requests import RequestsHTTPTransport
 from bridges.github.app import RequestsAuth, StaticToken, TokenSource, repository_scope
 from bridges.github.client import DEFAULT_MAX_WAIT, RateGuard, rate_limit_reset
 from bridges.github.errors import CredentialsError, GraphQLQueryError
-from engine.identity import Actor
+from engine.identity import Actor, parse_id
 from engine.ports import CommentEdit, CommentEdits, PullRequest
 from engine.settings import normalize_login
 
@@ -165,7 +165,7 @@ def parse_comment_edits(node: Mapping[str, Any]) -> CommentEdits | None:
     """
     if not isinstance(node, Mapping) or node.get("__typename") != "IssueComment":
         return None
-    comment_id = _big_int(node.get("fullDatabaseId"))
+    comment_id = parse_id(node.get("fullDatabaseId"))
     if comment_id is None:
         return None
     author = Actor.from_graphql(node.get("author"))
@@ -185,15 +185,6 @@ def parse_comment_edits(node: Mapping[str, Any]) -> CommentEdits | None:
         author_id=author.id,
         editor_id=editor.id,
     )
-
-
-def _big_int(value: Any) -> int | None:
-    # GraphQL BigInt is serialized as a string ("5186334064"); GitHub's ids are positive.
-    if isinstance(value, int) and not isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.isdigit():
-        return int(value)
-    return None
 
 
 def _repository(variables: Mapping[str, Any]) -> str:
