@@ -528,7 +528,7 @@ def wrong_kind_typers(ctx: HookContext, node: str) -> list[str]:
         other kind's ticked line and not this node's (empty when there are none).
     """
     kind = quiz_kind(node)
-    other = "code" if kind == "spec" else "spec"
+    other = _other_kind(kind)
     return sorted({
         at_login(c.author or "unknown")
         for c in event_comments(ctx)
@@ -537,13 +537,17 @@ def wrong_kind_typers(ctx: HookContext, node: str) -> list[str]:
     })
 
 
+def _other_kind(kind: str) -> str:
+    return "code" if kind == "spec" else "spec"
+
+
 def _with_ignored(ctx: HookContext, node: str, result: HookResult) -> HookResult:
     # Issue 14 §5: a typed line of the other quiz is named in the wait, never silent.
     ignored = wrong_kind_typers(ctx, node)
     if result.kind != WAIT or not ignored:
         return result
     kind = quiz_kind(node)
-    other = "code" if kind == "spec" else "spec"
+    other = _other_kind(kind)
     note = (f" (ignored {', '.join(ignored)}: typed the {other} quiz line, but {node} "
             f"is the {kind} quiz")
     if ctx.ports.tracker.comments_editable:  # offline, the reason already gives the line

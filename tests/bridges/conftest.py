@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,8 @@ from bot.supervisor import Supervisor
 from bridges.dispatcher import Dispatcher
 from bridges.github.poller import CycleReport, Poller
 from engine.hooks.markers import attestation_line
+from engine.perform import InlinePerformer
+from engine.ports import Ports
 from engine.refs import WorkItemRef
 from engine.state import ItemState
 from tests.fakes.github import FakeComment, FakeGitHub, github_schema
@@ -173,6 +176,13 @@ class GitHubWorld:
         assert self.dispatcher.wait_idle(10)
         return response
 
+    def performer_later(self) -> InlinePerformer:
+        """A performer whose clock runs an hour ahead: every claim and back-off is over,
+        so it carries out what is owed now (as the next performer would, later)."""
+        ports = self.services.ports
+        later = Ports(ports.tracker, ports.artifacts, ports.notifier, _HourAhead())
+        return InlinePerformer(self.services.store, later, self.services.settings)
+
     # -- engine-side reads -----------------------------------------------------------
     def poll(self) -> CycleReport:
         return self.poller.poll_once()
@@ -199,6 +209,13 @@ class GitHubWorld:
         assert state.current_node == "spec-quiz", state.parked
         [comment] = self.quiz_comments(ref)
         return comment
+
+
+class _HourAhead:
+    """The wall clock plus an hour."""
+
+    def now(self) -> datetime:
+        return datetime.now(UTC) + timedelta(hours=1)
 
 
 @pytest.fixture

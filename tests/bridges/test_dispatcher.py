@@ -5,7 +5,6 @@ starting work, graceful stop."""
 from __future__ import annotations
 
 import threading
-from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -13,8 +12,7 @@ from bridges.dispatcher import DROPPED, DUPLICATE, HANDLED, RETRY, DispatchResul
 from bridges.github.router import COMMENT, QUIZ_ATTESTATION, START, comment_key, quiz_key
 from bridges.github.webhook import Delivery
 from engine.effects import RUNNING
-from engine.perform import InlinePerformer
-from engine.ports import Comment, Ports
+from engine.ports import Comment
 from engine.refs import WorkItemRef
 from tests.bridges.conftest import GitHubWorld
 from tests.fakes.github import FakeComment
@@ -226,17 +224,10 @@ def test_a_start_cut_short_after_its_commit_posts_its_checklist_once(
     result = world.dispatcher.handle(start_delivery(ref))
     assert (result.status, result.reason) == (DROPPED, "already-started")
 
-    later = Ports(tracker, services.ports.artifacts, services.ports.notifier, _Later())
     for _ in range(2):  # a second pass finds nothing left to do
-        InlinePerformer(services.store, later, services.settings).drain(ref)
+        world.performer_later().drain(ref)
         checklists = [c for c in world.fake.comments_on("acme/widgets", ref.number)
                       if "<!-- the-loop:phase-selection -->" in c.body]
         assert len(checklists) == 1
     assert world.state(ref).surface["phaseSelection"]["commentId"] == checklists[0].id
 
-
-class _Later:
-    """A clock past every claim and back-off."""
-
-    def now(self) -> datetime:
-        return datetime.now(UTC) + timedelta(hours=1)

@@ -6,7 +6,6 @@ and what failed is visible."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from click.testing import CliRunner
@@ -14,25 +13,9 @@ from click.testing import CliRunner
 from bot.cli import cli
 from engine.effects import FAILED, PENDING
 from engine.hooks.markers import PHASE_SELECTION_MARKER
-from engine.perform import InlinePerformer
-from engine.ports import Ports
 from engine.refs import WorkItemRef
 from tests.bridges.conftest import REPO, GitHubWorld
 from tests.fakes.github import wait_for
-
-
-class _Later:
-    """A clock an hour ahead: every back-off is over."""
-
-    def now(self) -> datetime:
-        return datetime.now(UTC) + timedelta(hours=1)
-
-
-def _later(world: GitHubWorld) -> InlinePerformer:
-    services = world.services
-    ports = Ports(services.ports.tracker, services.ports.artifacts, services.ports.notifier,
-                  _Later())
-    return InlinePerformer(services.store, ports, services.settings)
 
 
 def _checklists(world: GitHubWorld, ref: WorkItemRef) -> list[Any]:
@@ -69,7 +52,7 @@ def test_a_502_on_the_checklist_post_is_retried_after_the_back_off(world: GitHub
     assert waiting.effect.kind == "post-comment" and waiting.attempts == 1
     assert "502" in waiting.last_error and waiting.not_before > waiting.created_at
 
-    _later(world).drain(ref)
+    world.performer_later().drain(ref)
 
     [checklist] = _checklists(world, ref)
     assert _posts(world, ref) == [502, *posts]
@@ -89,10 +72,10 @@ def test_a_secondary_limit_on_the_checklist_post_waits_for_retry_after(
     guard = world.services.ports.tracker.client.guard
     assert guard.closed_until is not None  # nothing is sent before Retry-After
 
-    _later(world).drain(ref)  # still closed: no request, the row waits again
+    world.performer_later().drain(ref)  # still closed: no request, the row waits again
     assert _posts(world, ref) == [403]
     assert wait_for(lambda: guard.closed_until is None, timeout=10)
-    _later(world).drain(ref)
+    world.performer_later().drain(ref)
 
     assert len(_checklists(world, ref)) == 1
     assert _posts(world, ref) == [403, *posts]
@@ -107,7 +90,7 @@ def test_a_422_is_not_retried_and_is_visible_in_check_and_effects(
                           message="Validation Failed: body is too long")
     world.services.runtime.start(ref)
     for _ in range(2):
-        _later(world).drain(ref)
+        world.performer_later().drain(ref)
     assert _posts(world, ref) == [422, *posts[1:]]  # one try: no retry loop
     [failed] = world.services.store.effects.rows(ref, statuses=[FAILED])
     assert failed.effect.kind == "post-comment" and "422" in failed.last_error
@@ -155,7 +138,7 @@ def test_execute_waits_while_the_checklist_is_not_on_the_issue(world: GitHubWorl
     assert state.current_node == "phase-selection" and "phase-selection" not in state.decisions
     assert "checklist is still being posted" in state.parked["reason"]
 
-    _later(world).drain(ref)  # the checklist is posted; the reply is offered again
+    world.performer_later().drain(ref)  # the checklist is posted; the reply is offered again
     assert len(_checklists(world, ref)) == 1
     again = world.dispatcher.handle(_comment_delivery(ref, reply, "again"))
     assert again.status == "handled"
