@@ -44,6 +44,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any
 
+from bridges import telemetry
 from bridges.github.inbox import InboxError, WebhookInbox, webhook_inbox
 from bridges.github.persistence import BridgeState, bridge_state
 from bridges.github.router import COMMENT, QUIZ_ATTESTATION, START
@@ -319,11 +320,16 @@ class Dispatcher:
         started = time.perf_counter()
         with self._handle_lock:
             result = self._handle_once(delivery)
-        ms = (time.perf_counter() - started) * 1000
+        seconds = time.perf_counter() - started
+        ms = seconds * 1000
+        telemetry.delivery(delivery.source, delivery.event, result.status, seconds)
         log = logger.warning if result.status == FAILED else logger.info
         log("delivery=%s source=%s kind=%s key=%s refs=%s result=%s reason=%s ms=%.1f",
             delivery.delivery_id, delivery.source, delivery.event, delivery.data.get("key", ""),
-            ",".join(result.refs) or "-", result.status, result.reason, ms)
+            ",".join(result.refs) or "-", result.status, result.reason, ms,
+            extra={"event": "dispatch.delivery", "delivery": delivery.delivery_id,
+                   "item": ",".join(result.refs), "result": result.status,
+                   "ms": round(ms, 1), "source": delivery.source, "kind": delivery.event})
         return result
 
     def _handle_once(self, delivery: Delivery) -> DispatchResult:

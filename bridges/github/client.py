@@ -43,6 +43,7 @@ import requests
 from github import Github, GithubException
 from urllib3.util.retry import Retry
 
+from bridges import telemetry
 from bridges.github.app import (
     AppInstallations,
     PyGithubAuth,
@@ -161,6 +162,7 @@ class RateGuard:
             was_open = self._until is None or now >= self._until
             self._until = bounded if was_open else max(self._until, bounded)
             until = self._until
+        telemetry.rate_limited(self.resource, until)
         if was_open:
             logger.warning("github rate limit resource=%s wait_until=%s", self.resource,
                            until.strftime("%Y-%m-%dT%H:%M:%SZ"))
@@ -237,6 +239,7 @@ class GitHubClient:
         self.guard = RateGuard("core", max_wait, clock)
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.RLock()
+        self._local_status = threading.local()  # the status of the call in hand (metrics)
         self._default_branches: dict[str, str] = {}
 
     # -- plumbing ----------------------------------------------------------------------
@@ -244,14 +247,32 @@ class GitHubClient:
         """Run ``fn`` (PyGithub calls) about ``repo`` with the rate guard, the one retry
         after a refused token, and errors converted to bridge errors."""
         self.guard.check()
+        endpoint = telemetry.endpoint_of(what)
         with self._lock, repository_scope(repo):
             try:
-                return self._with_fresh_token(fn, repo)
+                result = self._with_fresh_token(fn, repo)
             except GithubException as exc:
+                telemetry.github_request(endpoint, exc.status)
+                telemetry.rate_limit("core", exc.headers)
                 raise self._convert(what, exc.status, exc.headers, exc.data) from None
             except requests.RequestException as exc:
+                telemetry.github_request(endpoint, 0)
                 kind = type(exc).__name__
                 raise GitHubApiError(0, f"{what}: GitHub unreachable ({kind})") from None
+            self._observe(endpoint)
+            return result
+
+    def _observe(self, endpoint: str) -> None:
+        """Telemetry of a call that answered: its status and the rate limit, from the
+        last response PyGithub's requester saw (``_raw`` answers set the status)."""
+        status = getattr(self._local_status, "value", None) or 200
+        self._local_status.value = None
+        telemetry.github_request(endpoint, status)
+        remaining, _limit = self._gh.requester.rate_limiting
+        reset = self._gh.requester.rate_limiting_resettime
+        if remaining >= 0:
+            telemetry.rate_limit("core", {"x-ratelimit-remaining": remaining,
+                                          "x-ratelimit-reset": reset or ""})
 
     def _with_fresh_token(self, fn: Callable[[], T], repo: str) -> T:
         try:
@@ -282,6 +303,7 @@ class GitHubClient:
                 "GET", path, parameters=dict(params or {}), headers=dict(headers or {}))
             if status == 401:  # a refused token: let _call refresh it and retry once
                 raise GithubException(401, _parse_json(body), hdrs)
+            self._local_status.value = status
             return status, _lower(hdrs), body
 
         status, hdrs, body = self._call(what, send, repository_of(path))

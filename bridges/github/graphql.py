@@ -39,6 +39,7 @@ from gql import Client, GraphQLRequest
 from gql.transport.exceptions import TransportError, TransportQueryError, TransportServerError
 from gql.transport.requests import RequestsHTTPTransport
 
+from bridges import telemetry
 from bridges.github.app import RequestsAuth, StaticToken, TokenSource, repository_scope
 from bridges.github.client import DEFAULT_MAX_WAIT, RateGuard, rate_limit_reset
 from bridges.github.errors import CredentialsError, GraphQLQueryError
@@ -246,16 +247,27 @@ class GraphQLClient:
         self.guard.check()
         request = GraphQLRequest(_parsed(name), variable_values=dict(variables))
         repo = _repository(variables)
+        endpoint = f"graphql_{name}"
         with self._lock, repository_scope(repo):
             try:
-                return self._send(request, repo)
+                data = self._send(request, repo)
             except TransportQueryError as exc:
+                self._observe(endpoint, 200)
                 return self._query_error(name, exc)
             except TransportServerError as exc:
+                self._observe(endpoint, exc.code or 0)
                 raise self._server_error(name, exc) from None
             except (TransportError, requests.RequestException) as exc:
+                telemetry.github_request(endpoint, 0)
                 raise GraphQLQueryError(f"{name}: GitHub GraphQL unreachable "
                                         f"({type(exc).__name__})") from None
+            self._observe(endpoint, 200)
+            return data
+
+    def _observe(self, endpoint: str, status: int) -> None:
+        """Telemetry of one answered query: its status and the ``graphql`` rate limit."""
+        telemetry.github_request(endpoint, status)
+        telemetry.rate_limit("graphql", self._headers())
 
     def _send(self, request: GraphQLRequest, repo: str) -> dict[str, Any]:
         self.queries_sent += 1

@@ -42,11 +42,13 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from bridges import telemetry
 from bridges.dispatcher import DUPLICATE, Dispatcher, DispatchResult
 from bridges.github.client import GitHubClient
 from bridges.github.errors import BridgeError, RateLimited
@@ -186,6 +188,14 @@ class Poller:
         self.overlap = timedelta(seconds=overlap)
         self.initial_lookback = timedelta(seconds=initial_lookback)
         self._clock = clock or (lambda: datetime.now(UTC))
+        #: ``time.monotonic()`` when the last cycle ended (None before the first): the
+        #: readiness check of the poller (issue 13 §1).
+        self.last_cycle_at: float | None = None
+        #: Seconds between cycles while :meth:`run` runs (None: not running).
+        self.interval: float | None = None
+        #: ``time.monotonic()`` the next cycle is due (later than one interval while a
+        #: rate limit is waited out): such a wait is no stalled poller.
+        self.next_cycle_at: float | None = None
 
     @classmethod
     def from_services(cls, services: Any, dispatcher: Dispatcher, **kwargs: Any) -> Poller:
@@ -201,11 +211,13 @@ class Poller:
     def run(self, interval: float, stop: threading.Event) -> None:
         """Poll every ``interval`` seconds until ``stop`` is set (a rate limit waits for
         its reset instead). A cycle in hand is finished before returning."""
+        self.interval = interval
         while not stop.is_set():
             report = self.poll_once(stop)
             wait = interval
             if report.limited_until is not None:
                 wait = max(wait, (report.limited_until - self._clock()).total_seconds())
+            self.next_cycle_at = time.monotonic() + max(wait, 0.0)
             stop.wait(max(wait, 0.0))
 
     def poll_once(self, stop: threading.Event | None = None) -> CycleReport:
@@ -214,7 +226,14 @@ class Poller:
         Returns:
             The :class:`CycleReport`.
         """
+        started = time.monotonic()
         report = CycleReport()
+        self._cycle(report, stop)
+        self.last_cycle_at = time.monotonic()
+        telemetry.poll_cycle(self.last_cycle_at - started, self.last_cycle_at)
+        return report
+
+    def _cycle(self, report: CycleReport, stop: threading.Event | None) -> None:
         for repo in self.repos:
             if stop is not None and stop.is_set():
                 break
@@ -237,7 +256,6 @@ class Poller:
             logger.debug("poll repo=%s requests=%d not_modified=%d deliveries=%d retries=%d",
                          repo, repo_report.requests, repo_report.not_modified,
                          repo_report.deliveries, repo_report.retries)
-        return report
 
     # -- streams ---------------------------------------------------------------------------
     def _window(self, repo: str, stream: str) -> _Window:
