@@ -1,6 +1,7 @@
 """The HTTP side of ``loopgate serve``: one Flask app served by waitress.
 
 Routes: ``POST /github/webhook`` and ``GET /healthz`` (the GitHub bridge's receiver),
+``GET /readyz`` and ``GET /metrics`` (:mod:`bot.health`, :mod:`bot.metrics`),
 plus ``POST /slack/events`` when Slack runs in HTTP mode (``bot.app.register_http_routes``).
 :class:`Server` and the inbox replay (:func:`inbox_replay`) run as members of the
 process's :class:`bot.supervisor.Supervisor`.
@@ -61,7 +62,8 @@ def _router_config(services: Any) -> Any:
 def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None,
                    insecure_webhooks: bool = False,
                    slack_routes: Callable[[Flask, Any], Any] | bool | None = None,
-                   slack_executor: Executor | None = None) -> Flask:
+                   slack_executor: Executor | None = None, health: Any = None,
+                   metrics: Any = None) -> Flask:
     """The Flask app of ``loopgate serve``.
 
     Args:
@@ -74,6 +76,10 @@ def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None
             configured in HTTP mode (no app token).
         slack_executor: where those default Slack routes run listeners after the ack
             (``serve``: a supervised :class:`bot.supervisor.ThreadPool`'s executor).
+        health: the :class:`bot.health.Health` behind ``GET /readyz`` (default: the
+            database, the dispatcher and the queues).
+        metrics: the :class:`bot.metrics.Metrics` behind ``GET /metrics`` (None: no
+            such route, ``server.metrics: false``).
 
     Returns:
         The app. It queues nothing by itself: deliveries a previous process acknowledged
@@ -88,6 +94,10 @@ def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None
     app = Flask("loopgate", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
     app.register_blueprint(health_blueprint(dispatcher))
+    from bot import health as ops
+
+    checks = health if health is not None else ops.Health(services, dispatcher=dispatcher)
+    app.register_blueprint(ops.blueprint(checks, metrics))
     if services.config.has("github"):
         section = services.config.section("github")
         if not webhook_secret and not insecure_webhooks:

@@ -20,9 +20,11 @@ One server per database: ``serve`` first takes an OS lock on ``<db>.lock``
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -44,12 +46,22 @@ __all__ = ["register", "configure_logging"]
 logger = logging.getLogger("loopgate.serve")
 
 
-def configure_logging(level: int = logging.INFO) -> None:
-    """One line per event on stderr (``time level logger message``); idempotent."""
-    root = logging.getLogger()
-    if not root.handlers:
-        logging.basicConfig(stream=sys.stderr, level=level,
-                            format="%(asctime)s %(levelname)s %(name)s %(message)s")
+def configure_logging(level: int = logging.INFO, log_format: str = "text",
+                      config: Any = None) -> None:
+    """One line per event on stderr, text (``time level logger message``) or JSON
+    (:mod:`bot.logging_setup`), with the configuration's secrets hidden; idempotent."""
+    from bot.logging_setup import configure, secret_values
+
+    configure(log_format, level, secret_values(config))
+
+
+def _log_format_option(fn: Callable[..., Any]) -> Callable[..., Any]:
+    from bot.logging_setup import FORMAT_ENV, FORMATS
+
+    return click.option("--log-format", type=click.Choice(FORMATS), default="text",
+                        envvar=FORMAT_ENV, show_default=True,
+                        help=f"Log lines as text or as one JSON object each (env {FORMAT_ENV}).",
+                        )(fn)
 
 
 def _webhook_secret(config: Any, insecure: bool) -> str | None:
@@ -89,7 +101,8 @@ def _install_signals(stop: Callable[[], None]) -> None:
         signal.signal(sig, handler)
 
 
-def _poller_loop(services: Any, dispatcher: Any) -> Callable[[threading.Event], None] | None:
+def _poller(services: Any, dispatcher: Any) -> Any:
+    """The poller (None when not polling: offline, or ``pollIntervalSeconds`` 0)."""
     if not services.config.has("github"):
         return None
     interval = int(services.config.section("github").get("pollIntervalSeconds") or 0)
@@ -98,8 +111,7 @@ def _poller_loop(services: Any, dispatcher: Any) -> Callable[[threading.Event], 
         return None
     from bridges.github.poller import Poller
 
-    poller = Poller.from_services(services, dispatcher)
-    return lambda stop: poller.run(interval, stop)
+    return Poller.from_services(services, dispatcher)
 
 
 class _SocketMode:
@@ -126,6 +138,10 @@ class _SocketMode:
     def running(self) -> bool:
         return self._handler is not None and not self._handler.client.closed
 
+    def connected(self) -> bool:
+        """True while the Socket Mode session is connected (``/readyz``)."""
+        return self._handler is not None and bool(self._handler.client.is_connected())
+
 
 def _add_slack(supervisor: Supervisor, services: Any, dispatcher: Any) -> ThreadPool | None:
     """The Slack members: the outbox worker and the pool Bolt runs listeners in after the
@@ -149,29 +165,62 @@ def _add_slack(supervisor: Supervisor, services: Any, dispatcher: Any) -> Thread
     return listeners
 
 
-def _add_socket_mode(supervisor: Supervisor, services: Any, listeners: ThreadPool | None) -> None:
+def _add_socket_mode(supervisor: Supervisor, services: Any,
+                     listeners: ThreadPool | None) -> _SocketMode | None:
     if listeners is None:
-        return
+        return None
     try:
         from bot import app as slack_app
     except ImportError:
-        return
+        return None
     token = slack_app.app_token(services.config)
-    if token:
-        supervisor.add("socket-mode", _SocketMode(services, token, listeners.executor))
+    if not token:
+        return None
+    member = _SocketMode(services, token, listeners.executor)
+    supervisor.add("socket-mode", member)
+    return member
 
 
-def _add_effects_worker(supervisor: Supervisor, services: Any) -> None:
+def _add_effects_worker(supervisor: Supervisor, services: Any) -> dict[str, Callable[[], int]]:
     """With GitHub, effects are carried out by one paced worker thread (issue 10 §1), not
     by the thread that committed them: the dispatcher goes on with the next delivery while
     GitHub's one-write-per-second pacing runs in the worker."""
     if not services.config.has("github"):
-        return  # the offline thread is SQLite: carried out right after each commit
+        return {}  # the offline thread is SQLite: carried out right after each commit
     from bridges.github.effects_worker import EffectWorker
 
     worker = EffectWorker(services.store, services.ports, services.settings)
     services.perform_with(worker.wake)
     supervisor.add_loop("github-effects", worker.run, timeout=30)
+    return {"github_effects": lambda: worker.performed}
+
+
+def _observability(supervisor: Supervisor, services: Any, dispatcher: Any, poller: Any,
+                   socket: _SocketMode | None, progress: dict[str, Callable[[], int]]
+                   ) -> tuple[Any, Any]:
+    """The readiness checks (``/readyz``) and, unless ``server.metrics`` is false, the
+    Prometheus metrics (``/metrics``); both are told what the bridge does through
+    :mod:`bridges.telemetry` until the process stops."""
+    from bot.health import Health
+    from bridges import telemetry
+
+    server = services.config.section("server")
+    watch = None
+    if services.config.has("github"):
+        watch = telemetry.install(telemetry.RateLimitWatch())
+        supervisor.on_close("rate-limit-watch", lambda: telemetry.uninstall(watch))
+    health = Health(services, dispatcher=dispatcher, poller=poller,
+                    socket=socket.connected if socket is not None else None,
+                    rate_watch=watch, stall_minutes=float(server.get("queueStallMinutes") or 10),
+                    progress=progress)
+    supervisor.add_loop("health", health.run, timeout=5)
+    if server.get("metrics") is False:
+        return health, None
+    from bot.metrics import Metrics
+
+    metrics = telemetry.install(Metrics(health))
+    supervisor.on_close("metrics", lambda: telemetry.uninstall(metrics))
+    return health, metrics
 
 
 def _build(supervisor: Supervisor, services: Any, secret: str | None,
@@ -184,18 +233,21 @@ def _build(supervisor: Supervisor, services: Any, secret: str | None,
     dispatcher = Dispatcher(services)
     supervisor.on_close("inbox", dispatcher.close)
     supervisor.add("dispatcher", dispatcher)
-    _add_effects_worker(supervisor, services)
+    progress = _add_effects_worker(supervisor, services)
     listeners = _add_slack(supervisor, services, dispatcher)
-    app = build_wsgi_app(services, dispatcher, webhook_secret=secret,
-                         insecure_webhooks=insecure_webhooks,
-                         slack_executor=listeners.executor if listeners else None)
-    poll = _poller_loop(services, dispatcher)
-    if poll is not None:
-        supervisor.add_loop("poller", poll, timeout=30)
+    poller = _poller(services, dispatcher)
+    if poller is not None:
+        interval = int(services.config.section("github").get("pollIntervalSeconds") or 0)
+        supervisor.add_loop("poller", lambda stop: poller.run(interval, stop), timeout=30)
     replay = inbox_replay(services, dispatcher)
     if replay is not None:
         supervisor.add_loop("inbox-replay", replay)
-    _add_socket_mode(supervisor, services, listeners)
+    socket = _add_socket_mode(supervisor, services, listeners)
+    health, metrics = _observability(supervisor, services, dispatcher, poller, socket, progress)
+    app = build_wsgi_app(services, dispatcher, webhook_secret=secret,
+                         insecure_webhooks=insecure_webhooks,
+                         slack_executor=listeners.executor if listeners else None,
+                         health=health, metrics=metrics)
     server = services.config.section("server")
     http = Server(app, str(server.get("host") or "127.0.0.1"), int(server.get("port") or 0))
     supervisor.add("http", http)
@@ -216,11 +268,49 @@ def _hold_database(ctx: CliContext) -> ServerLock:
     return lock
 
 
+def _check_port(config: Any) -> None:
+    """Exit 2 naming the address when ``server.port`` is taken (issue 13 §6): found
+    before anything talks to GitHub, not as a traceback from the HTTP server's start."""
+    server = config.section("server")
+    host, port = str(server.get("host") or "127.0.0.1"), int(server.get("port") or 0)
+    if port == 0:
+        return
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc} (server.host)")
+        return
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as waitress binds
+        try:
+            probe.bind(address)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                fail(f"port {port} on {host} is already in use by another process "
+                     "(stop it, or set server.port in loopgate.yaml)")
+            fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+
+
+def _check_database(ctx: CliContext) -> None:
+    """Exit 2 naming the file when the state database exists and cannot be written."""
+    from bot.config import default_db_path
+    from bot.health import probe_database
+
+    path = default_db_path(ctx.config, ctx.db_path)
+    if path.exists():
+        check = probe_database(path)
+        if not check.ok:
+            fail(f"the database is not writable: {check.detail}")
+
+
 def _serve(ctx: CliContext, insecure_webhooks: bool) -> None:
     # Configuration errors are reported before anything talks to GitHub.
     secret = _webhook_secret(ctx.config, insecure_webhooks)
+    _check_port(ctx.config)
     lock = _hold_database(ctx)  # before the services exist: building them calls GitHub
     try:
+        _check_database(ctx)
         _supervise(ctx, secret, insecure_webhooks)
     finally:
         lock.release()
@@ -241,7 +331,9 @@ def _supervise(ctx: CliContext, secret: str | None, insecure_webhooks: bool) -> 
         supervisor.start()
     except (LoopgateError, OSError) as exc:
         supervisor.stop()  # what started is joined, then the store is closed
-        fail(str(exc))
+        if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
+            _check_port(services.config)  # names the address (taken since the first look)
+        fail(str(exc) if not isinstance(exc, OSError) else f"cannot start: {exc.strerror}")
     click.echo(f"loopgate: listening on {http.url}")
     sys.stdout.flush()
     logger.info("listening url=%s", http.url)
@@ -270,18 +362,20 @@ def register(group: click.Group) -> None:
     @group.command("serve")
     @click.option("--insecure-webhooks", is_flag=True,
                   help="Accept unsigned GitHub webhooks when no secret is set (development only).")
+    @_log_format_option
     @click.pass_obj
-    def serve(ctx: CliContext, insecure_webhooks: bool) -> None:
+    def serve(ctx: CliContext, insecure_webhooks: bool, log_format: str) -> None:
         """Run the poller, the webhook receiver, the dispatcher and the Slack bot."""
-        configure_logging()
+        configure_logging(log_format=log_format, config=ctx.config)
         _serve(ctx, insecure_webhooks)
 
     @group.command("poll")
     @click.option("--once", is_flag=True, help="Run one cycle and exit.")
+    @_log_format_option
     @click.pass_obj
-    def poll(ctx: CliContext, once: bool) -> None:
+    def poll(ctx: CliContext, once: bool, log_format: str) -> None:
         """Poll the configured repositories (one cycle with --once)."""
-        configure_logging(logging.WARNING if once else logging.INFO)
+        configure_logging(logging.WARNING if once else logging.INFO, log_format, ctx.config)
         if not ctx.config.has("github"):
             fail("poll needs a github section in loopgate.yaml")
         from bridges.dispatcher import Dispatcher
