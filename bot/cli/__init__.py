@@ -4,7 +4,7 @@ Subcommands live in small modules, each with ``register(group)``:
 ``graph_cmd`` (graph show/validate), ``item_cmd`` (start, advance, complete, skip, force,
 check, comments, events), ``explainer_cmd`` (explainer render/check/redact, briefing),
 ``serve_cmd`` (serve, poll), ``config_cmd`` (config check/reference), ``effects_cmd``
-(effects list/retry: the outbox).
+(effects list/retry: the outbox), ``ops_cmd`` (status, backup, db migrate).
 
 Exit codes: 0 success; 1 a refusal or an unmet ``--fail-on`` condition; 2 a usage,
 configuration or graph error (click's own usage errors are 2 as well).
@@ -16,7 +16,15 @@ import os
 
 import click
 
-from bot.cli import config_cmd, effects_cmd, explainer_cmd, graph_cmd, item_cmd, serve_cmd
+from bot.cli import (
+    config_cmd,
+    effects_cmd,
+    explainer_cmd,
+    graph_cmd,
+    item_cmd,
+    ops_cmd,
+    serve_cmd,
+)
 from bot.cli.context import CliContext
 
 __all__ = ["main", "cli"]
@@ -82,7 +90,8 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
     ctx.call_on_close(ctx.obj.close)
 
 
-for _module in (graph_cmd, item_cmd, effects_cmd, explainer_cmd, serve_cmd, config_cmd):
+for _module in (graph_cmd, item_cmd, effects_cmd, explainer_cmd, serve_cmd, config_cmd,
+                ops_cmd):
     _module.register(cli)
 
 
