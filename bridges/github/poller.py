@@ -212,13 +212,16 @@ class Poller:
         """Poll every ``interval`` seconds until ``stop`` is set (a rate limit waits for
         its reset instead). A cycle in hand is finished before returning."""
         self.interval = interval
-        while not stop.is_set():
-            report = self.poll_once(stop)
-            wait = interval
-            if report.limited_until is not None:
-                wait = max(wait, (report.limited_until - self._clock()).total_seconds())
-            self.next_cycle_at = time.monotonic() + max(wait, 0.0)
-            stop.wait(max(wait, 0.0))
+        try:
+            while not stop.is_set():
+                report = self.poll_once(stop)
+                wait = interval
+                if report.limited_until is not None:
+                    wait = max(wait, (report.limited_until - self._clock()).total_seconds())
+                self.next_cycle_at = time.monotonic() + max(wait, 0.0)
+                stop.wait(max(wait, 0.0))
+        finally:
+            self.interval = None  # readiness: the loop is not running any more
 
     def poll_once(self, stop: threading.Event | None = None) -> CycleReport:
         """One cycle over every repository (stops between repositories when ``stop`` is set).
