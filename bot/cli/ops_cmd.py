@@ -50,24 +50,33 @@ def _print_checks(ready: bool, body: dict[str, Any], where: str) -> None:
 
 
 def _local_checks(ctx: CliContext) -> dict[str, Any]:
-    """What this process can check without the server: the database and the queues."""
+    """What this process can check without the server: the database and the queues
+    (read from the files alone: nothing here talks to GitHub or Slack)."""
+    from types import SimpleNamespace
+
     from bot.config import default_db_path
     from bot.health import backlogs, probe_database
+    from engine.store.sqlite import SqliteStore
 
     path = default_db_path(ctx.config, ctx.db_path)
     probe = probe_database(path)
     checks = {"database": {"ok": probe.ok, "detail": probe.detail}}
     if probe.ok:
+        store = SqliteStore(path)
         inbox = None
-        if ctx.config.has("github"):
-            from bridges.github.inbox import inbox_path, webhook_inbox
+        try:
+            if ctx.config.has("github"):
+                from bridges.github.inbox import inbox_path, webhook_inbox
 
-            inbox = webhook_inbox(ctx.services.store) if inbox_path(path).exists() else None
-        for name, backlog in backlogs(ctx.services, inbox).items():
+                inbox = webhook_inbox(store) if inbox_path(path).exists() else None
+            found = backlogs(SimpleNamespace(store=store, config=ctx.config), inbox)
+        finally:
+            if inbox is not None:
+                inbox.close()
+            store.close()
+        for name, backlog in found.items():
             checks[name] = {"ok": True, "detail": f"{backlog.depth} waiting, oldest "
                                                   f"{backlog.oldest:.0f} s"}
-        if inbox is not None:
-            inbox.close()
     return {"checks": checks, "failing": [n for n, c in checks.items() if not c["ok"]]}
 
 
