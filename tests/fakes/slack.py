@@ -115,6 +115,9 @@ class FakeSlack(LoopbackServer):
         self._examples = _examples()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
+        #: Socket Mode: returns the URL ``apps.connections.open`` hands out
+        #: (:meth:`tests.fakes.slack_socket.FakeSocketMode.attach`); None: Slack's example.
+        self.socket_url: Any = None
 
     # -- lifecycle (start/stop/with: LoopbackServer) --------------------------------------
     def _make_server(self) -> ThreadingHTTPServer:
@@ -275,6 +278,8 @@ class FakeSlack(LoopbackServer):
             with self._lock:
                 override = dict(self._plan.users.get(user_id, {}))
             example["user"] = {**example.get("user", {}), "id": user_id, **override}
+        elif call.method == "apps.connections.open" and self.socket_url is not None:
+            example["url"] = self.socket_url()
         elif call.method == "chat.postEphemeral":
             example["message_ts"] = f"1502210682.{next(self._ts):06d}"
         return example
