@@ -287,8 +287,8 @@ def _check_port(config: Any) -> None:
             probe.bind(address)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                fail(f"port {port} on {host} is already in use by another process "
-                     "(stop it, or set server.port in loopgate.yaml)")
+                fail(f"cannot listen on {host}:{port}: address already in use (another "
+                     "process holds the port: stop it, or set server.port in loopgate.yaml)")
             fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
 
 

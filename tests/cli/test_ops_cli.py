@@ -136,8 +136,8 @@ def test_port_in_use_exits_2_with_one_line(home: Home) -> None:
         done = home.run("serve")
     assert done.returncode == 2
     assert done.stderr.splitlines() == [
-        f"loopgate: port {home.port} on 127.0.0.1 is already in use by another process "
-        "(stop it, or set server.port in loopgate.yaml)"]
+        f"loopgate: cannot listen on 127.0.0.1:{home.port}: address already in use (another "
+        "process holds the port: stop it, or set server.port in loopgate.yaml)"]
     assert "listening on" not in done.stdout
 
 
