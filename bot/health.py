@@ -86,13 +86,11 @@ def _age(iso_text: str, now: datetime) -> float:
 
 
 def _inbox_backlog(inbox: Any, now: datetime) -> Backlog:
-    owed = inbox.owed()
-    conn = getattr(inbox, "_conn", None)
-    if not owed or conn is None:
-        return Backlog(len(owed))
-    row = conn().execute("SELECT MIN(received_at) FROM inbox WHERE handled_at IS NULL"
-                         ).fetchone()
-    return Backlog(len(owed), _age(str(row[0] or ""), now))
+    backlog = getattr(inbox, "backlog", None)
+    if backlog is None:  # an inbox without the read: its depth only
+        return Backlog(len(inbox.owed()))
+    count, oldest = backlog()
+    return Backlog(count, _age(oldest, now) if count and oldest else 0.0)
 
 
 def _effects_backlog(store: Any, now: datetime) -> Backlog:

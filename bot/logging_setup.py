@@ -20,6 +20,7 @@ import logging
 import os
 import sys
 from collections.abc import Iterable
+from datetime import UTC, datetime
 from typing import Any
 
 from pythonjsonlogger.json import JsonFormatter
@@ -43,6 +44,11 @@ class LoopgateJsonFormatter(JsonFormatter):
         super().__init__("%(asctime)s %(levelname)s %(name)s %(message)s",
                          rename_fields={"asctime": "time", "levelname": "level",
                                         "name": "logger"})
+
+    def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:  # noqa: N802 - logging's name
+        """ISO-8601 UTC with milliseconds (``2026-01-02T03:04:05.678Z``)."""
+        moment = datetime.fromtimestamp(record.created, UTC)
+        return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
 
     def add_fields(self, log_data: dict[str, Any], record: logging.LogRecord,
                    message_dict: dict[str, Any]) -> None:

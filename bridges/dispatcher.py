@@ -80,12 +80,15 @@ class DispatchResult:
         settled: False when a quiz tick was evaluated but the gate still waits (refused,
             unticked): its content key stays open, because the same ticked text may later
             be an authorized user's re-tick (a refused tick must not block the real one).
+        node: the gate the delivery was evaluated at ("" when none was): the log line's
+            ``node`` key.
     """
 
     status: str
     reason: str = ""
     refs: tuple[str, ...] = ()
     settled: bool = True
+    node: str = ""
 
     @property
     def final(self) -> bool:
@@ -101,8 +104,9 @@ def _merge(results: list[DispatchResult]) -> DispatchResult:
     for status in (FAILED, RETRY, HANDLED):
         picked = [r for r in results if r.status == status]
         if picked:
-            return DispatchResult(status, picked[0].reason, refs, settled)
-    return DispatchResult(results[0].status, results[0].reason, refs, settled)
+            return DispatchResult(status, picked[0].reason, refs, settled, picked[0].node)
+    return DispatchResult(results[0].status, results[0].reason, refs, settled,
+                          results[0].node)
 
 
 class Dispatcher:
@@ -328,7 +332,8 @@ class Dispatcher:
             delivery.delivery_id, delivery.source, delivery.event, delivery.data.get("key", ""),
             ",".join(result.refs) or "-", result.status, result.reason, ms,
             extra={"event": "dispatch.delivery", "delivery": delivery.delivery_id,
-                   "item": ",".join(result.refs), "result": result.status,
+                   "item": ",".join(result.refs), "node": result.node,
+                   "result": result.status,
                    "ms": round(ms, 1), "source": delivery.source, "kind": delivery.event})
         return result
 
@@ -376,7 +381,7 @@ class Dispatcher:
         if not self._needs_start(ref):
             return DispatchResult(DROPPED, "already-started", (str(ref),))
         self.runtime.start(ref)
-        return DispatchResult(HANDLED, f"started-by-{via}", (str(ref),))
+        return DispatchResult(HANDLED, f"started-by-{via}", (str(ref),), node=self.graph.start)
 
     def _comment(self, ref: WorkItemRef, delivery: Delivery) -> DispatchResult:
         comment: Comment = delivery.data["comment"]
@@ -427,12 +432,13 @@ class Dispatcher:
         # since, the event must not answer the next gate.
         after = self.runtime.advance(ref, {**event, "expectNode": node})
         if after.current_node != node:
-            return DispatchResult(HANDLED, reason, (str(ref),))
+            return DispatchResult(HANDLED, reason, (str(ref),), node=node)
         if after.parked.get("unverified"):
-            return DispatchResult(RETRY, "unverified", (str(ref),))
+            return DispatchResult(RETRY, "unverified", (str(ref),), node=node)
         if open_while_waiting:
-            return DispatchResult(HANDLED, "still-waiting", (str(ref),), settled=False)
-        return DispatchResult(HANDLED, reason, (str(ref),))
+            return DispatchResult(HANDLED, "still-waiting", (str(ref),), settled=False,
+                                  node=node)
+        return DispatchResult(HANDLED, reason, (str(ref),), node=node)
 
     # -- helpers ---------------------------------------------------------------------------
     def _observe(self, ref: WorkItemRef, comment: Comment) -> None:

@@ -231,6 +231,13 @@ class SqliteInbox:
             "ORDER BY rowid").fetchall()
         return [InboxEntry(str(i), str(e), bytes(b)) for i, e, b in rows]
 
+    def backlog(self) -> tuple[int, str]:
+        """``(deliveries owed, received_at of the oldest, "" when none)`` — one indexed
+        read (``/readyz`` and ``/metrics``, issue 13)."""
+        count, oldest = self._conn().execute(
+            "SELECT COUNT(*), MIN(received_at) FROM inbox WHERE handled_at IS NULL").fetchone()
+        return int(count or 0), str(oldest or "")
+
     def done(self, delivery_id: str, status: str) -> None:
         """Mark ``delivery_id`` handled; handled ones older than the newest
         :data:`HANDLED_CAP` arrivals go (one indexed range delete).
@@ -283,6 +290,10 @@ class MemoryInbox:
         """Every delivery not handled yet, in arrival order."""
         with self._lock:
             return [entry for _, entry, status in self._rows.values() if not status]
+
+    def backlog(self) -> tuple[int, str]:
+        """``(deliveries owed, "")``: memory keeps no arrival times."""
+        return len(self.owed()), ""
 
     def done(self, delivery_id: str, status: str) -> None:
         """Mark ``delivery_id`` handled; handled ones older than the newest

@@ -66,7 +66,11 @@ def test_a_full_walk_logs_json_lines_without_a_secret_and_moves_the_metrics(
         assert {"time", "level", "logger", "event", "message"} <= set(record), record
     handled = [r for r in records if r["event"] == "dispatch.delivery"]
     assert sorted(r["delivery"] for r in handled) == sorted(walk.deliveries)
+    assert [r["node"] for r in handled if r["kind"] == "quiz_attestation"] == [
+        "spec-quiz", "code-quiz"]
+    assert [r["node"] for r in handled if r["kind"] == "start"] == ["phase-selection"]
     for record in handled:
+        assert record["time"].endswith("Z") and "T" in record["time"]
         assert record["result"] in ("handled", "dropped", "duplicate")
         assert isinstance(record["ms"], float) and record["ms"] >= 0
         assert record["item"] in ("", walk.ref, f"acme/widgets#{walk.pr}")
