@@ -1,7 +1,8 @@
 """Issue 13 §1: ``/readyz`` names ``slack_socket`` when Slack's Socket Mode connection
-drops. Socket Mode runs as ``serve`` runs it (Bolt's ``SocketModeHandler`` over
-slack_sdk's builtin client, supervised); Slack is the loopback Web API fake plus a real
-WebSocket endpoint (:mod:`tests.fakes.slack_socket`)."""
+drops, and ``slack_outbox`` when the outbox grew for longer than its limit. Socket Mode
+runs as ``serve`` runs it (Bolt's ``SocketModeHandler`` over slack_sdk's builtin client,
+supervised); Slack is the loopback Web API fake plus a real WebSocket endpoint
+(:mod:`tests.fakes.slack_socket`)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ import requests
 from flask import Flask
 
 from bot.cli.serve_cmd import _SocketMode
-from bot.health import Health, blueprint
+from bot.health import Check, Health, blueprint
 from bot.server import Server
 from bot.supervisor import Supervisor, ThreadPool
+from engine.refs import WorkItemRef
 from tests.bot.conftest import SlackWorld
 from tests.fakes.github import wait_for
 from tests.fakes.slack import FakeSlack
@@ -70,3 +72,23 @@ def test_readyz_flips_to_503_naming_the_slack_socket_when_it_drops(
     finally:
         report = supervisor.stop()
     assert report.clean, report
+
+
+def test_readyz_names_the_slack_outbox_once_it_grew_for_longer_than_the_limit(
+        world: SlackWorld) -> None:
+    now = [1000.0]
+    health = Health(world.services, stall_minutes=10, clock=lambda: now[0])
+    world.start()  # the phase-selection card waits in the Slack outbox
+    health.sample()
+    now[0] += 300
+    second = WorkItemRef("acme", "widgets", 8)
+    world.tracker.set_issue(second, "Another widget", author="carol")
+    world.start(second)
+    assert {c.name: c.ok for c in health.checks()}["slack_outbox"] is True
+    now[0] += 301  # growing (never shrinking, nothing sent) for 601 s > 10 min
+    checks = {c.name: c for c in health.checks()}
+    assert [n for n, c in checks.items() if not c.ok] == ["slack_outbox"]
+    assert checks["slack_outbox"].detail.startswith("2 waiting, growing for 10 min (oldest ")
+    assert world.drain() == 2  # Slack takes them: the queue shrinks to empty
+    assert {c.name: c for c in health.checks()}["slack_outbox"] == Check(
+        "slack_outbox", True, "0 waiting")
