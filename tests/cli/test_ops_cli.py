@@ -26,12 +26,13 @@ ITEMS = [f"acme/widgets#{n}" for n in range(1, 6)]
 class Home:
     """An offline installation (no github, no slack): loopgate.yaml and a database."""
 
-    def __init__(self, root: Path, port: int) -> None:
+    def __init__(self, root: Path, port: int, server: str = "") -> None:
         self.root = root
         self.port = port
         self.db = root / "state" / "loopgate.db"
+        root.mkdir(parents=True, exist_ok=True)
         (root / "loopgate.yaml").write_text(
-            f"authorizedUsers: [alice]\nserver: {{host: 127.0.0.1, port: {port}}}\n")
+            f"authorizedUsers: [alice]\nserver: {{host: 127.0.0.1, port: {port}{server}}}\n")
         self.env = {k: v for k, v in os.environ.items()
                     if k not in ("LOOPGATE_DB", "LOOPGATE_CONFIG", "LOOPGATE_LOG_FORMAT")}
 
@@ -213,3 +214,20 @@ def test_json_logs_parse_line_by_line(home: Home) -> None:
         assert {"time", "level", "logger", "event", "message"} <= set(record), record
     assert any(r["event"] == "loopgate.serve" and r["message"].startswith("listening url=")
                for r in records)
+
+
+def test_metrics_are_served_unless_turned_off(home: Home, tmp_path: Path) -> None:
+    server = Served(home)
+    try:
+        answer = requests.get(f"{server.url}/metrics", timeout=10)
+        assert answer.status_code == 200
+        assert "loopgate_work_items" in answer.text
+    finally:
+        assert server.stop() == 0
+    off = Home(tmp_path / "off", free_port(), ", metrics: false")
+    server = Served(off)
+    try:
+        assert requests.get(f"{server.url}/metrics", timeout=10).status_code == 404
+        assert requests.get(f"{server.url}/readyz", timeout=10).status_code == 200
+    finally:
+        assert server.stop() == 0
