@@ -137,6 +137,22 @@ def backlogs(services: Any, inbox: Any = None, now: datetime | None = None
     return out
 
 
+def _write_probe(conn: sqlite3.Connection) -> None:
+    """One write inside the open transaction: the ``kv`` row ``health/probe``; a database
+    from before the ``kv`` table (an upgrade not migrated yet) rewrites its header's
+    ``user_version`` with the same value instead."""
+    try:
+        conn.execute("INSERT INTO kv (namespace, key, value, updated_at) VALUES "
+                     "('health', 'probe', '{}', ?) ON CONFLICT (namespace, key) DO UPDATE "
+                     "SET updated_at = excluded.updated_at",
+                     (datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),))
+    except sqlite3.OperationalError as exc:
+        if "no such table" not in str(exc):
+            raise
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        conn.execute(f"PRAGMA user_version = {version}")
+
+
 def probe_database(path: Any, deadline: float = DB_DEADLINE) -> Check:
     """Write one row to the state database through a fresh connection.
 
@@ -161,10 +177,7 @@ def probe_database(path: Any, deadline: float = DB_DEADLINE) -> Check:
         return Check("database", False, f"cannot open {path}: {exc}")
     try:
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT INTO kv (namespace, key, value, updated_at) VALUES "
-                     "('health', 'probe', '{}', ?) ON CONFLICT (namespace, key) DO UPDATE "
-                     "SET updated_at = excluded.updated_at",
-                     (datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),))
+        _write_probe(conn)
         conn.execute("COMMIT")
     except sqlite3.Error as exc:
         return Check("database", False, f"{path} is not writable: {exc}")
@@ -264,7 +277,9 @@ class Health:
     # -- checks --------------------------------------------------------------------------
     def checks(self) -> list[Check]:
         """Run every check that applies here, in a fixed order."""
-        out = [probe_database(self.services.store.path)]
+        path = getattr(self.services.store, "path", None)
+        out = [probe_database(path) if path is not None
+               else Check("database", True, "not a SQLite file: not probed")]
         if self.dispatcher is not None:
             alive = bool(self.dispatcher.running)
             out.append(Check("dispatcher", alive, "running" if alive else "its thread ended"))
