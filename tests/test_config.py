@@ -15,7 +15,8 @@ def test_defaults_fill_every_section() -> None:
     assert cfg.data["executeKeyword"] == "the-loop execute"
     assert cfg.data["specDir"] == "docs/specs"
     assert cfg.section("github")["tokenEnv"] == "GITHUB_TOKEN"
-    assert cfg.section("server") == {"host": "127.0.0.1", "port": 8787}
+    assert cfg.section("server") == {"host": "127.0.0.1", "port": 8787, "metrics": True,
+                                     "queueStallMinutes": 10}  # issue 13: /metrics, /readyz
     assert cfg.section("slack")["apiUrl"] == "https://slack.com/api/"
     assert not cfg.has("github")
 
