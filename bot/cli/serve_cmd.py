@@ -4,8 +4,10 @@
 :class:`bot.supervisor.Supervisor`, started in this order: the dispatcher; when Slack is
 configured, the Slack outbox worker and the pool Bolt runs listeners in after the ack;
 the poller (skipped when ``github.pollIntervalSeconds`` is 0); the inbox replay (at once,
-then every 60 s); Socket Mode (when an app token is set); the HTTP server (GitHub webhook,
-``/healthz`` and, in Slack HTTP mode, ``/slack/events``). It prints ``loopgate: listening on http://HOST:PORT``
+then every 60 s); Socket Mode (when an app token is set); the ``health`` loop sampling the
+queues for ``/readyz``; the HTTP server (GitHub webhook, ``/healthz``, ``/readyz``,
+``/metrics`` unless ``server.metrics`` is false and, in Slack HTTP mode, ``/slack/events``).
+It prints ``loopgate: listening on http://HOST:PORT``
 once the socket is bound. SIGTERM/SIGINT stop it gracefully: every loop is told at once,
 then the members stop in reverse order (the HTTP server takes no more requests, the
 poller finishes the repository in hand, the dispatcher finishes the event in hand and
@@ -14,6 +16,9 @@ thread was joined are the inbox and the database closed.
 
 One server per database: ``serve`` first takes an OS lock on ``<db>.lock``
 (:mod:`bot.server_lock`); a second one exits 2 naming the holder (pid, host, start time).
+A port already in use and a database that cannot be written are found before that and
+exit 2 with one line too (issue 13 §6). ``--log-format json`` logs one JSON object per
+line (:mod:`bot.logging_setup`).
 
 ``poll --once`` runs one poll cycle in the foreground and prints what it cost.
 """
