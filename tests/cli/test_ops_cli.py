@@ -231,3 +231,14 @@ def test_metrics_are_served_unless_turned_off(home: Home, tmp_path: Path) -> Non
         assert requests.get(f"{server.url}/readyz", timeout=10).status_code == 200
     finally:
         assert server.stop() == 0
+
+
+def test_status_names_the_failing_check_and_exits_1(home: Home, served: Served) -> None:
+    from tests.bridges.test_ops_health import read_only
+
+    with read_only(home.db):
+        done = home.run("status")
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"NOT READY (http://127.0.0.1:{home.port}/readyz): failing database"
+    assert lines[1] == f"  FAIL database           {home.db} is read-only"
