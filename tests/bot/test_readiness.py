@@ -51,7 +51,7 @@ def test_readyz_flips_to_503_naming_the_slack_socket_when_it_drops(
     supervisor.add("http", http)
     supervisor.start()
     try:
-        assert socket_mode.connections == 1
+        assert wait_for(lambda: socket_mode.connections == 1, timeout=10)
         opened = fake_slack.calls_to("apps.connections.open")
         assert [c.headers["authorization"] for c in opened] == [f"Bearer {APP_TOKEN}"]
         code, body = ready(http.url)
@@ -68,7 +68,7 @@ def test_readyz_flips_to_503_naming_the_slack_socket_when_it_drops(
         # Slack is back: the client reconnects on its own and the server is ready again
         fake_slack.fail_method("apps.connections.open", None)
         assert wait_for(lambda: ready(http.url)[0] == 200, timeout=60)
-        assert socket_mode.connections == 2
+        assert wait_for(lambda: socket_mode.connections == 2, timeout=10)
     finally:
         report = supervisor.stop()
     assert report.clean, report

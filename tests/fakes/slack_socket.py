@@ -144,12 +144,14 @@ class FakeSocketMode:
             thread.start()
             self._threads.append(thread)
 
-    def _handshake(self, conn: socket.socket) -> bool:
+    def _handshake(self, conn: socket.socket) -> str:
+        """Read the upgrade request; returns the ``Sec-WebSocket-Accept`` value ("" after
+        refusing it with 400)."""
         request = b""
         while b"\r\n\r\n" not in request:
             chunk = conn.recv(4096)
             if not chunk:
-                return False
+                return ""
             request += chunk
         headers = {}
         for line in request.decode("latin-1").split("\r\n")[1:]:
@@ -158,21 +160,22 @@ class FakeSocketMode:
         key = headers.get("sec-websocket-key", "")
         if headers.get("upgrade", "").lower() != "websocket" or not key:
             conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
-            return False
-        accept = base64.b64encode(hashlib.sha1((key + _GUID).encode()).digest()).decode()
-        conn.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                      f"Connection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n").encode())
-        return True
+            return ""
+        return base64.b64encode(hashlib.sha1((key + _GUID).encode()).digest()).decode()
 
     def _serve(self, conn: socket.socket) -> None:
         try:
-            if not self._handshake(conn):
+            accept = self._handshake(conn)
+            if not accept:
                 conn.close()
                 return
-            with self._lock:
+            with self._lock:  # counted (and droppable) before the client hears it is open
                 self._open.append(conn)
                 self.connections += 1
                 count = len(self._open)
+            conn.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
+                          "Connection: Upgrade\r\n"
+                          f"Sec-WebSocket-Accept: {accept}\r\n\r\n").encode())
             hello = {"type": "hello", "num_connections": count,
                      "debug_info": {"host": "fake-socket-mode"},
                      "connection_info": {"app_id": "A0FAKEAPP"}}
