@@ -112,6 +112,8 @@ class SlackWorker:
         self._clock = clock or SystemClock()
         self.channel = str(services.config.section("slack").get("channel") or "")
         self._last_post: dict[str, float] = {}
+        #: Notices sent since start (the readiness check of the Slack outbox).
+        self.sent = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         ensure_slack_tables(services.store)
@@ -184,6 +186,7 @@ class SlackWorker:
         except Exception as exc:  # noqa: BLE001 - any failure is retried from the outbox
             return self._failed(row_id, item, event, attempts, _describe(exc), permanent=False)
         self._mark(row_id, "sent_at = ?", (iso(self._now()),))
+        self.sent += 1
         return True
 
     def _failed(self, row_id: int, item: str, event: str, attempts: int, error: str, *,

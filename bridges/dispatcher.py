@@ -123,6 +123,8 @@ class Dispatcher:
 
     Attributes:
         comment_observers: callables ``(ref, Comment)`` told about every human comment.
+        handled: deliveries handled since start, whatever their result (the readiness
+            check of the inbox: a moving count is a queue being worked on).
     """
 
     def __init__(self, services: Any, *, state: BridgeState | None = None,
@@ -139,6 +141,7 @@ class Dispatcher:
         self._inbox_closed = False
         self._inbox_lock = threading.Lock()
         self.comment_observers: list[CommentObserver] = []
+        self.handled = 0
         self._queue: queue.Queue[tuple[Delivery, Future[DispatchResult]] | None] = queue.Queue(
             queue_size)
         self._handle_lock = threading.Lock()
@@ -324,6 +327,7 @@ class Dispatcher:
         started = time.perf_counter()
         with self._handle_lock:
             result = self._handle_once(delivery)
+            self.handled += 1
         seconds = time.perf_counter() - started
         ms = seconds * 1000
         telemetry.delivery(delivery.source, delivery.event, result.status, seconds)

@@ -148,9 +148,11 @@ class _SocketMode:
         return self._handler is not None and bool(self._handler.client.is_connected())
 
 
-def _add_slack(supervisor: Supervisor, services: Any, dispatcher: Any) -> ThreadPool | None:
+def _add_slack(supervisor: Supervisor, services: Any, dispatcher: Any,
+               progress: dict[str, Callable[[], int]]) -> ThreadPool | None:
     """The Slack members: the outbox worker and the pool Bolt runs listeners in after the
-    ack; returns that pool (None without Slack)."""
+    ack; returns that pool (None without Slack). The worker's sent count goes into
+    ``progress`` (readiness)."""
     if not services.config.has("slack"):
         return None
     try:
@@ -162,7 +164,9 @@ def _add_slack(supervisor: Supervisor, services: Any, dispatcher: Any) -> Thread
     try:
         from bot.worker import SlackWorker
 
-        supervisor.add("slack-worker", SlackWorker(services))
+        worker = SlackWorker(services)
+        supervisor.add("slack-worker", worker)
+        progress["slack_outbox"] = lambda: worker.sent
     except ImportError:
         logger.warning("bot.worker is missing: Slack notices are not sent")
     listeners = ThreadPool("slack-listener")
@@ -239,7 +243,8 @@ def _build(supervisor: Supervisor, services: Any, secret: str | None,
     supervisor.on_close("inbox", dispatcher.close)
     supervisor.add("dispatcher", dispatcher)
     progress = _add_effects_worker(supervisor, services)
-    listeners = _add_slack(supervisor, services, dispatcher)
+    progress["inbox"] = lambda: dispatcher.handled
+    listeners = _add_slack(supervisor, services, dispatcher, progress)
     poller = _poller(services, dispatcher)
     if poller is not None:
         interval = int(services.config.section("github").get("pollIntervalSeconds") or 0)
