@@ -8,6 +8,7 @@ from typing import Any
 from bot.blocks.card import phase_selection_node_id
 from bot.blocks.report import check_report_blocks, item_list_blocks
 from bot.identity import resolve_login
+from bot.listeners.commands.refs import parse_item
 from bot.listeners.commands.replies import Reply
 from bot.notifier import ensure_slack_tables
 from engine.refs import WorkItemRef
@@ -25,7 +26,7 @@ def run_check(services: Any, user: str, args: Sequence[str]) -> Reply:
         return my_items(services, user)
     if len(args) > 1:
         return Reply("Usage: `/loop check owner/repo#N` (or `/loop check` for your items).")
-    return check_item(services, WorkItemRef.parse(args[0]))
+    return check_item(services, parse_item(args[0]))
 
 
 def check_item(services: Any, ref: WorkItemRef) -> Reply:
