@@ -32,6 +32,8 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
 
+from bot.approvals import approval_gates, approver_slack_users, is_approval_gate
+from bot.blocks.approval import GateRef, approval_message
 from bot.blocks.card import phase_selection_card, phase_selection_node_id, status_card
 from bot.blocks.notices import (
     comment_urls,
@@ -41,6 +43,7 @@ from bot.blocks.notices import (
     quiz_stale_notice,
 )
 from bot.identity import slack_users_for_login
+from bot.listeners.actions.approve import rewrite_message
 from bot.notifier import ensure_slack_tables, iso, load_thread, save_thread, write_scope
 from engine.ports import IssueInfo, SystemClock
 from engine.refs import WorkItemRef
@@ -174,7 +177,29 @@ class SlackWorker:
                 handled += 1
             else:
                 held.add(item)
+        self.sweep()
         return handled
+
+    def sweep(self) -> None:
+        """Look after the open approval messages: rewrite those whose gate moved (an
+        answer on GitHub, a skip, a force) and remind those waiting too long (§2).
+        Failures are logged; the next pass tries again."""
+        for item in self._open_approval_items():
+            try:
+                ref = WorkItemRef.parse(item)
+                self._close_moved_approvals(ref)
+                self._remind(ref)
+            except Exception as exc:  # noqa: BLE001 - one item's failure must not stop the rest
+                log.warning("slack: approval sweep of %s failed: %s", item, _describe(exc))
+
+    def _open_approval_items(self) -> list[str]:
+        rows = self.services.store.db().execute(
+            "SELECT DISTINCT item FROM slack_messages WHERE kind = 'approval' AND "
+            "data LIKE '%\"state\": \"open\"%' ORDER BY item").fetchall()
+        return [str(r[0]) for r in rows]
+
+    def _remind(self, ref: WorkItemRef) -> None:
+        return None
 
     def _deliver(self, row_id: int, item: str, event: str, data: str, attempts: int) -> bool:
         try:
@@ -221,10 +246,63 @@ class SlackWorker:
             self._quiz_pending(ref, data)
         elif event in ("quiz-attested", "quiz-stale"):
             self._quiz_update(ref, event, data)
+        elif is_approval_gate(self.services.graph, str(data.get("node") or "")):
+            self._approval_pending(ref, event, data)
         else:
             self._thread_line(ref, event, data)
         if event != "phase-selection-pending":
             self._refresh_status(ref, force=False)
+        self._close_moved_approvals(ref)
+
+    # -- approval gates (issue 12 §1, §2) ------------------------------------------------
+    def _approval_pending(self, ref: WorkItemRef, event: str, data: Mapping[str, Any]) -> None:
+        node = str(data.get("node") or "")
+        state = self.services.store.load(ref)
+        record = state.nodes.get(node) if state is not None else None
+        if state is None or state.current_node != node or record is None:
+            self._thread_line(ref, event, data)  # it moved before the notice: no buttons
+            return
+        gate = GateRef(ref, node, record.entered_at)
+        key = {"gate": gate.value(), "state": "open"}
+        if self._same_message(ref, node, "approval", "", key):
+            return  # already posted before a retry
+        self._close_moved_approvals(ref)  # an older visit's message first says it moved
+        thread = self._ensure_thread(ref)
+        if thread is None:
+            return
+        users, unlinked = approver_slack_users(self.services, node)
+        text, blocks = approval_message(
+            gate, description=self.services.graph.node(node).description,
+            waiting_on=users, waiting_logins=unlinked, item_url=self._item_url(ref))
+        reply = self._call("chat_postMessage", channel=thread["channel"],
+                           thread_ts=thread["ts"], text=text, blocks=_dicts(blocks),
+                           unfurl_links=False)
+        self._save_message(ref, node, "approval", "", thread["channel"], str(reply["ts"]), 0,
+                           key)
+
+    def _close_moved_approvals(self, ref: WorkItemRef) -> None:
+        """Rewrite read-only every open approval message whose gate visit has moved."""
+        state = self.services.store.load(ref)
+        if state is None:
+            return
+        for message in self._approval_messages(ref):
+            if message["data"].get("state") != "open":
+                continue
+            try:
+                gate = GateRef.parse(str(message["data"].get("gate") or ""))
+            except ValueError:
+                continue
+            record = state.nodes.get(gate.node)
+            if state.current_node == gate.node and record is not None \
+                    and record.entered_at == gate.entered_at:
+                continue
+            rewrite_message(self.services, self.client, gate, message["channel"],
+                            message["ts"])
+
+    def _approval_messages(self, ref: WorkItemRef) -> list[dict[str, Any]]:
+        nodes = approval_gates(self.services.graph)
+        return [m for node in nodes for m in self._messages(ref, node)
+                if m["kind"] == "approval"]
 
     def _info(self, ref: WorkItemRef) -> IssueInfo:
         return self.services.ports.tracker.issue_info(ref)  # TrackerError: retried

@@ -20,6 +20,8 @@ METHOD_SCOPES = {
     "chat.postEphemeral": "chat:write",
     "conversations.open": "im:write",
     "users.info": "users:read",
+    "views.open": None,  # modals need no scope (a trigger_id is the permission)
+    "views.publish": None,  # the App Home tab needs no scope
     "auth.test": None,  # no scope (Bolt calls it once to learn the bot's identity)
 }
 #: Bolt helpers that call a Web API method.
