@@ -48,10 +48,10 @@ def test_unauthorized_click_over_signed_http_is_ephemeral_and_changes_nothing(
     assert world.state().current_node == "requirements-approval"
 
 
-def _open_modal(world: SlackWorld, http: str, ts: str, value: str) -> dict[str, Any]:
+def _open_modal(world: SlackWorld, url: str, ts: str, value: str) -> dict[str, Any]:
     body = interaction_body(approval_click(world, "UCAROL", ids.ACTION_REQUEST_CHANGES, value,
                                            ts=ts))
-    assert signed_post(http, body, SECRET).status == 200
+    assert signed_post(url, body, SECRET).status == 200
     [opened] = world.fake.wait_for("views.open")
     assert opened.args["trigger_id"] == "111.222.valid"
     view = opened.args["view"]
