@@ -42,6 +42,7 @@ from bot.blocks.notices import (
     quiz_pending_notice,
     quiz_stale_notice,
 )
+from bot.home import homes_to_refresh, publish_home
 from bot.identity import slack_users_for_login
 from bot.listeners.actions.approve import rewrite_message
 from bot.notifier import ensure_slack_tables, iso, load_thread, save_thread, write_scope
@@ -187,7 +188,8 @@ class SlackWorker:
         for item in self._open_approval_items():
             try:
                 ref = WorkItemRef.parse(item)
-                self._close_moved_approvals(ref)
+                if self._close_moved_approvals(ref):
+                    self._refresh_homes(ref)  # it moved without an event of its own
                 self._remind(ref)
             except Exception as exc:  # noqa: BLE001 - one item's failure must not stop the rest
                 log.warning("slack: approval sweep of %s failed: %s", item, _describe(exc))
@@ -253,6 +255,12 @@ class SlackWorker:
         if event != "phase-selection-pending":
             self._refresh_status(ref, force=False)
         self._close_moved_approvals(ref)
+        self._refresh_homes(ref)
+
+    def _refresh_homes(self, ref: WorkItemRef) -> None:
+        # The item moved: whoever's home tab shows it sees the new state (issue 12 §3).
+        for user in homes_to_refresh(self.services, ref):
+            publish_home(self.services, self.client, user)
 
     # -- approval gates (issue 12 §1, §2) ------------------------------------------------
     def _approval_pending(self, ref: WorkItemRef, event: str, data: Mapping[str, Any]) -> None:
@@ -280,11 +288,16 @@ class SlackWorker:
         self._save_message(ref, node, "approval", "", thread["channel"], str(reply["ts"]), 0,
                            key)
 
-    def _close_moved_approvals(self, ref: WorkItemRef) -> None:
-        """Rewrite read-only every open approval message whose gate visit has moved."""
+    def _close_moved_approvals(self, ref: WorkItemRef) -> int:
+        """Rewrite read-only every open approval message whose gate visit has moved.
+
+        Returns:
+            How many were rewritten.
+        """
         state = self.services.store.load(ref)
+        closed = 0
         if state is None:
-            return
+            return closed
         for message in self._approval_messages(ref):
             if message["data"].get("state") != "open":
                 continue
@@ -298,6 +311,8 @@ class SlackWorker:
                 continue
             rewrite_message(self.services, self.client, gate, message["channel"],
                             message["ts"])
+            closed += 1
+        return closed
 
     def _approval_messages(self, ref: WorkItemRef) -> list[dict[str, Any]]:
         nodes = approval_gates(self.services.graph)

@@ -17,6 +17,7 @@ from typing import Any
 from bot.approvals import Decided, check_gate, decide
 from bot.blocks import ids
 from bot.blocks.approval import GateRef, approval_done_message, decision_modal
+from bot.home import homes_to_refresh, publish_home
 from bot.notifier import write_scope
 
 __all__ = ["on_approve", "on_open_modal", "parse_gate_click", "finish", "rewrite_message",
@@ -79,6 +80,9 @@ def finish(services: Any, client: Any, gate: GateRef, user: str, outcome: str, t
         rewrite_message(services, client, gate, channel, ts)
     if result.code != "decided":
         _ephemeral(client, channel, user, result.message)
+    else:
+        for viewer in homes_to_refresh(services, gate.ref):  # the item moved (§3)
+            publish_home(services, client, viewer)
     return result
 
 
