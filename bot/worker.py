@@ -46,6 +46,7 @@ from bot.home import homes_to_refresh, publish_home
 from bot.identity import slack_users_for_login
 from bot.listeners.actions.approve import rewrite_message
 from bot.notifier import ensure_slack_tables, iso, load_thread, save_thread, write_scope
+from bot.routing import channel_for
 from engine.ports import IssueInfo, SystemClock
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
@@ -348,7 +349,7 @@ class SlackWorker:
         status card even while the selection waits, when the item has no card yet."""
         state, decision = self._decision(ref)
         thread = self._thread_row(ref)
-        if state is None or not self.channel or (not decision and not force):
+        if state is None or not self._channel(ref) or (not decision and not force):
             return
         if not force and thread is not None and thread["kind"] == "status" \
                 and thread["node"] == state.current_node:
@@ -363,16 +364,21 @@ class SlackWorker:
         self._put_parent(ref, thread, text, blocks, revision, "status", state.current_node,
                          info.author)
 
+    def _channel(self, ref: WorkItemRef) -> str:
+        """The item's channel: ``slack.channels`` route, else ``slack.channel`` (§5)."""
+        return channel_for(self.services.config.section("slack"), ref)
+
     def _put_parent(self, ref: WorkItemRef, thread: dict[str, Any] | None, text: str,
                     blocks: list[Block], revision: int, kind: str, node: str,
                     author: str = "") -> None:
-        if not self.channel:
+        target = self._channel(ref)
+        if not target:
             log.warning("slack.channel is not configured: no card for %s", ref)
             return
         if thread is None:
-            reply = self._call("chat_postMessage", channel=self.channel,
+            reply = self._call("chat_postMessage", channel=target,
                                text=text, blocks=_dicts(blocks), unfurl_links=False)
-            channel, ts = str(reply.get("channel") or self.channel), str(reply["ts"])
+            channel, ts = str(reply.get("channel") or target), str(reply["ts"])
         else:
             channel, ts = thread["channel"], thread["ts"]
             self._call("chat_update", channel=channel, ts=ts, text=text,
@@ -382,7 +388,7 @@ class SlackWorker:
 
     def _ensure_thread(self, ref: WorkItemRef) -> dict[str, Any] | None:
         thread = self._thread_row(ref)
-        if thread is None and self.channel:
+        if thread is None and self._channel(ref):
             self._refresh_status(ref, force=True)
             thread = self._thread_row(ref)
         return thread
