@@ -25,7 +25,7 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from slack_sdk import WebClient
@@ -33,7 +33,7 @@ from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
 
 from bot.approvals import approval_gates, approver_slack_users, is_approval_gate
-from bot.blocks.approval import GateRef, approval_message
+from bot.blocks.approval import GateRef, approval_message, reminder_text
 from bot.blocks.card import phase_selection_card, phase_selection_node_id, status_card
 from bot.blocks.notices import (
     comment_urls,
@@ -202,7 +202,59 @@ class SlackWorker:
         return [str(r[0]) for r in rows]
 
     def _remind(self, ref: WorkItemRef) -> None:
-        return None
+        """Remind an approval gate that waits longer than ``slack.remindAfterHours``: one
+        thread line and one DM per approver, each at most once a day, for as long as the
+        gate visit waits (issue 12 §2). Times are the engine's clock, which stamped the
+        gate's ``enteredAt``."""
+        state = self.services.store.load(ref)
+        if state is None:
+            return
+        now = self.services.ports.clock.now()
+        after = timedelta(hours=float(
+            self.services.config.section("slack").get("remindAfterHours") or 24))
+        for message in self._approval_messages(ref):
+            gate = GateRef.parse(str(message["data"].get("gate") or ""))
+            record = state.nodes.get(gate.node)
+            if message["data"].get("state") != "open" or state.current_node != gate.node \
+                    or record is None or record.entered_at != gate.entered_at:
+                continue
+            waited = now - _parse_iso(gate.entered_at)
+            if waited >= after:
+                self._remind_gate(ref, gate, message, int(waited.total_seconds() // 3600), now)
+
+    def _remind_gate(self, ref: WorkItemRef, gate: GateRef, message: Mapping[str, Any],
+                     hours: int, now: Any) -> None:
+        users, _unlinked = approver_slack_users(self.services, gate.node)
+        url = self._item_url(ref)
+        if self._due(ref, gate, "", now):
+            text = reminder_text(gate, hours, users, item_url=url)
+            self._call("chat_postMessage", channel=message["channel"],
+                       thread_ts=self._thread_row(ref)["ts"], text=text, unfurl_links=False)
+            self._reminded(ref, gate, "", message["channel"], now)
+        for user in users:
+            if not self._due(ref, gate, user, now) or not self._reachable(user):
+                continue
+            opened = self._call("conversations_open", users=user)
+            channel = str(opened["channel"]["id"])
+            self._call("chat_postMessage", channel=channel, unfurl_links=False,
+                       text=reminder_text(gate, hours, (), item_url=url))
+            self._reminded(ref, gate, user, channel, now)
+
+    def _due(self, ref: WorkItemRef, gate: GateRef, user: str, now: Any) -> bool:
+        row = self.services.store.db().execute(
+            "SELECT data FROM slack_messages WHERE item = ? AND node = ? AND kind = "
+            "'reminder' AND slack_user = ?", (str(ref), gate.node, user)).fetchone()
+        if row is None:
+            return True
+        last = json.loads(row[0] or "{}")
+        if last.get("gate") != gate.value():
+            return True  # a new visit of the gate: its own reminders
+        return now - _parse_iso(str(last.get("at") or "")) >= timedelta(days=1)
+
+    def _reminded(self, ref: WorkItemRef, gate: GateRef, user: str, channel: str,
+                  now: Any) -> None:
+        self._save_message(ref, gate.node, "reminder", user, channel, "", 0,
+                           {"gate": gate.value(), "at": iso(now)})
 
     def _deliver(self, row_id: int, item: str, event: str, data: str, attempts: int) -> bool:
         try:
@@ -437,8 +489,12 @@ class SlackWorker:
             self._save_message(ref, node, "dm", user, channel, str(reply["ts"]), 0, key)
         thread = self._ensure_thread(ref)
         if thread is not None and not self._same_message(ref, node, "thread", "", key):
+            _text, line = quiz_pending_notice(  # the thread line mentions them (§2)
+                ref, node, item_url=info.url, location=str(data.get("location") or ""),
+                view_commands=[str(c) for c in data.get("viewCommands") or ()],
+                comment_url_list=key["urls"], waiting_on=self._owners(ref, info))
             reply = self._call("chat_postMessage", channel=thread["channel"],
-                               thread_ts=thread["ts"], text=text, blocks=_dicts(blocks),
+                               thread_ts=thread["ts"], text=text, blocks=_dicts(line),
                                unfurl_links=False)
             self._save_message(ref, node, "thread", "", thread["channel"], str(reply["ts"]), 0,
                                key)
@@ -535,6 +591,15 @@ class SlackWorker:
                 (str(ref), node, kind, user, channel, ts, revision,
                  json.dumps(dict(data), sort_keys=True)),
             )
+
+
+def _parse_iso(text: str) -> datetime:
+    # ISO-8601 UTC as the engine and iso() write it; an unreadable one reads as "now"
+    # (no reminder rather than a wrong one).
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.now(UTC)
 
 
 def _dicts(blocks: list[Block]) -> list[dict[str, Any]]:

@@ -36,6 +36,7 @@ __all__ = [
     "approval_done_message",
     "decision_modal",
     "mentions",
+    "reminder_text",
 ]
 
 #: What each outcome reads as in Slack.
@@ -213,3 +214,18 @@ def decision_modal(gate: GateRef, outcome: str, *, channel: str, ts: str) -> dic
                          "multiline": True, "max_length": 3000}},
         ],
     }
+
+
+def reminder_text(gate: GateRef, hours: int, waiting_on: Sequence[str], *,
+                  item_url: str = "") -> str:
+    """A reminder for a gate that has waited ``hours`` hours (issue 12 §2), as mrkdwn.
+
+    Args:
+        gate: the gate visit.
+        hours: whole hours waited.
+        waiting_on: Slack user ids mentioned (none in a DM to one of them).
+        item_url: the issue link.
+    """
+    who = f" — {mentions(waiting_on)}" if waiting_on else ""
+    return (f"⏰ `{gate.node}` of {_item(gate.ref, item_url)} has waited {hours} hours for "
+            f"an approval{who}.")
