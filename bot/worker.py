@@ -228,17 +228,34 @@ class SlackWorker:
         url = self._item_url(ref)
         if self._due(ref, gate, "", now):
             text = reminder_text(gate, hours, users, item_url=url)
-            self._call("chat_postMessage", channel=message["channel"],
-                       thread_ts=self._thread_row(ref)["ts"], text=text, unfurl_links=False)
+            self._refusable(lambda: self._call(
+                "chat_postMessage", channel=message["channel"],
+                thread_ts=self._thread_row(ref)["ts"], text=text, unfurl_links=False))
             self._reminded(ref, gate, "", message["channel"], now)
         for user in users:
-            if not self._due(ref, gate, user, now) or not self._reachable(user):
+            if not self._due(ref, gate, user, now):
                 continue
-            opened = self._call("conversations_open", users=user)
-            channel = str(opened["channel"]["id"])
-            self._call("chat_postMessage", channel=channel, unfurl_links=False,
-                       text=reminder_text(gate, hours, (), item_url=url))
-            self._reminded(ref, gate, user, channel, now)
+            if self._refusable(lambda u=user: self._dm(u, reminder_text(gate, hours, (),
+                                                                         item_url=url))):
+                self._reminded(ref, gate, user, "", now)
+
+    def _dm(self, user: str, text: str) -> bool:
+        if not self._reachable(user):
+            return True  # nobody to read it: counted as done for today
+        opened = self._call("conversations_open", users=user)
+        self._call("chat_postMessage", channel=str(opened["channel"]["id"]), text=text,
+                   unfurl_links=False)
+        return True
+
+    @staticmethod
+    def _refusable(send: Any) -> bool:
+        # A refusal (not an outage) of a reminder is logged once and counts as sent, so
+        # it is not retried on every pass; an outage raises and the next pass retries.
+        try:
+            send()
+        except _Refused as exc:
+            log.warning("slack: reminder refused: %s", exc)
+        return True
 
     def _due(self, ref: WorkItemRef, gate: GateRef, user: str, now: Any) -> bool:
         row = self.services.store.db().execute(
@@ -362,8 +379,19 @@ class SlackWorker:
             if state.current_node == gate.node and record is not None \
                     and record.entered_at == gate.entered_at:
                 continue
-            rewrite_message(self.services, self.client, gate, message["channel"],
-                            message["ts"])
+            try:
+                rewrite_message(self.services, self.client, gate, message["channel"],
+                                message["ts"])
+            except SlackApiError as exc:
+                if not _refusal(exc):
+                    raise  # an outage: the next pass tries again
+                # Slack refuses for good (the message was deleted, the channel archived):
+                # stop trying, once, with one log line.
+                log.warning("slack: approval message of %s %s not rewritten: %s", ref,
+                            gate.node, _describe(exc))
+                self._save_message(ref, gate.node, "approval", "", message["channel"],
+                                   message["ts"], message["revision"],
+                                   {"gate": gate.value(), "state": "gone"})
             closed += 1
         return closed
 
@@ -591,6 +619,16 @@ class SlackWorker:
                 (str(ref), node, kind, user, channel, ts, revision,
                  json.dumps(dict(data), sort_keys=True)),
             )
+
+
+def _refusal(exc: SlackApiError) -> bool:
+    """Whether Slack refused for good (not rate limiting, not an outage)."""
+    response = exc.response
+    if response is None:
+        return False
+    error = str(response.get("error") or "")
+    return not (response.status_code == 429 or response.status_code >= 500
+                or error in _TRANSIENT)
 
 
 def _parse_iso(text: str) -> datetime:

@@ -4,7 +4,10 @@ reminder and one DM per approver per day at most, stopping when it moves."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
+
+import pytest
 
 from tests.bot.conftest import IDENTITIES, SlackWorld, build_world, slack_config
 from tests.fakes.slack import FakeSlack
@@ -97,3 +100,35 @@ def test_remind_after_hours_is_configurable(tmp_path: Path, fake_slack: FakeSlac
         assert len(_reminders(world)) == 3
     finally:
         world.services.close()
+
+
+def test_a_refused_reminder_is_logged_once_and_not_retried_every_pass(
+        world: SlackWorld, caplog: pytest.LogCaptureFixture) -> None:
+    world.walk_to_requirements_approval()
+    world.drain()
+    world.fake.fail_method("conversations.open", "cannot_dm_bot")
+    world.clock.advance(hours=25)
+    caplog.set_level(logging.WARNING, logger="bot.worker")
+
+    world.drain()
+    world.drain()
+
+    refusals = [r.getMessage() for r in caplog.records if "reminder refused" in r.getMessage()]
+    assert refusals == ["slack: reminder refused: conversations.open: cannot_dm_bot"] * 2
+    assert len(world.fake.all_calls_to("conversations.open")) == 2  # alice, carol: once each
+
+
+def test_a_deleted_approval_message_is_given_up_with_one_log_line(
+        world: SlackWorld, caplog: pytest.LogCaptureFixture) -> None:
+    world.walk_to_requirements_approval()
+    world.drain()
+    world.reply_on_github("carol", "approved")
+    world.fake.fail_method("chat.update", "message_not_found")
+    caplog.set_level(logging.WARNING, logger="bot.worker")
+
+    world.drain()
+    world.drain()
+
+    lines = [r.getMessage() for r in caplog.records if "not rewritten" in r.getMessage()]
+    assert lines == ["slack: approval message of acme/widgets#7 requirements-approval not "
+                     "rewritten: slack 200: message_not_found"]

@@ -97,3 +97,22 @@ def test_parse_item_forms_and_refusal() -> None:
     with pytest.raises(WorkItemRefError, match="expected owner/repo#N or an issue URL"):
         parse_item("<https://example.com/o/r/issues/3|x>")
     assert REF == parse_item("acme/widgets#7")
+
+
+def test_the_dedupe_middleware_drops_a_redelivery_tier1(world: SlackWorld) -> None:
+    from slack_bolt import BoltRequest
+
+    from bot.listeners.events.dedupe import dedupe_events
+
+    calls: list[str] = []
+    request = BoltRequest(body=json.dumps(MENTION), headers={"X-Slack-Retry-Num": "1"})
+    context = {"services": world.services}
+
+    first = dedupe_events(request, MENTION, context, lambda: calls.append("next"))
+    again = dedupe_events(request, MENTION, context, lambda: calls.append("next"))
+
+    assert first is None and calls == ["next"]
+    assert again.status == 200
+    passthrough = dedupe_events(request, {"type": "block_actions"}, context,
+                                lambda: calls.append("next"))
+    assert passthrough is None and calls == ["next", "next"]
