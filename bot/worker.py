@@ -351,7 +351,8 @@ class SlackWorker:
         users, unlinked = approver_slack_users(self.services, node)
         text, blocks = approval_message(
             gate, description=self.services.graph.node(node).description,
-            waiting_on=users, waiting_logins=unlinked, item_url=self._item_url(ref))
+            waiting_on=users, waiting_logins=unlinked, item_url=self._item_url(ref),
+            event=event)
         reply = self._call("chat_postMessage", channel=thread["channel"],
                            thread_ts=thread["ts"], text=text, blocks=_dicts(blocks),
                            unfurl_links=False)

@@ -37,6 +37,8 @@ __all__ = [
     "decision_modal",
     "mentions",
     "reminder_text",
+    "HEADLINES",
+    "headline",
 ]
 
 #: What each outcome reads as in Slack.
@@ -99,8 +101,20 @@ def _item(ref: WorkItemRef, url: str) -> str:
     return f"<{url}|{ref}>" if url else str(ref)
 
 
-def _lines(gate: GateRef, description: str, waits_on: str, item_url: str) -> str:
-    lines = [f"🧑‍⚖️ *`{gate.node}`* waits for an approval — {_item(gate.ref, item_url)}"]
+#: The first line per notify event (the same words as the other thread lines).
+HEADLINES = {
+    "phase-approval-pending": "🧑‍⚖️ `{node}` waits for an approval",
+    "pr-review-pending": "👀 a pull request review is requested (`{node}`)",
+}
+
+
+def headline(event: str, node: str) -> str:
+    """The message's first line for ``event`` (an approval gate's notify event)."""
+    return HEADLINES.get(event, HEADLINES["phase-approval-pending"]).format(node=node)
+
+
+def _lines(gate: GateRef, description: str, waits_on: str, item_url: str, event: str) -> str:
+    lines = [f"{headline(event, gate.node)} — {_item(gate.ref, item_url)}"]
     if description:
         lines.append(escape(truncate(description, 300)))
     lines.append(f"Waiting on: {waits_on}" if waits_on else
@@ -111,6 +125,7 @@ def _lines(gate: GateRef, description: str, waits_on: str, item_url: str) -> str
 def approval_message(
     gate: GateRef, *, description: str = "", waiting_on: Sequence[str] = (),
     waiting_logins: Sequence[str] = (), item_url: str = "", revision: int = 0,
+    event: str = "phase-approval-pending",
 ) -> tuple[str, list[Block]]:
     """The interactive message of a waiting approval gate.
 
@@ -121,13 +136,15 @@ def approval_message(
         waiting_logins: their GitHub logins, named for those without a linked Slack user.
         item_url: the issue link.
         revision: the message revision (fresh block ids on every rewrite).
+        event: the notify event that asked for it (``phase-approval-pending`` or
+            ``pr-review-pending``), which names the first line.
 
     Returns:
         ``(fallback text, blocks)``.
     """
     who = ", ".join([mentions(waiting_on), *[f"@{escape(lg)}" for lg in waiting_logins]])
     who = who.strip(", ")
-    text = f"{gate.ref}: {gate.node} waits for an approval"
+    text = f"{gate.ref}: {headline(event, gate.node)}"
     buttons = [
         ButtonElement(text="Approve", action_id=ids.ACTION_APPROVE, value=gate.value(),
                       style="primary"),
@@ -138,7 +155,7 @@ def approval_message(
     ]
     blocks: list[Block] = [
         SectionBlock(text=MarkdownTextObject(
-            text=truncate_keep_lines(_lines(gate, description, who, item_url))),
+            text=truncate_keep_lines(_lines(gate, description, who, item_url, event))),
             block_id=ids.block_id(ids.BLOCK_NOTICE, revision, 0)),
         ActionsBlock(block_id=ids.block_id(ids.BLOCK_APPROVAL, revision, 0), elements=buttons),
         ContextBlock(elements=[MarkdownTextObject(

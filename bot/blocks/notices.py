@@ -39,7 +39,7 @@ _QUIZ_SUBJECT = {
     "code-quiz": "read the explainer of the change and take the code quiz before review",
 }
 _EVENT_LINES = {
-    "phase-approval-pending": "🧑‍⚖️ `{node}` waits for an approval on GitHub",
+    "phase-approval-pending": "🧑‍⚖️ `{node}` waits for an approval",
     "pr-review-pending": "👀 a pull request review is requested (`{node}`)",
     "conflict-escalated": "⚠️ escalated at `{node}`: a person has to decide",
     "work-item-complete": "🏁 the work item is complete",

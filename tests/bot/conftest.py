@@ -168,7 +168,7 @@ class SlackWorld:
     def approval_message(self) -> Any:
         """The posted approval message of requirements-approval (after a drain)."""
         posts = [c for c in self.fake.calls_to("chat.postMessage")
-                 if "waits for an approval" in str(c.args.get("text"))]
+                 if "` waits for an approval" in str(c.args.get("text"))]
         assert posts, [c.method for c in self.fake.calls]
         return posts[-1]
 
