@@ -19,23 +19,35 @@ from bot.identity import resolve_login
 from bot.listeners.commands.check import _recorded_authors, item_owners
 from bot.notifier import ensure_slack_tables, write_scope
 
-__all__ = ["home_rows", "publish_home", "homes_to_refresh"]
+__all__ = ["home_rows", "publish_home", "homes_to_refresh", "web_base"]
 
 log = logging.getLogger(__name__)
 
 
-def _url(state: Any) -> str:
+def web_base(config: Any) -> str:
+    """The GitHub web address for ``github.apiUrl``: ``https://github.com`` for
+    ``api.github.com``, the host for a GitHub Enterprise Server ``…/api/v3``.
+
+    (The home tab links every item without one API call per item.)
+    """
+    api = str(config.section("github").get("apiUrl") or "https://api.github.com").rstrip("/")
+    if api in ("https://api.github.com", "http://api.github.com"):
+        return "https://github.com"
+    return api[: -len("/api/v3")] if api.endswith("/api/v3") else api
+
+
+def _url(state: Any, base: str = "https://github.com") -> str:
     ref = state.ref
-    return f"https://github.com/{ref.owner}/{ref.repo}/issues/{ref.number}"
+    return f"{base}/{ref.owner}/{ref.repo}/issues/{ref.number}"
 
 
-def _quiz_row(state: Any, node: Any) -> WaitingRow:
+def _quiz_row(state: Any, node: Any, base: str) -> WaitingRow:
     quiz = (state.surface.get("quiz") or {}).get(node.id) or {}
     comments = [c for c in quiz.get("comments") or () if isinstance(c, dict)]
     location = str(quiz.get("location") or "")
     record = state.nodes.get(node.id)
     return WaitingRow(str(state.ref), node.id, "quiz", record.entered_at if record else "",
-                      node.description, _url(state),
+                      node.description, _url(state, base),
                       str(comments[0].get("url") or "") if comments else "",
                       location if location.startswith(("https://", "http://")) else "")
 
@@ -43,12 +55,14 @@ def _quiz_row(state: Any, node: Any) -> WaitingRow:
 def home_rows(services: Any, login: str) -> tuple[list[WaitingRow], list[ItemRow]]:
     """``(waiting on login, oldest first; login's items)``."""
     authors = _recorded_authors(services)
+    base = web_base(services.config)
     waiting: list[WaitingRow] = []
     items: list[ItemRow] = []
     for state in services.store.load_all():
         owners = item_owners(services, state, authors)
         if login in owners:
-            items.append(ItemRow(str(state.ref), state.current_node, state.status, _url(state)))
+            items.append(ItemRow(str(state.ref), state.current_node, state.status,
+                                 _url(state, base)))
         if not state.current_node or state.status == "complete":
             continue
         node = services.graph.node(state.current_node)
@@ -56,9 +70,9 @@ def home_rows(services: Any, login: str) -> tuple[list[WaitingRow], list[ItemRow
         since = record.entered_at if record else ""
         if is_approval_gate(services.graph, node.id) and may_decide(services, login, node.id):
             waiting.append(WaitingRow(str(state.ref), node.id, "approval", since,
-                                      node.description, _url(state)))
+                                      node.description, _url(state, base)))
         elif node.id in (state.surface.get("quiz") or {}) and login in owners:
-            waiting.append(_quiz_row(state, node))
+            waiting.append(_quiz_row(state, node, base))
     waiting.sort(key=lambda row: (row.since, row.ref))
     return waiting, items
 

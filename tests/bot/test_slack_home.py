@@ -117,3 +117,12 @@ def test_app_home_opened_over_signed_http_publishes_the_tab_tier2(
 
     view = Waiter.until(lambda: _published(world, "UCAROL"))[-1]
     assert "`requirements-approval` (approval)" in _text(view)
+
+
+def test_web_base_follows_the_configured_api_url(world: SlackWorld) -> None:
+    from bot.config import validate_mapping
+    from bot.home import web_base
+
+    assert web_base(world.services.config) == "https://github.com"
+    ghes = validate_mapping({"github": {"apiUrl": "https://git.acme.test/api/v3"}}, "t")
+    assert web_base(ghes) == "https://git.acme.test"
