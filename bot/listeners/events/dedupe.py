@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import weakref
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -45,18 +46,18 @@ def first_delivery(store: Any, event_id: str) -> bool:
     """
     from bridges.github.persistence import bridge_state
 
-    state = _states.get(id(store))
-    if state is None or state[0] is not store:
-        state = (store, bridge_state(store))
-        _states[id(store)] = state
     with _GUARD:
-        if state[1].seen(SCOPE, KIND, [event_id]):
+        state = _STATES.get(store)
+        if state is None:
+            state = _STATES[store] = bridge_state(store)
+        if state.seen(SCOPE, KIND, [event_id]):
             return False
-        state[1].mark_seen(SCOPE, KIND, [event_id], CAP)
+        state.mark_seen(SCOPE, KIND, [event_id], CAP)
         return True
 
 
-_states: dict[int, tuple[Any, Any]] = {}
+# One bridge state per store (its constructor applies migrations), forgotten with the store.
+_STATES: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
 
 def dedupe_events(req: Any, body: Mapping[str, Any], context: Mapping[str, Any],
