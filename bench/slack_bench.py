@@ -6,9 +6,15 @@ entering the WSGI app to the response leaving it, which with
 ``process_before_response=False`` is the moment the listener acked (the work continues in
 Bolt's thread pool). Web API calls go to the loopback fake Slack.
 
-Measures p50/p99 over N requests for the Execute button and for ``/loop check``
-(target p99 <= 50 ms; Slack's limit is 3 s), and renders the phase-selection card for a
-60-node graph (must stay within 50 blocks). Prints a Markdown table.
+Measures p50/p99 over N requests for the Execute button, for ``/loop check`` and for an
+approval gate's **Approve** click (target p99 <= 50 ms; Slack's limit is 3 s), and renders
+the phase-selection card for a 60-node graph (must stay within 50 blocks). Prints a
+Markdown table.
+
+Socket Mode (issue 12 §7): the same approval click delivered as an ``interactive``
+envelope by the loopback Socket Mode server (:mod:`tests.fakes.slack_socket`) to the real
+``SocketModeHandler``; the time measured is from the envelope leaving the server to the
+app's ack arriving back on the socket.
 
 Usage: ``.venv/bin/python bench/slack_bench.py [--requests 1000]``
 """
@@ -45,12 +51,14 @@ from engine.store.sqlite import SqliteStore  # noqa: E402
 from tests.fakes.slack import FakeSlack, sign  # noqa: E402
 
 REF = WorkItemRef("acme", "widgets", 7)
+GATE_REF = WorkItemRef("acme", "widgets", 8)
 SECRET = "bench-signing-secret"
 
 
 def _services(db: Path, fake: FakeSlack) -> Services:
     config = validate_mapping({
         "authorizedUsers": ["alice"],
+        "github": {"repos": ["acme/widgets"]},
         "slack": {"channel": "CBENCH", "apiUrl": fake.base_url, "identities": {"UALICE": "alice"}},
     }, "bench")
     store = SqliteStore(db)
@@ -71,6 +79,55 @@ def _execute_body(fake: FakeSlack) -> str:
                      "type": "button", "value": str(REF), "action_ts": "1.2"}],
     }
     return "payload=" + urllib.parse.quote(json.dumps(payload))
+
+
+def _approval_payload(fake: FakeSlack, value: str) -> dict[str, Any]:
+    return {
+        "type": "block_actions", "user": {"id": "UALICE"}, "team": {"id": "T1"},
+        "channel": {"id": "CBENCH"}, "container": {"channel_id": "CBENCH",
+                                                   "message_ts": "1.000002"},
+        "message": {"ts": "1.000002", "blocks": []}, "state": {"values": {}},
+        "response_url": fake.response_url, "trigger_id": "1.3",
+        "actions": [{"action_id": ids.ACTION_APPROVE, "block_id": "loopgate.approval.r0.0",
+                     "type": "button", "value": value, "action_ts": "1.3"}],
+    }
+
+
+def _walk_to_approval(services: Services, ref: WorkItemRef) -> str:
+    """Start ``ref`` and walk it to requirements-approval; returns the buttons' value."""
+    tracker = services.ports.tracker
+    services.runtime.start(ref)
+    reply = tracker.add_comment_as(ref, "alice", "the-loop execute\n- [ ] brainstorming")
+    services.runtime.advance(ref, {"comments": [reply]})
+    services.ports.artifacts.write(ref, "requirements.md",
+                                   "---\nstatus: approved\n---\n## Requirements\n\n- x\n")
+    state = services.runtime.complete(ref, "requirements-definition", "agent")
+    assert state.current_node == "requirements-approval", state.parked
+    entered = state.nodes["requirements-approval"].entered_at
+    return f"{ref}|requirements-approval|{entered}"
+
+
+def _socket_mode_samples(services: Services, fake: FakeSlack, value: str,
+                         n: int) -> list[float]:
+    from bot.app import build_app, start_socket_mode
+    from tests.fakes.slack_socket import FakeSocketMode
+
+    with FakeSocketMode() as server:
+        fake.set_socket_url(server.url)
+        app = build_app(services, socket_mode=True)
+        handler = start_socket_mode(app, "xapp-1-bench")
+        try:
+            server.wait_connected()
+            payload = _approval_payload(fake, value)
+            samples = []
+            for i in range(n + 20):
+                envelope = server.send("interactive", payload)
+                server.wait_ack(envelope)
+                if i >= 20:  # the first 20 warm up
+                    samples.append(server.ack_times[envelope] * 1000.0)
+        finally:
+            handler.close()
+    return samples
 
 
 def _check_body(fake: FakeSlack) -> str:
@@ -133,12 +190,19 @@ def main() -> None:
         register_http_routes(flask_app, services)
         client = flask_app.test_client()
         _time_requests(client, _check_body(fake), 20)  # warm-up (auth.test, imports)
+        value = _walk_to_approval(services, GATE_REF)
+        approve = "payload=" + urllib.parse.quote(json.dumps(_approval_payload(fake, value)))
         for name, body in (("Execute (block_actions)", _execute_body(fake)),
-                           ("/loop check owner/repo#N", _check_body(fake))):
+                           ("/loop check owner/repo#N", _check_body(fake)),
+                           ("Approve click, HTTP (block_actions)", approve)):
             samples = _time_requests(client, body, args.requests)
             rows.append((name, len(samples), statistics.median(samples),
                          _percentile(samples, 99), max(samples)))
         time.sleep(1.0)  # let Bolt's thread pool finish the work queued after the acks
+        samples = _socket_mode_samples(services, fake, value, args.requests)
+        rows.append(("Approve click, Socket Mode (envelope → ack)", len(samples),
+                     statistics.median(samples), _percentile(samples, 99), max(samples)))
+        time.sleep(1.0)
         services.close()
     graph = _wide_graph(60)
     start = time.perf_counter()

@@ -32,6 +32,7 @@ from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
 from bot.listeners import actions, commands, events, views
+from bot.listeners.events.dedupe import dedupe_events
 from engine.errors import ConfigError
 
 __all__ = [
@@ -166,6 +167,7 @@ def build_app(
         listener_executor=executor,
     )
     app.use(_services_middleware(services))
+    app.use(dedupe_events)  # an Events API retry (same event_id) is handled once (§6)
     for kind in (actions, commands, events, views):
         kind.register(app)
     app.error(_on_error)

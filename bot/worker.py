@@ -25,13 +25,15 @@ import os
 import threading
 import time
 from collections.abc import Mapping
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
 from slack_sdk.models.blocks import Block
 
+from bot.approvals import approval_gates, approver_slack_users, is_approval_gate
+from bot.blocks.approval import GateRef, approval_message, reminder_text
 from bot.blocks.card import phase_selection_card, phase_selection_node_id, status_card
 from bot.blocks.notices import (
     comment_urls,
@@ -40,8 +42,11 @@ from bot.blocks.notices import (
     quiz_pending_notice,
     quiz_stale_notice,
 )
+from bot.home import homes_to_refresh, publish_home
 from bot.identity import slack_users_for_login
+from bot.listeners.actions.approve import rewrite_message
 from bot.notifier import ensure_slack_tables, iso, load_thread, save_thread, write_scope
+from bot.routing import channel_for
 from engine.ports import IssueInfo, SystemClock
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
@@ -176,7 +181,99 @@ class SlackWorker:
                 handled += 1
             else:
                 held.add(item)
+        self.sweep()
         return handled
+
+    def sweep(self) -> None:
+        """Look after the open approval messages: rewrite those whose gate moved (an
+        answer on GitHub, a skip, a force) and remind those waiting too long (§2).
+        Failures are logged; the next pass tries again."""
+        for item in self._open_approval_items():
+            try:
+                ref = WorkItemRef.parse(item)
+                if self._close_moved_approvals(ref):
+                    self._refresh_homes(ref)  # it moved without an event of its own
+                self._remind(ref)
+            except Exception as exc:  # noqa: BLE001 - one item's failure must not stop the rest
+                log.warning("slack: approval sweep of %s failed: %s", item, _describe(exc))
+
+    def _open_approval_items(self) -> list[str]:
+        rows = self.services.store.db().execute(
+            "SELECT DISTINCT item FROM slack_messages WHERE kind = 'approval' AND "
+            "data LIKE '%\"state\": \"open\"%' ORDER BY item").fetchall()
+        return [str(r[0]) for r in rows]
+
+    def _remind(self, ref: WorkItemRef) -> None:
+        """Remind an approval gate that waits longer than ``slack.remindAfterHours``: one
+        thread line and one DM per approver, each at most once a day, for as long as the
+        gate visit waits (issue 12 §2). Times are the engine's clock, which stamped the
+        gate's ``enteredAt``."""
+        state = self.services.store.load(ref)
+        if state is None:
+            return
+        now = self.services.ports.clock.now()
+        after = timedelta(hours=float(
+            self.services.config.section("slack").get("remindAfterHours") or 24))
+        for message in self._approval_messages(ref):
+            gate = GateRef.parse(str(message["data"].get("gate") or ""))
+            record = state.nodes.get(gate.node)
+            if message["data"].get("state") != "open" or state.current_node != gate.node \
+                    or record is None or record.entered_at != gate.entered_at:
+                continue
+            waited = now - _parse_iso(gate.entered_at)
+            if waited >= after:
+                self._remind_gate(ref, gate, message, int(waited.total_seconds() // 3600), now)
+
+    def _remind_gate(self, ref: WorkItemRef, gate: GateRef, message: Mapping[str, Any],
+                     hours: int, now: Any) -> None:
+        users, _unlinked = approver_slack_users(self.services, gate.node)
+        url = self._item_url(ref)
+        if self._due(ref, gate, "", now):
+            text = reminder_text(gate, hours, users, item_url=url)
+            self._refusable(lambda: self._call(
+                "chat_postMessage", channel=message["channel"],
+                thread_ts=self._thread_row(ref)["ts"], text=text, unfurl_links=False))
+            self._reminded(ref, gate, "", message["channel"], now)
+        for user in users:
+            if not self._due(ref, gate, user, now):
+                continue
+            if self._refusable(lambda u=user: self._dm(u, reminder_text(gate, hours, (),
+                                                                         item_url=url))):
+                self._reminded(ref, gate, user, "", now)
+
+    def _dm(self, user: str, text: str) -> bool:
+        if not self._reachable(user):
+            return True  # nobody to read it: counted as done for today
+        opened = self._call("conversations_open", users=user)
+        self._call("chat_postMessage", channel=str(opened["channel"]["id"]), text=text,
+                   unfurl_links=False)
+        return True
+
+    @staticmethod
+    def _refusable(send: Any) -> bool:
+        # A refusal (not an outage) of a reminder is logged once and counts as sent, so
+        # it is not retried on every pass; an outage raises and the next pass retries.
+        try:
+            send()
+        except _Refused as exc:
+            log.warning("slack: reminder refused: %s", exc)
+        return True
+
+    def _due(self, ref: WorkItemRef, gate: GateRef, user: str, now: Any) -> bool:
+        row = self.services.store.db().execute(
+            "SELECT data FROM slack_messages WHERE item = ? AND node = ? AND kind = "
+            "'reminder' AND slack_user = ?", (str(ref), gate.node, user)).fetchone()
+        if row is None:
+            return True
+        last = json.loads(row[0] or "{}")
+        if last.get("gate") != gate.value():
+            return True  # a new visit of the gate: its own reminders
+        return now - _parse_iso(str(last.get("at") or "")) >= timedelta(days=1)
+
+    def _reminded(self, ref: WorkItemRef, gate: GateRef, user: str, channel: str,
+                  now: Any) -> None:
+        self._save_message(ref, gate.node, "reminder", user, channel, "", 0,
+                           {"gate": gate.value(), "at": iso(now)})
 
     def _deliver(self, row_id: int, item: str, event: str, data: str, attempts: int) -> bool:
         try:
@@ -224,10 +321,88 @@ class SlackWorker:
             self._quiz_pending(ref, data)
         elif event in ("quiz-attested", "quiz-stale"):
             self._quiz_update(ref, event, data)
+        elif is_approval_gate(self.services.graph, str(data.get("node") or "")):
+            self._approval_pending(ref, event, data)
         else:
             self._thread_line(ref, event, data)
         if event != "phase-selection-pending":
             self._refresh_status(ref, force=False)
+        self._close_moved_approvals(ref)
+        self._refresh_homes(ref)
+
+    def _refresh_homes(self, ref: WorkItemRef) -> None:
+        # The item moved: whoever's home tab shows it sees the new state (issue 12 §3).
+        for user in homes_to_refresh(self.services, ref):
+            publish_home(self.services, self.client, user)
+
+    # -- approval gates (issue 12 §1, §2) ------------------------------------------------
+    def _approval_pending(self, ref: WorkItemRef, event: str, data: Mapping[str, Any]) -> None:
+        node = str(data.get("node") or "")
+        state = self.services.store.load(ref)
+        record = state.nodes.get(node) if state is not None else None
+        if state is None or state.current_node != node or record is None:
+            self._thread_line(ref, event, data)  # it moved before the notice: no buttons
+            return
+        gate = GateRef(ref, node, record.entered_at)
+        key = {"gate": gate.value(), "state": "open"}
+        if self._same_message(ref, node, "approval", "", key):
+            return  # already posted before a retry
+        self._close_moved_approvals(ref)  # an older visit's message first says it moved
+        thread = self._ensure_thread(ref)
+        if thread is None:
+            return
+        users, unlinked = approver_slack_users(self.services, node)
+        text, blocks = approval_message(
+            gate, description=self.services.graph.node(node).description,
+            waiting_on=users, waiting_logins=unlinked, item_url=self._item_url(ref),
+            event=event)
+        reply = self._call("chat_postMessage", channel=thread["channel"],
+                           thread_ts=thread["ts"], text=text, blocks=_dicts(blocks),
+                           unfurl_links=False)
+        self._save_message(ref, node, "approval", "", thread["channel"], str(reply["ts"]), 0,
+                           key)
+
+    def _close_moved_approvals(self, ref: WorkItemRef) -> int:
+        """Rewrite read-only every open approval message whose gate visit has moved.
+
+        Returns:
+            How many were rewritten.
+        """
+        state = self.services.store.load(ref)
+        closed = 0
+        if state is None:
+            return closed
+        for message in self._approval_messages(ref):
+            if message["data"].get("state") != "open":
+                continue
+            try:
+                gate = GateRef.parse(str(message["data"].get("gate") or ""))
+            except ValueError:
+                continue
+            record = state.nodes.get(gate.node)
+            if state.current_node == gate.node and record is not None \
+                    and record.entered_at == gate.entered_at:
+                continue
+            try:
+                rewrite_message(self.services, self.client, gate, message["channel"],
+                                message["ts"])
+            except SlackApiError as exc:
+                if not _refusal(exc):
+                    raise  # an outage: the next pass tries again
+                # Slack refuses for good (the message was deleted, the channel archived):
+                # stop trying, once, with one log line.
+                log.warning("slack: approval message of %s %s not rewritten: %s", ref,
+                            gate.node, _describe(exc))
+                self._save_message(ref, gate.node, "approval", "", message["channel"],
+                                   message["ts"], message["revision"],
+                                   {"gate": gate.value(), "state": "gone"})
+            closed += 1
+        return closed
+
+    def _approval_messages(self, ref: WorkItemRef) -> list[dict[str, Any]]:
+        nodes = approval_gates(self.services.graph)
+        return [m for node in nodes for m in self._messages(ref, node)
+                if m["kind"] == "approval"]
 
     def _info(self, ref: WorkItemRef) -> IssueInfo:
         return self.services.ports.tracker.issue_info(ref)  # TrackerError: retried
@@ -258,7 +433,7 @@ class SlackWorker:
         status card even while the selection waits, when the item has no card yet."""
         state, decision = self._decision(ref)
         thread = self._thread_row(ref)
-        if state is None or not self.channel or (not decision and not force):
+        if state is None or not self._channel(ref) or (not decision and not force):
             return
         if not force and thread is not None and thread["kind"] == "status" \
                 and thread["node"] == state.current_node:
@@ -273,16 +448,21 @@ class SlackWorker:
         self._put_parent(ref, thread, text, blocks, revision, "status", state.current_node,
                          info.author)
 
+    def _channel(self, ref: WorkItemRef) -> str:
+        """The item's channel: ``slack.channels`` route, else ``slack.channel`` (§5)."""
+        return channel_for(self.services.config.section("slack"), ref)
+
     def _put_parent(self, ref: WorkItemRef, thread: dict[str, Any] | None, text: str,
                     blocks: list[Block], revision: int, kind: str, node: str,
                     author: str = "") -> None:
-        if not self.channel:
+        target = self._channel(ref)
+        if not target:
             log.warning("slack.channel is not configured: no card for %s", ref)
             return
         if thread is None:
-            reply = self._call("chat_postMessage", channel=self.channel,
+            reply = self._call("chat_postMessage", channel=target,
                                text=text, blocks=_dicts(blocks), unfurl_links=False)
-            channel, ts = str(reply.get("channel") or self.channel), str(reply["ts"])
+            channel, ts = str(reply.get("channel") or target), str(reply["ts"])
         else:
             channel, ts = thread["channel"], thread["ts"]
             self._call("chat_update", channel=channel, ts=ts, text=text,
@@ -292,7 +472,7 @@ class SlackWorker:
 
     def _ensure_thread(self, ref: WorkItemRef) -> dict[str, Any] | None:
         thread = self._thread_row(ref)
-        if thread is None and self.channel:
+        if thread is None and self._channel(ref):
             self._refresh_status(ref, force=True)
             thread = self._thread_row(ref)
         return thread
@@ -341,8 +521,12 @@ class SlackWorker:
             self._save_message(ref, node, "dm", user, channel, str(reply["ts"]), 0, key)
         thread = self._ensure_thread(ref)
         if thread is not None and not self._same_message(ref, node, "thread", "", key):
+            _text, line = quiz_pending_notice(  # the thread line mentions them (§2)
+                ref, node, item_url=info.url, location=str(data.get("location") or ""),
+                view_commands=[str(c) for c in data.get("viewCommands") or ()],
+                comment_url_list=key["urls"], waiting_on=self._owners(ref, info))
             reply = self._call("chat_postMessage", channel=thread["channel"],
-                               thread_ts=thread["ts"], text=text, blocks=_dicts(blocks),
+                               thread_ts=thread["ts"], text=text, blocks=_dicts(line),
                                unfurl_links=False)
             self._save_message(ref, node, "thread", "", thread["channel"], str(reply["ts"]), 0,
                                key)
@@ -439,6 +623,25 @@ class SlackWorker:
                 (str(ref), node, kind, user, channel, ts, revision,
                  json.dumps(dict(data), sort_keys=True)),
             )
+
+
+def _refusal(exc: SlackApiError) -> bool:
+    """Whether Slack refused for good (not rate limiting, not an outage)."""
+    response = exc.response
+    if response is None:
+        return False
+    error = str(response.get("error") or "")
+    return not (response.status_code == 429 or response.status_code >= 500
+                or error in _TRANSIENT)
+
+
+def _parse_iso(text: str) -> datetime:
+    # ISO-8601 UTC as the engine and iso() write it; an unreadable one reads as "now"
+    # (no reminder rather than a wrong one).
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.now(UTC)
 
 
 def _dicts(blocks: list[Block]) -> list[dict[str, Any]]:

@@ -123,6 +123,9 @@ class ReviewDecision:
         outcome: the outcome it routes on.
         comment: the reply's URL.
         comment_id: the reply's id.
+        via: ``slack`` when the decision was clicked in Slack (issue 12 §1), else "".
+        text: the words given with a Slack decision ("" otherwise: on GitHub the
+            comment is the record).
     """
 
     by: str
@@ -130,11 +133,18 @@ class ReviewDecision:
     outcome: str
     comment: str
     comment_id: int
+    via: str = ""
+    text: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        """``{by, at, outcome, comment, commentId}``."""
-        return {"by": self.by, "at": self.at, "outcome": self.outcome,
-                "comment": self.comment, "commentId": self.comment_id}
+        """``{by, at, outcome, comment, commentId}``, plus ``via`` and ``text`` for a
+        decision made in Slack."""
+        doc: dict[str, Any] = {"by": self.by, "at": self.at, "outcome": self.outcome,
+                               "comment": self.comment, "commentId": self.comment_id}
+        if self.via:
+            doc["via"] = self.via
+            doc["text"] = self.text
+        return doc
 
 
 @dataclass(frozen=True)

@@ -63,6 +63,9 @@ __all__ = [
     "phase_selection_node_id",
     "markdown_to_mrkdwn",
     "phase_selection_card",
+    "node_option",
+    "stage_of",
+    "phase_chunks",
     "status_card",
     "truncate",
     "escape",
@@ -170,13 +173,13 @@ def _state_chunks(values: Mapping[str, Any], prefix: str) -> dict[int, set[str]]
 
 
 def _group_rows(
-    values: Mapping[str, Any], prefix: str, tokens: Sequence[str], default: bool
+    values: Mapping[str, Any], prefix: str, chunks: Sequence[Sequence[str]], default: bool
 ) -> list[Row]:
     # A chunk whose block is absent from the state keeps its defaults; a value that is not
     # one of the chunk's own options is ignored (a payload cannot move a row between groups).
     present = _state_chunks(values, prefix)
     rows: list[Row] = []
-    for index, chunk in enumerate(chunked(list(tokens))):
+    for index, chunk in enumerate(chunks):
         chosen = present.get(index)
         rows += [Row(t, default if chosen is None else t in chosen) for t in chunk]
     return rows
@@ -197,10 +200,11 @@ def state_rows(graph: Graph, values: Mapping[str, Any] | None) -> list[Row]:
     """
     rows = card_rows(graph)
     values = values or {}
-    out = _group_rows(values, ids.BLOCK_PHASES, [n.id for n in rows.default_on], True)
-    out += _group_rows(values, ids.BLOCK_OPT_INS, [n.id for n in rows.opt_in], False)
+    phases = [[n.id for n in chunk] for _stage, chunk in phase_chunks(graph, rows)]
+    out = _group_rows(values, ids.BLOCK_PHASES, phases, True)
+    out += _group_rows(values, ids.BLOCK_OPT_INS, chunked([n.id for n in rows.opt_in]), False)
     if rows.explainer:
-        out += _group_rows(values, ids.BLOCK_SETTINGS, [ids.EXPLAINER_VALUE], True)
+        out += _group_rows(values, ids.BLOCK_SETTINGS, [[ids.EXPLAINER_VALUE]], True)
     return out
 
 
@@ -267,15 +271,68 @@ def _node_rows(nodes: Sequence[Node], heading: str, block_id: str, action_id: st
     # 75-character option text may have cut.
     if not nodes:
         return []
-    options = [_option(n.id, n.id, n.description) for n in nodes]
+    options = [node_option(n) for n in nodes]
     checks = _checkbox_blocks(block_id, action_id, options, ticked, revision)
     return [_section(heading), *checks,
             *_full_text_context((n.id, n.description) for n in nodes)]
 
 
-def _phase_blocks(rows: CardRows, revision: int) -> list[Block]:
-    return _node_rows(rows.default_on, "*Phases* — ticked phases run; untick one to skip it.",
-                      ids.BLOCK_PHASES, ids.ACTION_PHASES, True, revision)
+def node_option(node: Node) -> Option:
+    """A checkbox option for ``node``: ``<id> — <description>`` cut to Block Kit's 75
+    characters as its text, the description (itself cut to 75, NOTES.md §1) as the
+    option's description, so a newcomer reads what a row means (issue 12 §4)."""
+    label = f"{node.id} — {node.description}" if node.description else node.id
+    return _option(node.id, label, node.description)
+
+
+def _phase_blocks(graph: Graph, rows: CardRows, revision: int) -> list[Block]:
+    # One checkbox element per stage (split at 10), each under its stage's name; the
+    # chunk index in the block id counts across stages, as state_rows reads it back.
+    blocks: list[Block] = [_section("*Phases* — ticked phases run; untick one to skip it.")]
+    index = 0
+    for stage, chunk in phase_chunks(graph, rows):
+        element = CheckboxesElement(action_id=ids.ACTION_PHASES,
+                                    options=[node_option(n) for n in chunk],
+                                    initial_options=[node_option(n) for n in chunk])
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"*{escape(stage)}*")]))
+        blocks.append(ActionsBlock(block_id=ids.block_id(ids.BLOCK_PHASES, revision, index),
+                                   elements=[element]))
+        index += 1
+    blocks += _full_text_context((n.id, n.description) for n in rows.default_on)
+    return blocks
+
+
+def stage_of(graph: Graph) -> dict[str, str]:
+    """Node id -> its stage: the ``phase:`` label in force there (a node without one is in
+    its predecessor's stage in declaration order), ``Other`` before any phase.
+
+    Returns:
+        A title-cased stage name per node (``Requirements``, ``Needs review``).
+    """
+    out: dict[str, str] = {}
+    current = ""
+    for node in graph.ordered():
+        current = node.phase or current
+        out[node.id] = (current.replace("-", " ").capitalize() if current else "Other")
+    return out
+
+
+def phase_chunks(graph: Graph, rows: CardRows | None = None
+                 ) -> list[tuple[str, tuple[Node, ...]]]:
+    """The phase rows grouped by stage, in order, each group split at 10 options.
+
+    Returns:
+        ``(stage, nodes)`` per checkbox element; the list index is the block id's index.
+    """
+    rows = rows or card_rows(graph)
+    stages = stage_of(graph)
+    groups: list[tuple[str, list[Node]]] = []
+    for node in rows.default_on:
+        stage = stages.get(node.id, "Other")
+        if not groups or groups[-1][0] != stage:
+            groups.append((stage, []))
+        groups[-1][1].append(node)
+    return [(stage, tuple(chunk)) for stage, nodes in groups for chunk in chunked(nodes)]
 
 
 def _opt_in_blocks(rows: CardRows, revision: int) -> list[Block]:
@@ -317,7 +374,7 @@ def phase_selection_card(
     blocks: list[Block] = [
         _header(f"Phase selection · {info.ref}"),
         _section(_item_link(info)),
-        *_phase_blocks(rows, revision),
+        *_phase_blocks(graph, rows, revision),
         *_opt_in_blocks(rows, revision),
         *_settings_blocks(rows, revision),
         *_protected_line(rows),

@@ -19,6 +19,15 @@ __all__ = [
     "ACTION_EXECUTE",
     "ACTION_OPEN_COMMENT",
     "ACTION_OPEN_ITEM",
+    "ACTION_APPROVE",
+    "ACTION_APPROVE_COMMENTS",
+    "ACTION_REQUEST_CHANGES",
+    "ACTION_DECISION_TEXT",
+    "ACTION_OPEN_EXPLAINER",
+    "VIEW_DECISION",
+    "BLOCK_APPROVAL",
+    "BLOCK_DECISION_TEXT",
+    "BLOCK_HOME",
     "BLOCK_PHASES",
     "BLOCK_OPT_INS",
     "BLOCK_SETTINGS",
@@ -38,6 +47,14 @@ ACTION_SETTINGS = "loopgate.settings"
 ACTION_EXECUTE = "loopgate.execute"
 ACTION_OPEN_COMMENT = "loopgate.open_comment"
 ACTION_OPEN_ITEM = "loopgate.open_item"
+# The approval gates' thread message (issue 12 §1) and its modal.
+ACTION_APPROVE = "loopgate.approve"
+ACTION_APPROVE_COMMENTS = "loopgate.approve_comments"
+ACTION_REQUEST_CHANGES = "loopgate.request_changes"
+ACTION_DECISION_TEXT = "loopgate.decision_text"
+ACTION_OPEN_EXPLAINER = "loopgate.open_explainer"
+#: The decision modal's ``callback_id``.
+VIEW_DECISION = "loopgate.decision"
 
 # -- block id prefixes -----------------------------------------------------------------
 BLOCK_PHASES = "loopgate.phases"
@@ -45,6 +62,9 @@ BLOCK_OPT_INS = "loopgate.opt_ins"
 BLOCK_SETTINGS = "loopgate.settings"
 BLOCK_EXECUTE = "loopgate.execute"
 BLOCK_NOTICE = "loopgate.notice"
+BLOCK_APPROVAL = "loopgate.approval"
+BLOCK_DECISION_TEXT = "loopgate.decision_text"
+BLOCK_HOME = "loopgate.home"
 
 #: The checkbox groups of the phase-selection card, by block prefix.
 CHECKBOX_GROUPS = (BLOCK_PHASES, BLOCK_OPT_INS, BLOCK_SETTINGS)

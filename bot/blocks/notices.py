@@ -39,7 +39,7 @@ _QUIZ_SUBJECT = {
     "code-quiz": "read the explainer of the change and take the code quiz before review",
 }
 _EVENT_LINES = {
-    "phase-approval-pending": "🧑‍⚖️ `{node}` waits for an approval on GitHub",
+    "phase-approval-pending": "🧑‍⚖️ `{node}` waits for an approval",
     "pr-review-pending": "👀 a pull request review is requested (`{node}`)",
     "conflict-escalated": "⚠️ escalated at `{node}`: a person has to decide",
     "work-item-complete": "🏁 the work item is complete",
@@ -95,6 +95,7 @@ def quiz_pending_notice(
     view_commands: Sequence[str] = (),
     comment_url_list: Sequence[str] = (),
     revision: int = 0,
+    waiting_on: Sequence[str] = (),
 ) -> tuple[str, list[Block]]:
     """A quiz waits: which quiz, where the explainer is, and a button to the comment.
 
@@ -106,6 +107,8 @@ def quiz_pending_notice(
         view_commands: copy-paste commands for a committed HTML page.
         comment_url_list: the GitHub comments where the box is ticked (first gets a button).
         revision: the message revision.
+        waiting_on: Slack user ids the quiz waits on, mentioned (the thread line; a DM
+            goes to them already) — issue 12 §2.
     """
     name = quiz_name(node)
     subject = _QUIZ_SUBJECT.get(node, "take the quiz")
@@ -118,6 +121,10 @@ def quiz_pending_notice(
         block_id=ids.block_id(ids.BLOCK_NOTICE, revision, 0))]
     if comment_url_list:
         blocks.append(_button(comment_url_list[0], revision, 1))
+    if waiting_on:
+        who = ", ".join(f"<@{u}>" for u in dict.fromkeys(waiting_on))
+        blocks.append(ContextBlock(elements=[MarkdownTextObject(text=f"Waiting on: {who}")],
+                                   block_id=ids.block_id(ids.BLOCK_NOTICE, revision, 2)))
     return text, blocks
 
 

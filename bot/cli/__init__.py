@@ -4,7 +4,8 @@ Subcommands live in small modules, each with ``register(group)``:
 ``graph_cmd`` (graph show/validate), ``item_cmd`` (start, advance, complete, skip, force,
 check, comments, events), ``explainer_cmd`` (explainer render/check/redact, briefing),
 ``serve_cmd`` (serve, poll), ``config_cmd`` (config check/reference), ``effects_cmd``
-(effects list/retry: the outbox), ``ops_cmd`` (status, backup, db migrate).
+(effects list/retry: the outbox), ``ops_cmd`` (status, backup, db migrate), ``slack_cmd``
+(slack preview: Block Kit JSON).
 
 Exit codes: 0 success; 1 a refusal or an unmet ``--fail-on`` condition; 2 a usage,
 configuration or graph error (click's own usage errors are 2 as well).
@@ -26,6 +27,7 @@ from bot.cli import (
     serve_cmd,
 )
 from bot.cli.context import CliContext
+from bot.cli.slack_cmd import register as register_slack
 
 __all__ = ["main", "cli"]
 
@@ -93,6 +95,7 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
 for _module in (graph_cmd, item_cmd, effects_cmd, explainer_cmd, serve_cmd, config_cmd,
                 ops_cmd):
     _module.register(cli)
+register_slack(cli)  # slack preview approval|home (issue 12)
 
 
 def main() -> None:

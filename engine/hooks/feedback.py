@@ -29,6 +29,12 @@ from engine.hooks.common import (
     is_self_authored,
     latest,
 )
+from engine.hooks.slack_decision import (
+    VIA_SLACK,
+    from_slack,
+    mirror_slack_decision,
+    reply_words,
+)
 from engine.outcomes import APPROVED, APPROVED_WITH_COMMENTS, CHANGES_REQUESTED
 from engine.ports import Comment
 from engine.records import ReviewDecision
@@ -67,10 +73,12 @@ class Feedback:
     outcome: str
     comment: Comment
 
-    def decision(self, at: str) -> ReviewDecision:
-        """The gate's :class:`~engine.records.ReviewDecision` (``by`` is ``@login``)."""
+    def decision(self, at: str, via: str = "") -> ReviewDecision:
+        """The gate's :class:`~engine.records.ReviewDecision` (``by`` is ``@login``;
+        ``via`` is ``slack`` for a Slack click, whose words are kept as ``text``)."""
+        words = reply_words(self.comment.body) if via else ""
         return ReviewDecision(at_login(self.comment.author), at, self.outcome,
-                              self.comment.url, self.comment.id)
+                              self.comment.url, self.comment.id, via, words)
 
 
 def classify_text(body: str | None) -> str | None:
@@ -139,10 +147,13 @@ def classify_feedback(ctx: HookContext) -> HookResult:
     feedback = latest_feedback(ctx)
     if feedback is None:
         return HookResult.wait(_waiting_reason(ctx))
+    via = VIA_SLACK if from_slack(ctx) else ""
+    if via:  # a Slack click is mirrored on the issue: GitHub stays the record (issue 12 §1)
+        mirror_slack_decision(ctx, feedback.outcome, feedback.comment)
     return HookResult.passed(
         f"{feedback.outcome} by {at_login(feedback.comment.author)}",
         outcome=feedback.outcome,
-        decision=feedback.decision(ctx.now_iso()),
+        decision=feedback.decision(ctx.now_iso(), via),
     )
 
 

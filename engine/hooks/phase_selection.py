@@ -188,7 +188,8 @@ def _checklist_body(graph: Graph, settings: EngineSettings, limit: int | None) -
         f"and reply with just `{keyword}`, or paste this checklist into your reply (a "
         "checklist in the reply wins). Only replies from authorized users count.",
         "",
-        *[f"- [x] {n.id}" for n in rows.default_on],
+        # Each row says what it is (issue 12 §4); the token stays first, so it parses.
+        *[_described(n, limit).replace("- [ ]", "- [x]", 1) for n in rows.default_on],
     ]
     if rows.opt_in:
         parts += ["", f"{OPTIONAL_HEADING} These do not run by default:", ""]

@@ -53,6 +53,9 @@ SPEC_RECORD = """## Spec explainer
 """
 
 
+LOCKED_REQUIREMENTS = "---\nstatus: approved\n---\n# R\n\n## Requirements\n\n- x\n"
+
+
 class MutableClock:
     """A clock the test moves by hand (starts 2026-03-01T12:00:00Z)."""
 
@@ -152,6 +155,23 @@ class SlackWorld:
         [comment] = self.comments("the-loop:quiz spec-quiz")
         return comment
 
+    def walk_to_requirements_approval(self) -> ItemState:
+        """Start, select on GitHub (alice) without brainstorming, write a locked
+        requirements.md: the item waits at requirements-approval."""
+        self.start()
+        self.reply_on_github("alice", "the-loop execute\n- [ ] brainstorming")
+        self.artifacts.write(REF, "requirements.md", LOCKED_REQUIREMENTS)
+        state = self.services.runtime.complete(REF, "requirements-definition", "agent")
+        assert state.current_node == "requirements-approval", state.parked
+        return state
+
+    def approval_message(self) -> Any:
+        """The posted approval message of requirements-approval (after a drain)."""
+        posts = [c for c in self.fake.calls_to("chat.postMessage")
+                 if "` waits for an approval" in str(c.args.get("text"))]
+        assert posts, [c.method for c in self.fake.calls]
+        return posts[-1]
+
     def tick_quiz(self, comment: Comment, editor: str) -> ItemState:
         body = comment.body.replace(attestation_line("spec"), attestation_line("spec", True))
         self.tracker.edit_comment(comment.id, body, editor)
@@ -249,6 +269,45 @@ def execute_body(world: SlackWorld, user: str, values: Mapping[str, Any] | None 
         "actions": [{"action_id": ids.ACTION_EXECUTE, "block_id": "loopgate.execute.r0.0",
                      "text": {"type": "plain_text", "text": "Execute"}, "value": str(REF),
                      "style": "primary", "type": "button", "action_ts": "1596530385.194939"}],
+    }
+
+
+def approval_click(world: SlackWorld, user: str, action_id: str, value: str, *,
+                   ts: str, blocks: Sequence[Mapping[str, Any]] = ()) -> dict[str, Any]:
+    """A ``block_actions`` payload of an approval gate's button (fixture shape)."""
+    return {
+        "type": "block_actions",
+        "team": {"id": "T111", "domain": "workspace-domain"},
+        "user": {"id": user, "username": user.lower(), "team_id": "T111"},
+        "api_app_id": "A111", "token": "verification_token",
+        "container": {"type": "message", "message_ts": ts, "channel_id": CHANNEL,
+                      "is_ephemeral": False, "thread_ts": "1503435956.000001"},
+        "trigger_id": "111.222.valid",
+        "channel": {"id": CHANNEL, "name": "loopgate"},
+        "message": {"type": "message", "ts": ts, "blocks": list(blocks)},
+        "state": {"values": {}},
+        "response_url": world.fake.response_url,
+        "actions": [{"action_id": action_id, "block_id": "loopgate.approval.r0.0",
+                     "text": {"type": "plain_text", "text": "Approve"}, "value": value,
+                     "type": "button", "action_ts": "1596530385.194939"}],
+    }
+
+
+def view_submission(view: Mapping[str, Any], user: str, text: str | None) -> dict[str, Any]:
+    """A ``view_submission`` of ``view`` (as opened) with ``text`` typed (fixture shape,
+    ``/work/shared/fixtures/slack/interactivity/view_submission.json``)."""
+    values: dict[str, Any] = {}
+    if text is not None:
+        values = {ids.BLOCK_DECISION_TEXT: {ids.ACTION_DECISION_TEXT: {
+            "type": "plain_text_input", "value": text}}}
+    return {
+        "type": "view_submission",
+        "team": {"id": "T111", "domain": "workspace-domain"},
+        "user": {"id": user, "username": user.lower(), "team_id": "T111"},
+        "api_app_id": "A111", "token": "verification_token", "trigger_id": "111.222.view",
+        "view": {**dict(view), "id": "V111", "team_id": "T111", "app_id": "A111",
+                 "state": {"values": values}, "hash": "1596530361.3wRYuk3R"},
+        "response_urls": [],
     }
 
 

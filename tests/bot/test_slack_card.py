@@ -52,7 +52,11 @@ def test_card_for_the_shipped_graph_ticks_defaults_offers_opt_ins_and_the_explai
         "*<https://github.com/acme/widgets/issues/7|acme/widgets#7>* "
         "Add a &lt;widget&gt; &amp; more")
     phases = _checkbox_elements(blocks, ids.BLOCK_PHASES)
-    assert [len(el["options"]) for el in phases] == [10, 5]
+    # One element per stage (issue 12 §4), each under its stage's name.
+    assert [len(el["options"]) for el in phases] == [1, 2, 1, 2, 1, 1, 1, 6]
+    stages = [b["elements"][0]["text"] for b in blocks if b["type"] == "context"][:8]
+    assert stages == ["*Brainstorming*", "*Requirements*", "*Design*", "*Test planning*",
+                      "*Tasks*", "*Implementation*", "*Verification*", "*Needs review*"]
     values = [o["value"] for el in phases for o in el["options"]]
     assert values == list(DEFAULT_ON)
     for el in phases:  # every default-on row ticked
@@ -149,9 +153,10 @@ def test_untouched_blocks_keep_their_defaults() -> None:
 
 def test_state_of_one_chunk_does_not_touch_the_other_chunks() -> None:
     graph = shipped_graph()
-    # Only the second phase chunk is in the state, with "evidence" unticked.
-    values = state_values(phases={1: ["critic-review", "security-review", "capability-docs",
-                                      "reviewer-briefing"]}, opt_ins=["design-critic-review"])
+    # Only the last phase chunk (stage "Needs review") is in the state, "evidence" unticked.
+    values = state_values(phases={7: ["self-review", "critic-review", "security-review",
+                                      "capability-docs", "reviewer-briefing"]},
+                          opt_ins=["design-critic-review"])
 
     selection = selection_from_state(graph, values)
 
@@ -226,3 +231,24 @@ def test_card_rows_match_the_github_checklist_sections() -> None:
 ])
 def test_truncate(text: str, limit: int, expected: str) -> None:
     assert truncate(text, limit) == expected
+
+
+def test_every_node_of_the_shipped_graph_has_a_one_line_description_shown_on_the_card() -> None:
+    # Issue 12 §4: a newcomer reads what each row means; text within 75, full text in the
+    # option's description.
+    graph = shipped_graph()
+    assert all(n.description and "\n" not in n.description for n in graph.ordered())
+    blocks = _dicts(phase_selection_card(graph, INFO))
+    options = {o["value"]: o for el in _checkbox_elements(blocks, ids.BLOCK_PHASES)
+               for o in el["options"]}
+    assert options["requirements-approval"]["text"]["text"] == (
+        "requirements-approval — a person approves the requirements or requests changes"[:74]
+        .rstrip() + "…")
+    assert options["requirements-approval"]["description"]["text"] == (
+        "a person approves the requirements or requests changes")
+    assert options["evidence"]["text"]["text"] == (
+        "evidence — collect the evidence that each requirement is met")
+    for option in options.values():
+        node = graph.node(option["value"])
+        assert len(option["text"]["text"]) <= 75
+        assert option["description"]["text"] == node.description  # the full text

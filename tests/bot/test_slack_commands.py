@@ -90,7 +90,7 @@ def test_check_of_a_waiting_gate_says_waiting_with_the_reason(world: SlackWorld)
 
 def test_check_errors_are_plain_sentences(world: SlackWorld) -> None:
     assert _loop(world, "UALICE", "check nope")["text"] == (
-        "not a work item reference: 'nope' (expected owner/repo#N)")
+        "not a work item reference: 'nope' (expected owner/repo#N or an issue URL)")
     assert _loop(world, "UALICE", "check acme/widgets#99")["text"] == (
         "acme/widgets#99 is not started.")
     assert _loop(world, "UALICE", "check a b")["text"].startswith("Usage: `/loop check")

@@ -20,12 +20,15 @@ METHOD_SCOPES = {
     "chat.postEphemeral": "chat:write",
     "conversations.open": "im:write",
     "users.info": "users:read",
+    "views.open": None,  # modals need no scope (a trigger_id is the permission)
+    "views.publish": None,  # the App Home tab needs no scope
     "auth.test": None,  # no scope (Bolt calls it once to learn the bot's identity)
 }
 #: Bolt helpers that call a Web API method.
 HELPER_METHODS = {"say": "chat.postMessage"}
 #: Subscribed events -> their scope.
-EVENT_SCOPES = {"app_mention": "app_mentions:read"}
+EVENT_SCOPES = {"app_mention": "app_mentions:read",
+                "app_home_opened": None}  # the App Home tab's event needs no scope
 _CALL = re.compile(r"\b(?:client\.|_call\(\")(?P<name>(?:chat|conversations|users|views|"
                    r"reactions|apps|auth)_[A-Za-z]+)")
 _HELPER = re.compile(r"\b(?P<name>say)\(")
@@ -76,6 +79,20 @@ def test_manifest_declares_the_bot_the_command_interactivity_and_socket_mode(
     assert settings["event_subscriptions"]["bot_events"] == list(EVENT_SCOPES)
 
 
+def test_manifest_adds_the_home_tab_and_no_scope_for_the_new_features(
+    manifest: dict[str, Any],
+) -> None:
+    # Issue 12 §7: the home tab, app_home_opened and interactivity (buttons, modals) need
+    # no scope beyond what loopgate already had (views.open/views.publish take none).
+    assert manifest["features"]["app_home"] == {
+        "home_tab_enabled": True, "messages_tab_enabled": True,
+        "messages_tab_read_only_enabled": True}
+    assert "app_home_opened" in manifest["settings"]["event_subscriptions"]["bot_events"]
+    assert manifest["settings"]["interactivity"] == {"is_enabled": True}
+    assert sorted(manifest["oauth_config"]["scopes"]["bot"]) == [
+        "app_mentions:read", "chat:write", "commands", "im:write", "users:read"]
+
+
 def test_every_method_the_code_calls_maps_to_a_declared_scope_and_nothing_more(
     manifest: dict[str, Any], repo_root: Path,
 ) -> None:
@@ -85,7 +102,7 @@ def test_every_method_the_code_calls_maps_to_a_declared_scope_and_nothing_more(
     assert {"chat.postMessage", "chat.update", "chat.postEphemeral", "conversations.open",
             "users.info"} <= called
     needed = {METHOD_SCOPES[m] for m in called if METHOD_SCOPES[m]}
-    needed |= set(EVENT_SCOPES.values())
+    needed |= {scope for scope in EVENT_SCOPES.values() if scope}
     needed.add("commands")  # the /loop slash command
 
     assert sorted(manifest["oauth_config"]["scopes"]["bot"]) == sorted(needed)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from engine.effects import MAX_BODY, effect_marker
+from engine.graph.compiler import shipped_graph
 from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER, SELF_MARKER
 from engine.hooks.phase_selection import (
     CHECKLIST_BUDGET,
@@ -90,7 +91,10 @@ def test_checklist_ticks_default_on_rows_and_hides_explainer_nodes() -> None:
         "capability-docs",
         "reviewer-briefing",
     ]:
-        assert f"- [x] {node}" in lines
+        # Each row carries its one-line description beside it (issue 12 §4).
+        description = shipped_graph().node(node).description
+        assert description
+        assert f"- [x] {node} — {description}" in lines
     for node in EXPLAINER_NODES:
         assert not any(node in line and "[" in line for line in lines), node
 

@@ -97,6 +97,7 @@ class _Plan:
     errors: dict[str, str] = field(default_factory=dict)  # method -> error code
     down: bool = False
     users: dict[str, dict[str, Any]] = field(default_factory=dict)  # users.info overrides
+    socket_url: str = ""  # what apps.connections.open answers (Socket Mode)
 
 
 class FakeSlack(LoopbackServer):
@@ -115,9 +116,6 @@ class FakeSlack(LoopbackServer):
         self._examples = _examples()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
-        #: Socket Mode: returns the URL ``apps.connections.open`` hands out
-        #: (:meth:`tests.fakes.slack_socket.FakeSocketMode.attach`); None: Slack's example.
-        self.socket_url: Any = None
 
     # -- lifecycle (start/stop/with: LoopbackServer) --------------------------------------
     def _make_server(self) -> ThreadingHTTPServer:
@@ -171,6 +169,12 @@ class FakeSlack(LoopbackServer):
         (e.g. ``deleted=True``, ``is_bot=True``)."""
         with self._lock:
             self._plan.users[user_id] = dict(fields)
+
+    def set_socket_url(self, url: str) -> None:
+        """Answer ``apps.connections.open`` with this WebSocket URL (a
+        :class:`tests.fakes.slack_socket.FakeSocketMode`'s)."""
+        with self._lock:
+            self._plan.socket_url = url
 
     def set_down(self, down: bool) -> None:
         """While down, every call answers HTTP 503 (a Slack outage)."""
@@ -257,6 +261,9 @@ class FakeSlack(LoopbackServer):
             error = self._plan.errors.get(call.method)
         if error is not None:
             return 200, {"ok": False, "error": error}, {}
+        refused = _token_refusal(call)
+        if refused:
+            return 200, {"ok": False, "error": refused}, {}
         return 200, self._success(call), {}
 
     def _success(self, call: SlackCall) -> dict[str, Any]:
@@ -278,11 +285,31 @@ class FakeSlack(LoopbackServer):
             with self._lock:
                 override = dict(self._plan.users.get(user_id, {}))
             example["user"] = {**example.get("user", {}), "id": user_id, **override}
-        elif call.method == "apps.connections.open" and self.socket_url is not None:
-            example["url"] = self.socket_url()
         elif call.method == "chat.postEphemeral":
             example["message_ts"] = f"1502210682.{next(self._ts):06d}"
+        elif call.method == "apps.connections.open":
+            with self._lock:
+                example = {"ok": True, "url": self._plan.socket_url}
+        elif call.method in ("views.publish", "views.open"):
+            view = args.get("view")
+            view = json.loads(view) if isinstance(view, str) else dict(view or {})
+            example = {"ok": True, "view": {**view, "id": "V" + f"{next(self._ts):08d}"}}
         return example
+
+
+def _token_refusal(call: SlackCall) -> str:
+    # Slack's token types: apps.connections.open takes only the app-level token (xapp-);
+    # every other method here takes the bot token (xoxb-). The wrong type answers
+    # not_allowed_token_type (docs.slack.dev, apps.connections.open "Errors").
+    auth = call.headers.get("authorization", "")
+    if not auth.startswith("Bearer "):
+        return ""
+    app_token = auth.startswith("Bearer xapp-")
+    if call.method == "apps.connections.open" and not app_token:
+        return "not_allowed_token_type"
+    if call.method != "apps.connections.open" and app_token:
+        return "not_allowed_token_type"
+    return ""
 
 
 # -- signing helpers -------------------------------------------------------------------

@@ -1,201 +1,195 @@
-"""A loopback Slack Socket Mode endpoint: a real WebSocket server (RFC 6455) on 127.0.0.1.
+"""A loopback Slack Socket Mode server: a real WebSocket server on 127.0.0.1 speaking
+Slack's envelope protocol (issue 12 §7; docs.slack.dev "Using Socket Mode"):
 
-How Slack behaves, and so this fake (platform-facts C6; docs.slack.dev, apps.connections.open
-and "Using Socket Mode"):
+* on connect the server sends ``{"type": "hello", "num_connections": 1,
+  "connection_info": {"app_id": …}, "debug_info": {…}}``;
+* each delivery is an envelope ``{"envelope_id", "type": "events_api" | "interactive" |
+  "slash_commands", "payload", "accepts_response_payload", "retry_attempt",
+  "retry_reason"}``;
+* the app acknowledges with ``{"envelope_id": …}``, optionally with a ``payload`` (the
+  ack's body: a slash command's reply, a modal's ``response_action``);
+* the server may say ``{"type": "disconnect", "reason": "refresh_requested"}``.
 
-* the app calls ``apps.connections.open`` with its app-level token and gets
-  ``{"ok": true, "url": "wss://…/link/?ticket=…&app_id=…"}`` — :class:`FakeSlack` answers
-  with this server's ``ws://`` URL once :meth:`FakeSocketMode.attach` ran;
-* the client opens the WebSocket there (``GET`` with ``Upgrade: websocket``; the server
-  answers ``101`` with ``Sec-WebSocket-Accept``) and Slack first sends
-  ``{"type": "hello", "num_connections": 1, …}``;
-* pings are answered with pongs carrying the same payload; client frames are masked,
-  server frames are not;
-* Slack ends a connection with ``{"type": "disconnect", "reason": …}`` and a close frame;
-  :meth:`FakeSocketMode.drop` does that to every open connection.
-
-Driven in tests through slack_sdk's own builtin ``SocketModeClient`` (what Bolt's
-``SocketModeHandler`` runs).
+The app finds the URL through ``apps.connections.open`` (app-level token) — point
+:class:`tests.fakes.slack.FakeSlack` at :attr:`FakeSocketMode.url` with
+``set_socket_url``. Built on the ``websockets`` library's threaded server.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import itertools
 import json
-import socket
-import struct
 import threading
+import time
+import uuid
 from typing import Any
+
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.server import Server, ServerConnection, serve
 
 __all__ = ["FakeSocketMode"]
 
-_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"  # RFC 6455 §1.3
-TEXT, CLOSE, PING, PONG = 0x1, 0x8, 0x9, 0xA
-
-
-def _frame(opcode: int, payload: bytes) -> bytes:
-    """One unmasked, final frame (server to client)."""
-    head = bytes([0x80 | opcode])
-    size = len(payload)
-    if size < 126:
-        return head + bytes([size]) + payload
-    if size < 65536:
-        return head + bytes([126]) + struct.pack("!H", size) + payload
-    return head + bytes([127]) + struct.pack("!Q", size) + payload
-
-
-def _read_exact(conn: socket.socket, size: int) -> bytes:
-    data = b""
-    while len(data) < size:
-        chunk = conn.recv(size - len(data))
-        if not chunk:
-            raise ConnectionError("closed")
-        data += chunk
-    return data
-
-
-def _read_frame(conn: socket.socket) -> tuple[int, bytes]:
-    first, second = _read_exact(conn, 2)
-    size = second & 0x7F
-    if size == 126:
-        size = struct.unpack("!H", _read_exact(conn, 2))[0]
-    elif size == 127:
-        size = struct.unpack("!Q", _read_exact(conn, 8))[0]
-    mask = _read_exact(conn, 4) if second & 0x80 else b"\0\0\0\0"
-    data = _read_exact(conn, size)
-    return first & 0x0F, bytes(b ^ mask[i % 4] for i, b in enumerate(data))
-
 
 class FakeSocketMode:
-    """The WebSocket side of Socket Mode. Use as a context manager.
+    """The fake Socket Mode server; a context manager.
 
     Attributes:
-        connections: how many WebSocket handshakes succeeded so far.
-        received: text frames the app sent (its envelope acks), parsed.
+        acks: envelope id -> the app's ack message (``{"envelope_id"[, "payload"]}``).
+        connections: how many WebSocket sessions were opened so far (reconnects count).
+        ack_times: envelope id -> seconds from sending the envelope to receiving its ack.
     """
 
-    def __init__(self) -> None:
-        self._server = socket.create_server(("127.0.0.1", 0))
-        self._open: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._tickets = itertools.count(1)
-        self._threads: list[threading.Thread] = []
-        self._stopped = threading.Event()
+    def __init__(self, app_id: str = "A111") -> None:
+        self.app_id = app_id
+        self.acks: dict[str, dict[str, Any]] = {}
+        self.ack_times: dict[str, float] = {}
         self.connections = 0
-        self.received: list[Any] = []
+        self._sent_at: dict[str, float] = {}
+        self._cond = threading.Condition()
+        self._conns: list[ServerConnection] = []
+        self._server: Server | None = None
+        self._thread: threading.Thread | None = None
 
-    # -- lifecycle -----------------------------------------------------------------------
-    def __enter__(self) -> FakeSocketMode:
-        thread = threading.Thread(target=self._accept, name="fake-socket-mode", daemon=True)
-        thread.start()
-        self._threads.append(thread)
+    # -- lifecycle ---------------------------------------------------------------------
+    def start(self) -> FakeSocketMode:
+        """Listen on 127.0.0.1 (free port) and serve in a thread; returns self."""
+        self._server = serve(self._session, "127.0.0.1", 0)
+        self._thread = threading.Thread(target=self._server.serve_forever,
+                                        name="fake-socket-mode", daemon=True)
+        self._thread.start()
         return self
 
+    def stop(self) -> None:
+        """Close every connection, stop serving and join the thread."""
+        with self._cond:
+            conns = list(self._conns)
+        for conn in conns:
+            conn.close()
+        if self._server is not None:
+            self._server.shutdown()
+        if self._thread is not None:
+            self._thread.join(5)
+        self._server = None
+
+    def __enter__(self) -> FakeSocketMode:
+        return self.start()
+
     def __exit__(self, *exc: object) -> None:
-        self._stopped.set()
-        self._server.close()
-        self.drop()
-        for thread in self._threads:
-            thread.join(5)
+        self.stop()
 
     @property
     def url(self) -> str:
-        """A fresh connection URL, as ``apps.connections.open`` hands them out."""
-        port = self._server.getsockname()[1]
-        return f"ws://127.0.0.1:{port}/link/?ticket={next(self._tickets)}&app_id=A0FAKEAPP"
+        """The ``wss://``-style URL apps.connections.open hands out (``ws://`` here)."""
+        assert self._server is not None, "FakeSocketMode is not started"
+        port = self._server.socket.getsockname()[1]
+        return f"ws://127.0.0.1:{port}/link/?ticket={uuid.uuid4()}&app_id={self.app_id}"
 
     def attach(self, slack: Any) -> None:
         """Make ``slack`` (a :class:`~tests.fakes.slack.FakeSlack`) answer
-        ``apps.connections.open`` with this server's URLs."""
-        slack.socket_url = lambda: self.url
+        ``apps.connections.open`` with this server's URL."""
+        slack.set_socket_url(self.url)
 
     @property
     def open_connections(self) -> int:
-        """WebSocket connections open now."""
-        with self._lock:
-            return len(self._open)
+        """WebSocket sessions open now."""
+        with self._cond:
+            return len(self._conns)
 
-    def drop(self, reason: str = "link_disabled") -> None:
-        """End every open connection as Slack does: a ``disconnect`` message, a close
-        frame, then the TCP connection closes."""
-        with self._lock:
-            conns, self._open = list(self._open), []
-        for conn in conns:
-            try:
-                message = {"type": "disconnect", "reason": reason,
-                           "debug_info": {"host": "fake-socket-mode"}}
-                conn.sendall(_frame(TEXT, json.dumps(message).encode()))
-                conn.sendall(_frame(CLOSE, struct.pack("!H", 1001)))
-                conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # already gone: dropped all the same
-            conn.close()
-
-    # -- serving -------------------------------------------------------------------------
-    def _accept(self) -> None:
-        while not self._stopped.is_set():
-            try:
-                conn, _ = self._server.accept()
-            except OSError:
-                return
-            thread = threading.Thread(target=self._serve, args=(conn,), daemon=True)
-            thread.start()
-            self._threads.append(thread)
-
-    def _handshake(self, conn: socket.socket) -> str:
-        """Read the upgrade request; returns the ``Sec-WebSocket-Accept`` value ("" after
-        refusing it with 400)."""
-        request = b""
-        while b"\r\n\r\n" not in request:
-            chunk = conn.recv(4096)
-            if not chunk:
-                return ""
-            request += chunk
-        headers = {}
-        for line in request.decode("latin-1").split("\r\n")[1:]:
-            key, _, value = line.partition(":")
-            headers[key.strip().lower()] = value.strip()
-        key = headers.get("sec-websocket-key", "")
-        if headers.get("upgrade", "").lower() != "websocket" or not key:
-            conn.sendall(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n")
-            return ""
-        return base64.b64encode(hashlib.sha1((key + _GUID).encode()).digest()).decode()
-
-    def _serve(self, conn: socket.socket) -> None:
+    # -- the protocol ------------------------------------------------------------------
+    def _session(self, conn: ServerConnection) -> None:
+        conn.send(json.dumps({"type": "hello", "num_connections": 1,
+                              "debug_info": {"host": "applink-fake",
+                                             "approximate_connection_time": 18060},
+                              "connection_info": {"app_id": self.app_id}}))
+        with self._cond:
+            self._conns.append(conn)
+            self.connections += 1
+            self._cond.notify_all()
         try:
-            accept = self._handshake(conn)
-            if not accept:
-                conn.close()
-                return
-            with self._lock:  # counted (and droppable) before the client hears it is open
-                self._open.append(conn)
-                self.connections += 1
-                count = len(self._open)
-            conn.sendall(("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\n"
-                          "Connection: Upgrade\r\n"
-                          f"Sec-WebSocket-Accept: {accept}\r\n\r\n").encode())
-            hello = {"type": "hello", "num_connections": count,
-                     "debug_info": {"host": "fake-socket-mode"},
-                     "connection_info": {"app_id": "A0FAKEAPP"}}
-            conn.sendall(_frame(TEXT, json.dumps(hello).encode()))
-            self._frames(conn)
-        except (OSError, ConnectionError):
+            for raw in conn:
+                self._received(raw)
+        except ConnectionClosed:
             pass
         finally:
-            with self._lock:
-                if conn in self._open:
-                    self._open.remove(conn)
-            conn.close()
+            with self._cond:
+                if conn in self._conns:
+                    self._conns.remove(conn)
+                self._cond.notify_all()
 
-    def _frames(self, conn: socket.socket) -> None:
-        while True:
-            opcode, data = _read_frame(conn)
-            if opcode == PING:
-                conn.sendall(_frame(PONG, data))
-            elif opcode == CLOSE:
-                conn.sendall(_frame(CLOSE, data[:2]))
-                return
-            elif opcode == TEXT:
-                self.received.append(json.loads(data.decode("utf-8")))
+    def _received(self, raw: str | bytes) -> None:
+        try:
+            message = json.loads(raw)
+        except (TypeError, ValueError):
+            return
+        envelope_id = message.get("envelope_id") if isinstance(message, dict) else None
+        if not envelope_id:
+            return
+        with self._cond:
+            self.acks[envelope_id] = message
+            sent = self._sent_at.get(envelope_id)
+            if sent is not None:
+                self.ack_times[envelope_id] = time.perf_counter() - sent
+            self._cond.notify_all()
+
+    def wait_connected(self, timeout: float = 10.0) -> None:
+        """Block until an app is connected (it got ``hello``).
+
+        Raises:
+            AssertionError: none connected within ``timeout`` seconds (a liveness bound).
+        """
+        with self._cond:
+            if not self._cond.wait_for(lambda: bool(self._conns), timeout):
+                raise AssertionError("no Socket Mode connection in time")
+
+    def send(self, kind: str, payload: dict[str, Any], *, retry_attempt: int = 0,
+             accepts_response_payload: bool | None = None) -> str:
+        """Deliver one envelope to the connected app.
+
+        Args:
+            kind: ``events_api``, ``interactive`` or ``slash_commands``.
+            payload: what Slack would POST over HTTP (the event callback, the interaction
+                payload, or the slash command's fields).
+            retry_attempt: Slack's retry counter (0 for a first delivery).
+            accepts_response_payload: default: True for interactive and slash commands.
+
+        Returns:
+            The envelope id.
+        """
+        envelope_id = str(uuid.uuid4())
+        accepts = kind != "events_api" if accepts_response_payload is None \
+            else accepts_response_payload
+        envelope = {"envelope_id": envelope_id, "type": kind, "payload": payload,
+                    "accepts_response_payload": accepts, "retry_attempt": retry_attempt,
+                    "retry_reason": "timeout" if retry_attempt else ""}
+        with self._cond:
+            conn = self._conns[-1]
+            self._sent_at[envelope_id] = time.perf_counter()
+        conn.send(json.dumps(envelope))
+        return envelope_id
+
+    def wait_ack(self, envelope_id: str, timeout: float = 10.0) -> dict[str, Any]:
+        """The app's ack of ``envelope_id``.
+
+        Raises:
+            AssertionError: no ack within ``timeout`` seconds (a liveness bound).
+        """
+        with self._cond:
+            if not self._cond.wait_for(lambda: envelope_id in self.acks, timeout):
+                raise AssertionError(f"no ack for envelope {envelope_id}")
+            return self.acks[envelope_id]
+
+    def disconnect(self, reason: str = "refresh_requested") -> None:
+        """Ask the app to reconnect, as Slack does every few hours."""
+        with self._cond:
+            conns = list(self._conns)
+        for conn in conns:
+            conn.send(json.dumps({"type": "disconnect", "reason": reason,
+                                  "debug_info": {"host": "applink-fake"}}))
+
+    def drop(self, reason: str = "link_disabled") -> None:
+        """End every open session as Slack does: a ``disconnect`` message, then a close
+        frame (code 1001, going away), then the TCP connection closes."""
+        self.disconnect(reason)
+        with self._cond:
+            conns = list(self._conns)
+        for conn in conns:
+            conn.close(1001, reason)

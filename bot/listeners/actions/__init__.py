@@ -1,18 +1,19 @@
-"""``block_actions`` listeners: the card's checkboxes and link buttons (ack only) and the
-Execute button."""
+"""``block_actions`` listeners: the card's checkboxes and link buttons (ack only), the
+Execute button, and the approval gates' buttons (issue 12 §1)."""
 
 from __future__ import annotations
 
 from slack_bolt import App
 
 from bot.blocks import ids
+from bot.listeners.actions.approve import MODAL_OUTCOMES, on_approve, on_open_modal
 from bot.listeners.actions.execute import on_execute
 from bot.listeners.actions.ticks import on_tick
 
 __all__ = ["register"]
 
 _ACK_ONLY = (ids.ACTION_PHASES, ids.ACTION_OPT_INS, ids.ACTION_SETTINGS,
-             ids.ACTION_OPEN_COMMENT, ids.ACTION_OPEN_ITEM)
+             ids.ACTION_OPEN_COMMENT, ids.ACTION_OPEN_ITEM, ids.ACTION_OPEN_EXPLAINER)
 
 
 def register(app: App) -> None:
@@ -20,3 +21,6 @@ def register(app: App) -> None:
     for action_id in _ACK_ONLY:
         app.action(action_id)(on_tick)
     app.action(ids.ACTION_EXECUTE)(on_execute)
+    app.action(ids.ACTION_APPROVE)(on_approve)
+    for action_id in MODAL_OUTCOMES:
+        app.action(action_id)(on_open_modal)

@@ -8,13 +8,14 @@ from typing import Any
 from bot.blocks.card import phase_selection_node_id
 from bot.blocks.report import check_report_blocks, item_list_blocks
 from bot.identity import resolve_login
+from bot.listeners.commands.refs import parse_item
 from bot.listeners.commands.replies import Reply
 from bot.notifier import ensure_slack_tables
 from engine.refs import WorkItemRef
 from engine.report import build_report
 from engine.settings import normalize_login
 
-__all__ = ["check_item", "my_items", "run_check"]
+__all__ = ["check_item", "my_items", "run_check", "item_owners", "involved_states"]
 
 _AUTHOR_KEYS = ("issueAuthor", "author")
 
@@ -25,7 +26,7 @@ def run_check(services: Any, user: str, args: Sequence[str]) -> Reply:
         return my_items(services, user)
     if len(args) > 1:
         return Reply("Usage: `/loop check owner/repo#N` (or `/loop check` for your items).")
-    return check_item(services, WorkItemRef.parse(args[0]))
+    return check_item(services, parse_item(args[0]))
 
 
 def check_item(services: Any, ref: WorkItemRef) -> Reply:
@@ -49,6 +50,25 @@ def _recorded_authors(services: Any) -> dict[str, str]:
     return {str(item): normalize_login(author) for item, author in rows if author}
 
 
+def item_owners(services: Any, state: Any, authors: dict[str, str] | None = None) -> set[str]:
+    """The logins that own a work item: who executed its phase selection and the issue's
+    author (as recorded when the card was posted, or in the item's surface)."""
+    node_id = phase_selection_node_id(services.graph)
+    authors = _recorded_authors(services) if authors is None else authors
+    by = normalize_login(str((state.decisions.get(node_id) or {}).get("by") or ""))
+    author = authors.get(str(state.ref)) or next(
+        (normalize_login(str(state.surface[k])) for k in _AUTHOR_KEYS
+         if state.surface.get(k)), "")
+    return {lg for lg in (by, author) if lg}
+
+
+def involved_states(services: Any, login: str) -> list[Any]:
+    """The states of the work items ``login`` owns (:func:`item_owners`), store order."""
+    authors = _recorded_authors(services)
+    return [state for state in services.store.load_all()
+            if login in item_owners(services, state, authors)]
+
+
 def my_items(services: Any, user: str) -> Reply:
     """The caller's work items: those whose phase selection they executed, or whose issue
     they authored (as recorded when the card was posted, or in the item's surface)."""
@@ -56,15 +76,7 @@ def my_items(services: Any, user: str) -> Reply:
     if not login:
         return Reply("Your Slack account is not linked to a GitHub login yet: "
                      "run `/loop link <github-login>` first.")
-    node_id = phase_selection_node_id(services.graph)
-    authors = _recorded_authors(services)
-    items: list[tuple[str, str, str]] = []
-    for state in services.store.load_all():
-        by = normalize_login(str((state.decisions.get(node_id) or {}).get("by") or ""))
-        author = authors.get(str(state.ref)) or next(
-            (normalize_login(str(state.surface[k])) for k in _AUTHOR_KEYS
-             if state.surface.get(k)), "")
-        if login in (by, author):
-            items.append((str(state.ref), state.current_node, state.status))
+    items = [(str(state.ref), state.current_node, state.status)
+             for state in involved_states(services, login)]
     text = f"{len(items)} work item(s) involve @{login}."
     return Reply(text, [b.to_dict() for b in item_list_blocks(login, items)])

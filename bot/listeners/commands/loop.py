@@ -12,9 +12,9 @@ from typing import Any
 
 from bot.identity import LinkError, create_link_code, resolve_login, unlink
 from bot.listeners.commands.check import run_check
+from bot.listeners.commands.refs import parse_item, unwrap_links
 from bot.listeners.commands.replies import HELP_TEXT, Reply
 from engine.errors import LoopgateError
-from engine.refs import WorkItemRef
 
 __all__ = ["on_loop", "run_loop_command"]
 
@@ -37,7 +37,7 @@ def run_loop_command(services: Any, user: str, text: str) -> Reply:
         The ephemeral reply. Refusals and bad input (a malformed reference, an unknown
         item, a bad login) are plain sentences.
     """
-    words = text.split()
+    words = unwrap_links(text).split()  # a pasted URL arrives as <url|label> (§6)
     name = words[0].lower() if words else "help"
     handler = _HANDLERS.get(name, _help)
     try:
@@ -63,7 +63,7 @@ def _login_or_refusal(services: Any, user: str) -> tuple[str, Reply | None]:
 def _start(services: Any, user: str, args: Sequence[str]) -> Reply:
     if len(args) != 1:
         return Reply("Usage: `/loop start owner/repo#N`.")
-    ref = WorkItemRef.parse(args[0])
+    ref = parse_item(args[0])
     login, refusal = _login_or_refusal(services, user)
     if refusal is not None:
         return refusal

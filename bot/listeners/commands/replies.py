@@ -12,12 +12,14 @@ USAGE_HINT = "check [owner/repo#N] | start owner/repo#N | link <github-login> | 
 
 HELP_TEXT = "\n".join([
     "*loopgate* walks GitHub issues through a declared process. `/loop` commands:",
-    "• `/loop check owner/repo#N` — where a work item is, node by node",
+    "• `/loop check owner/repo#N` (or a pasted issue URL) — where a work item is, node by node",
     "• `/loop check` — the work items you are involved in",
     "• `/loop start owner/repo#N` — start a work item (authorized users)",
     "• `/loop link <github-login>` — link your Slack account to your GitHub login",
     "• `/loop unlink` — remove that link",
     "• `/loop help` — this text",
+    "An approval gate's message in the item's thread has Approve, Approve with comments and "
+    "Request changes buttons; loopgate's Home tab lists what waits on you.",
 ])
 
 

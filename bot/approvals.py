@@ -1,0 +1,224 @@
+"""Approval gates answered from Slack (issue 12 §1): who may decide, whether a message is
+outdated, and feeding the decision to the engine.
+
+A decision is delivered exactly like the Execute button's selection: a reply by the
+clicker's linked GitHub login, ``{"comments": [reply], "via": "slack", "expectNode":
+node}``, so the gate's own exit chain (``classify-feedback``, ``record-feedback`` and any
+approval rules there) decides it — one path for both ingresses. The engine mirrors it on
+the issue as a marked comment (:mod:`engine.hooks.slack_decision`).
+
+Authorization before anything changes (for the ephemeral refusal) is
+:func:`may_decide`, the engine's current rule (``authorizedUsers``) in one place.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from bot.blocks.approval import OUTCOME_LABELS, GateRef
+from bot.identity import resolve_login, slack_users_for_login
+from engine.graph.model import Graph
+from engine.hooks.slack_decision import VIA_SLACK, slack_reply_body
+from engine.ports import Comment
+from engine.refs import WorkItemRef
+from engine.settings import normalize_login
+from engine.state import ItemState
+
+__all__ = [
+    "FEEDBACK_HOOK",
+    "DECISION_OUTCOMES",
+    "approval_gates",
+    "is_approval_gate",
+    "may_decide",
+    "approvers",
+    "approver_slack_users",
+    "GateCheck",
+    "check_gate",
+    "Decided",
+    "decide",
+]
+
+log = logging.getLogger(__name__)
+
+#: The exit hook that makes a node an approval gate.
+FEEDBACK_HOOK = "classify-feedback"
+#: The outcomes a Slack click may state.
+DECISION_OUTCOMES = tuple(OUTCOME_LABELS)
+
+_LOCKS: dict[WorkItemRef, threading.Lock] = {}
+_GUARD = threading.Lock()
+
+
+@contextmanager
+def _item_lock(ref: WorkItemRef) -> Iterator[None]:
+    # Two clicks on one gate in this process are handled one after the other.
+    with _GUARD:
+        lock = _LOCKS.setdefault(ref, threading.Lock())
+    with lock:
+        yield
+
+
+def approval_gates(graph: Graph) -> list[str]:
+    """The node ids whose exit chain runs ``classify-feedback`` (requirements-approval,
+    design-approval, human-approval in the shipped graph), in declaration order."""
+    return [n.id for n in graph.ordered() if any(h.name == FEEDBACK_HOOK for h in n.exit)]
+
+
+def is_approval_gate(graph: Graph, node: str) -> bool:
+    """Whether ``node`` is an approval gate of ``graph``."""
+    return node in approval_gates(graph)
+
+
+def may_decide(services: Any, login: str, node: str) -> bool:
+    """Whether GitHub ``login`` may answer gate ``node`` — the engine's authorization
+    (``authorizedUsers`` through ``EngineSettings.is_authorized``), used for the
+    ephemeral pre-check only: the gate itself decides again when the reply arrives.
+
+    Args:
+        services: the wired services.
+        login: the GitHub login ("" never may).
+        node: the gate's node id (kept for per-gate rules).
+    """
+    return bool(login) and services.settings.is_authorized(login)
+
+
+def approvers(services: Any, node: str) -> list[str]:
+    """The GitHub logins gate ``node`` waits on (normalized, configuration order)."""
+    return [normalize_login(u) for u in services.settings.authorized_users if u]
+
+
+def approver_slack_users(services: Any, node: str) -> tuple[list[str], list[str]]:
+    """``(slack user ids, logins without a linked Slack user)`` of the gate's approvers."""
+    users: list[str] = []
+    unlinked: list[str] = []
+    for login in approvers(services, node):
+        linked = slack_users_for_login(services, login)
+        users += [u for u in linked if u not in users]
+        if not linked:
+            unlinked.append(login)
+    return users, unlinked
+
+
+@dataclass(frozen=True)
+class GateCheck:
+    """Whether a click may go on.
+
+    Attributes:
+        code: ``ok``, ``unknown-item``, ``not-a-gate``, ``outdated``, ``not-linked`` or
+            ``not-authorized``.
+        message: the sentence for the clicker ("" when ``ok``).
+        login: the clicker's GitHub login ("" when not linked).
+    """
+
+    code: str
+    message: str = ""
+    login: str = ""
+
+    @property
+    def ok(self) -> bool:
+        """True when the click may be fed to the gate."""
+        return self.code == "ok"
+
+
+def _outdated(state: ItemState, gate: GateRef) -> str:
+    record = state.nodes.get(gate.node)
+    entered = record.entered_at if record is not None else ""
+    if state.current_node == gate.node and (not gate.entered_at or entered == gate.entered_at):
+        return ""
+    decision = state.decisions.get(gate.node) or {}
+    outcome = str(decision.get("outcome") or "")
+    said = (f" ({OUTCOME_LABELS.get(outcome, outcome)} by {decision.get('by')})"
+            if outcome else "")
+    return (f"This message is outdated: `{gate.node}` of {gate.ref} is no longer waiting"
+            f"{said}; the item is at `{state.current_node or '—'}`. Nothing changed.")
+
+
+def check_gate(services: Any, gate: GateRef, slack_user: str) -> GateCheck:
+    """Check a click on ``gate`` by ``slack_user`` without changing anything.
+
+    Returns:
+        The first refusal found (unknown item, not a gate, outdated, not linked, not
+        authorized), else ``ok`` with the login.
+    """
+    state = services.store.load(gate.ref)
+    if state is None:
+        return GateCheck("unknown-item", f"{gate.ref} is not a work item loopgate knows; "
+                         "nothing changed.")
+    if not is_approval_gate(services.graph, gate.node):
+        return GateCheck("not-a-gate", f"`{gate.node}` is not an approval gate; nothing "
+                         "changed.")
+    outdated = _outdated(state, gate)
+    if outdated:
+        return GateCheck("outdated", outdated)
+    login = resolve_login(services, slack_user) or ""
+    if not login:
+        return GateCheck("not-linked", "Your Slack account is not linked to a GitHub login, "
+                         "so nothing was decided. Run `/loop link <github-login>` first.")
+    if not may_decide(services, login, gate.node):
+        return GateCheck("not-authorized", f"@{login} may not answer `{gate.node}` of "
+                         f"{gate.ref}, so nothing was decided.", login)
+    return GateCheck("ok", "", login)
+
+
+@dataclass(frozen=True)
+class Decided:
+    """The result of one decision.
+
+    Attributes:
+        code: ``decided``, ``waiting`` (the gate took the reply but still waits, e.g. for
+            more approvals), ``already-decided`` or one of :class:`GateCheck`'s refusals.
+        message: the sentence for the clicker ("" when ``decided``).
+        decision: ``state.decisions[node]`` after the click (``{}`` when none).
+        current_node: where the item is after the click.
+    """
+
+    code: str
+    message: str = ""
+    decision: dict[str, Any] = field(default_factory=dict)
+    current_node: str = ""
+
+
+def decide(services: Any, gate: GateRef, slack_user: str, outcome: str,
+           text: str = "") -> Decided:
+    """Feed a Slack decision to the gate (after the ack).
+
+    Args:
+        services: the wired services.
+        gate: the gate visit the message was for.
+        slack_user: the clicker.
+        outcome: one of :data:`DECISION_OUTCOMES`.
+        text: the comments (required by the modal for the two outcomes that take them).
+
+    Returns:
+        What happened; a refusal changes nothing.
+
+    Raises:
+        KeyError: ``outcome`` is not one of :data:`DECISION_OUTCOMES`.
+    """
+    body = slack_reply_body(outcome, text)
+    with _item_lock(gate.ref):
+        check = check_gate(services, gate, slack_user)
+        if not check.ok:
+            log.info("slack decision on %s %s refused for %s: %s", gate.ref, gate.node,
+                     slack_user, check.code)
+            return Decided(check.code, check.message)
+        reply = Comment(id=0, author=check.login, body=body)
+        after = services.runtime.advance(
+            gate.ref, {"comments": [reply], "via": VIA_SLACK, "expectNode": gate.node})
+    decision = dict(after.decisions.get(gate.node) or {})
+    if after.current_node == gate.node:
+        reason = str(after.parked.get("reason") or "the gate still waits")
+        return Decided("waiting", f"`{gate.node}` took your answer and still waits: "
+                       f"{reason}.", decision, after.current_node)
+    if normalize_login(str(decision.get("by") or "")) != check.login:
+        return Decided("already-decided", f"`{gate.node}` was already answered by "
+                       f"{decision.get('by') or 'someone'}; nothing changed.", decision,
+                       after.current_node)
+    log.info("%s %s: %s from Slack by @%s (%s)", gate.ref, gate.node, outcome, check.login,
+             slack_user)
+    return Decided("decided", "", decision, after.current_node)

@@ -1,0 +1,119 @@
+"""The App Home tab (issue 12 §3): "Waiting on you" and "Your items".
+
+Pure builder of the ``views.publish`` view. Each waiting row is one gate or quiz, oldest
+first, with URL buttons to open the issue, the quiz comment and the explainer page (a
+URL button needs no interaction handling beyond an ack).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from bot.blocks import ids
+from bot.blocks.card import MAX_BLOCKS, escape, truncate
+
+__all__ = ["WaitingRow", "ItemRow", "home_view", "MAX_ROWS"]
+
+#: Rows shown per section (a view holds at most 100 blocks; each row takes two).
+MAX_ROWS = 20
+
+
+@dataclass(frozen=True)
+class WaitingRow:
+    """One gate or quiz waiting on the viewer.
+
+    Attributes:
+        ref: ``owner/repo#N``.
+        node: the node id.
+        kind: ``approval`` or ``quiz``.
+        since: ISO-8601 UTC time the node was entered.
+        description: the node's one-line description.
+        item_url: the issue link ("" when unknown).
+        comment_url: the quiz comment ("" when none).
+        explainer_url: the explainer page when it is a URL ("" otherwise).
+    """
+
+    ref: str
+    node: str
+    kind: str
+    since: str
+    description: str = ""
+    item_url: str = ""
+    comment_url: str = ""
+    explainer_url: str = ""
+
+
+@dataclass(frozen=True)
+class ItemRow:
+    """One of the viewer's work items: reference, current node, status, link."""
+
+    ref: str
+    node: str
+    status: str
+    item_url: str = ""
+
+
+def _button(text: str, url: str, action_id: str) -> dict[str, Any]:
+    # One action id per button kind (unique within its block; the ack-only listener
+    # matches it exactly).
+    return {"type": "button", "text": {"type": "plain_text", "text": text},
+            "url": url[:3000], "action_id": action_id}
+
+
+def _waiting_blocks(row: WaitingRow, index: int) -> list[dict[str, Any]]:
+    what = "approval" if row.kind == "approval" else "quiz"
+    line = (f"*{escape(row.ref)}* · `{escape(row.node)}` ({what}) — waiting since "
+            f"{escape(row.since or '?')}")
+    if row.description:
+        line += f"\n{escape(truncate(row.description, 200))}"
+    blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": line}}]
+    buttons = [_button(label, url, action) for label, url, action in (
+        ("Open the issue", row.item_url, ids.ACTION_OPEN_ITEM),
+        ("Open the quiz comment", row.comment_url, ids.ACTION_OPEN_COMMENT),
+        ("Open the explainer", row.explainer_url, ids.ACTION_OPEN_EXPLAINER)) if url]
+    if buttons:
+        blocks.append({"type": "actions", "block_id": f"{ids.BLOCK_HOME}.w{index}",
+                       "elements": buttons})
+    return blocks
+
+
+def _item_line(row: ItemRow) -> str:
+    ref = f"<{row.item_url}|{escape(row.ref)}>" if row.item_url else escape(row.ref)
+    return f"• {ref} — at `{escape(row.node or '—')}` ({escape(row.status or '—')})"
+
+
+def home_view(login: str, waiting: Sequence[WaitingRow], items: Sequence[ItemRow]) -> dict:
+    """The home tab for GitHub ``login`` ("" when the viewer is not linked).
+
+    Args:
+        login: the viewer's linked login.
+        waiting: what waits on them, oldest first (at most :data:`MAX_ROWS` shown).
+        items: their work items (at most :data:`MAX_ROWS` shown).
+
+    Returns:
+        A ``{"type": "home", "blocks": [...]}`` view (block ids are stable per row, so
+        a republish replaces rows in place).
+    """
+    header = {"type": "header", "text": {"type": "plain_text", "text": "loopgate"}}
+    if not login:
+        return {"type": "home", "blocks": [header, {"type": "section", "text": {
+            "type": "mrkdwn", "text": "Link your Slack account to your GitHub login to see "
+            "what waits on you: `/loop link <github-login>`."}}]}
+    blocks: list[dict[str, Any]] = [
+        header,
+        {"type": "context", "elements": [{"type": "mrkdwn",
+                                          "text": f"Signed in as @{escape(login)}"}]},
+        {"type": "header", "text": {"type": "plain_text", "text": "Waiting on you"}},
+    ]
+    for index, row in enumerate(waiting[:MAX_ROWS]):
+        blocks += _waiting_blocks(row, index)
+    if not waiting:
+        blocks.append({"type": "section", "text": {"type": "mrkdwn",
+                                                   "text": "Nothing waits on you."}})
+    blocks += [{"type": "divider"},
+               {"type": "header", "text": {"type": "plain_text", "text": "Your items"}}]
+    lines = [_item_line(row) for row in items[:MAX_ROWS]] or ["You own no work items yet."]
+    blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}})
+    return {"type": "home", "blocks": blocks[: 2 * MAX_BLOCKS]}

@@ -1,0 +1,115 @@
+"""What the App Home tab shows, and publishing it (issue 12 §3).
+
+"Waiting on you": approval gates where the viewer may decide (:func:`bot.approvals.
+may_decide`) and quizzes of items the viewer owns (the quiz is the author's to take), oldest
+first. "Your items": the items the viewer owns (:func:`bot.listeners.commands.check.
+involved_states`). Published on ``app_home_opened`` and again, by the Slack worker, for
+everyone who opened it when one of their items moves.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from bot.approvals import is_approval_gate, may_decide
+from bot.blocks.home import ItemRow, WaitingRow, home_view
+from bot.identity import resolve_login
+from bot.listeners.commands.check import _recorded_authors, item_owners
+from bot.notifier import ensure_slack_tables, write_scope
+
+__all__ = ["home_rows", "publish_home", "homes_to_refresh", "web_base"]
+
+log = logging.getLogger(__name__)
+
+
+def web_base(config: Any) -> str:
+    """The GitHub web address for ``github.apiUrl``: ``https://github.com`` for
+    ``api.github.com``, the host for a GitHub Enterprise Server ``…/api/v3``.
+
+    (The home tab links every item without one API call per item.)
+    """
+    api = str(config.section("github").get("apiUrl") or "https://api.github.com").rstrip("/")
+    if api in ("https://api.github.com", "http://api.github.com"):
+        return "https://github.com"
+    return api[: -len("/api/v3")] if api.endswith("/api/v3") else api
+
+
+def _url(state: Any, base: str = "https://github.com") -> str:
+    ref = state.ref
+    return f"{base}/{ref.owner}/{ref.repo}/issues/{ref.number}"
+
+
+def _quiz_row(state: Any, node: Any, base: str) -> WaitingRow:
+    quiz = (state.surface.get("quiz") or {}).get(node.id) or {}
+    comments = [c for c in quiz.get("comments") or () if isinstance(c, dict)]
+    location = str(quiz.get("location") or "")
+    record = state.nodes.get(node.id)
+    return WaitingRow(str(state.ref), node.id, "quiz", record.entered_at if record else "",
+                      node.description, _url(state, base),
+                      str(comments[0].get("url") or "") if comments else "",
+                      location if location.startswith(("https://", "http://")) else "")
+
+
+def home_rows(services: Any, login: str) -> tuple[list[WaitingRow], list[ItemRow]]:
+    """``(waiting on login, oldest first; login's items)``."""
+    authors = _recorded_authors(services)
+    base = web_base(services.config)
+    waiting: list[WaitingRow] = []
+    items: list[ItemRow] = []
+    for state in services.store.load_all():
+        owners = item_owners(services, state, authors)
+        if login in owners:
+            items.append(ItemRow(str(state.ref), state.current_node, state.status,
+                                 _url(state, base)))
+        if not state.current_node or state.status == "complete":
+            continue
+        node = services.graph.node(state.current_node)
+        record = state.nodes.get(node.id)
+        since = record.entered_at if record else ""
+        if is_approval_gate(services.graph, node.id) and may_decide(services, login, node.id):
+            waiting.append(WaitingRow(str(state.ref), node.id, "approval", since,
+                                      node.description, _url(state, base)))
+        elif node.id in (state.surface.get("quiz") or {}) and login in owners:
+            waiting.append(_quiz_row(state, node, base))
+    waiting.sort(key=lambda row: (row.since, row.ref))
+    return waiting, items
+
+
+def publish_home(services: Any, client: Any, user: str) -> dict[str, Any]:
+    """Publish ``user``'s home tab (``views.publish``) and remember they opened it.
+
+    Returns:
+        The view published.
+    """
+    login = resolve_login(services, user) or ""
+    waiting, items = home_rows(services, login) if login else ([], [])
+    view = home_view(login, waiting, items)
+    client.views_publish(user_id=user, view=view)
+    refs = sorted({r.ref for r in waiting} | {r.ref for r in items})
+    ensure_slack_tables(services.store)
+    with write_scope(services.store) as db:
+        db.execute(
+            "INSERT INTO slack_messages (item, node, kind, slack_user, channel, ts, revision, "
+            "data) VALUES ('', '', 'home', ?, '', '', 0, ?) ON CONFLICT (item, node, kind, "
+            "slack_user) DO UPDATE SET data = excluded.data",
+            (user, json.dumps({"login": login, "items": refs})))
+    return view
+
+
+def homes_to_refresh(services: Any, ref: Any) -> list[str]:
+    """Slack users who opened their home tab and whose tab shows (or may now show)
+    ``ref``: those listing it, and every linked user who may decide its current gate."""
+    rows = services.store.db().execute(
+        "SELECT slack_user, data FROM slack_messages WHERE kind = 'home'").fetchall()
+    state = services.store.load(ref)
+    gate = state is not None and state.current_node and is_approval_gate(
+        services.graph, state.current_node)
+    users: list[str] = []
+    for user, data in rows:
+        doc = json.loads(data or "{}")
+        if str(ref) in doc.get("items", ()) or (
+                gate and may_decide(services, str(doc.get("login") or ""), state.current_node)):
+            users.append(str(user))
+    return users

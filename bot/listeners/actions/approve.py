@@ -1,0 +1,144 @@
+"""The approval gates' buttons (issue 12 §1).
+
+**Approve** feeds the gate at once; **Approve with comments** and **Request changes** open
+a modal for the text (its submission is :mod:`bot.listeners.views.decision`). Every
+listener acks first. A click that cannot go on — a value that does not parse, an unknown
+item, a gate that moved (outdated message), an unlinked or unauthorized clicker — gets an
+ephemeral sentence and one log line, and nothing changes.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from bot.approvals import Decided, check_gate, decide
+from bot.blocks import ids
+from bot.blocks.approval import GateRef, approval_done_message, decision_modal
+from bot.home import homes_to_refresh, publish_home
+from bot.notifier import write_scope
+
+__all__ = ["on_approve", "on_open_modal", "parse_gate_click", "finish", "rewrite_message",
+           "MODAL_OUTCOMES"]
+
+log = logging.getLogger(__name__)
+
+#: Button action id -> the outcome whose modal it opens.
+MODAL_OUTCOMES = {ids.ACTION_APPROVE_COMMENTS: "approved-with-comments",
+                  ids.ACTION_REQUEST_CHANGES: "changes-requested"}
+
+
+def _where(body: Mapping[str, Any]) -> tuple[str, str, str]:
+    container = body.get("container") or {}
+    message = body.get("message") or {}
+    user = str((body.get("user") or {}).get("id") or "")
+    channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
+    ts = str(message.get("ts") or container.get("message_ts") or "")
+    return user, channel, ts
+
+
+def parse_gate_click(body: Mapping[str, Any]) -> GateRef:
+    """The gate visit a button click names.
+
+    Raises:
+        ValueError: the button's value does not parse.
+    """
+    action = next(iter(body.get("actions") or ()), {}) or {}
+    return GateRef.parse(str(action.get("value") or ""))
+
+
+def _ephemeral(client: Any, channel: str, user: str, text: str) -> None:
+    client.chat_postEphemeral(channel=channel, user=user, text=text)
+
+
+def on_approve(ack: Callable[..., Any], body: dict[str, Any], client: Any,
+               context: Mapping[str, Any]) -> None:
+    """Bolt listener of **Approve**: ack, then decide ``approved``."""
+    ack()
+    user, channel, ts = _where(body)
+    try:
+        gate = parse_gate_click(body)
+    except ValueError as exc:
+        log.warning("approval click refused: %s", exc)
+        _ephemeral(client, channel, user, "This button names no gate loopgate can read; "
+                   "nothing changed.")
+        return
+    finish(context["services"], client, gate, user, "approved", "", channel, ts)
+
+
+def finish(services: Any, client: Any, gate: GateRef, user: str, outcome: str, text: str,
+           channel: str, ts: str) -> Decided:
+    """Decide, then rewrite the message (decided or outdated) or tell the clicker why not.
+
+    Returns:
+        The :class:`~bot.approvals.Decided` result.
+    """
+    result = decide(services, gate, user, outcome, text)
+    if result.code in ("decided", "already-decided", "outdated") and channel and ts:
+        rewrite_message(services, client, gate, channel, ts)
+    if result.code != "decided":
+        _ephemeral(client, channel, user, result.message)
+    else:
+        for viewer in homes_to_refresh(services, gate.ref):  # the item moved (§3)
+            publish_home(services, client, viewer)
+    return result
+
+
+def rewrite_message(services: Any, client: Any, gate: GateRef, channel: str, ts: str) -> None:
+    """Rewrite the gate's message read-only with the recorded outcome (fresh revision)."""
+    state = services.store.load(gate.ref)
+    if state is None:
+        return
+    row = services.store.db().execute(
+        "SELECT revision FROM slack_messages WHERE item = ? AND node = ? AND kind = ? "
+        "AND channel = ? AND ts = ?", (str(gate.ref), gate.node, "approval", channel, ts)
+    ).fetchone()
+    revision = (int(row[0]) if row else 0) + 1
+    decision = dict(state.decisions.get(gate.node) or {})
+    url = _item_url(services, gate)
+    text, blocks = approval_done_message(gate, decision, item_url=url, revision=revision,
+                                         moved_to=state.current_node)
+    client.chat_update(channel=channel, ts=ts, text=text, blocks=[b.to_dict() for b in blocks])
+    if row:
+        with write_scope(services.store) as db:
+            db.execute(
+                "UPDATE slack_messages SET revision = ?, data = ? WHERE item = ? AND node = ? "
+                "AND kind = 'approval' AND channel = ? AND ts = ?",
+                (revision, json.dumps({"gate": gate.value(), "state": "done"}),
+                 str(gate.ref), gate.node, channel, ts))
+
+
+def _item_url(services: Any, gate: GateRef) -> str:
+    try:
+        return services.ports.tracker.issue_info(gate.ref).url
+    except Exception:  # noqa: BLE001 - a link is a nicety
+        return ""
+
+
+def on_open_modal(ack: Callable[..., Any], body: dict[str, Any], client: Any,
+                  context: Mapping[str, Any]) -> None:
+    """Bolt listener of **Approve with comments** / **Request changes**: ack, check the
+    click (so a refused person never types in vain), then open the modal."""
+    ack()
+    user, channel, ts = _where(body)
+    action = next(iter(body.get("actions") or ()), {}) or {}
+    outcome = MODAL_OUTCOMES.get(str(action.get("action_id") or ""), "")
+    try:
+        gate = parse_gate_click(body)
+    except ValueError as exc:
+        log.warning("approval click refused: %s", exc)
+        _ephemeral(client, channel, user, "This button names no gate loopgate can read; "
+                   "nothing changed.")
+        return
+    check = check_gate(context["services"], gate, user)
+    if not check.ok:
+        log.info("approval modal for %s %s refused for %s: %s", gate.ref, gate.node, user,
+                 check.code)
+        if check.code == "outdated" and channel and ts:
+            rewrite_message(context["services"], client, gate, channel, ts)
+        _ephemeral(client, channel, user, check.message)
+        return
+    client.views_open(trigger_id=str(body.get("trigger_id") or ""),
+                      view=decision_modal(gate, outcome, channel=channel, ts=ts))
