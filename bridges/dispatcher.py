@@ -46,8 +46,15 @@ from typing import Any
 
 from bridges.github.inbox import InboxError, WebhookInbox, webhook_inbox
 from bridges.github.persistence import BridgeState, bridge_state
-from bridges.github.router import COMMENT, QUIZ_ATTESTATION, START
+from bridges.github.router import (
+    COMMENT,
+    QUIZ_ATTESTATION,
+    START,
+    classify_comment,
+    comment_key,
+)
 from bridges.github.webhook import Delivery
+from engine.effects import RECORD_CHECKLIST
 from engine.errors import LoopgateError
 from engine.ports import Comment, TrackerError
 from engine.refs import WorkItemRef
@@ -90,6 +97,14 @@ class DispatchResult:
     def final(self) -> bool:
         """True when the delivery needs no second try (everything but retry/failed)."""
         return self.status not in (RETRY, FAILED)
+
+
+def _after(comments: list[Comment], checklist: Comment) -> list[Comment]:
+    """``comments`` posted after ``checklist``, oldest first (creation time, then id: ids
+    grow with time and break ties within GitHub's one-second timestamps)."""
+    mark = (checklist.created_at or "", checklist.id)
+    return sorted((c for c in comments if (c.created_at or "", c.id) > mark),
+                  key=lambda c: (c.created_at or "", c.id))
 
 
 def _merge(results: list[DispatchResult]) -> DispatchResult:
@@ -339,7 +354,9 @@ class Dispatcher:
         except (LoopgateError, TrackerError) as exc:
             return DispatchResult(FAILED, f"error: {type(exc).__name__}: {exc}")
         if result.final:  # retry/failed stay unrecorded so a second try gets through
-            if content_key and result.settled:
+            # A comment dropped as not-started keeps its content key open: the item's first
+            # start may still offer it to the gate (first sight, issue 14 §11).
+            if content_key and result.settled and result.reason != "not-started":
                 self.state.mark_handled(content_key, result.status)
             self.state.mark_handled(id_key, result.status)
         return result
@@ -368,9 +385,63 @@ class Dispatcher:
 
     def _start(self, ref: WorkItemRef, via: str) -> DispatchResult:
         if not self._needs_start(ref):
+            if self._catch_up_owed(ref):
+                return self._catch_up(ref, DispatchResult(DROPPED, "already-started",
+                                                          (str(ref),)))
             return DispatchResult(DROPPED, "already-started", (str(ref),))
         self.runtime.start(ref)
-        return DispatchResult(HANDLED, f"started-by-{via}", (str(ref),))
+        return self._catch_up(ref, DispatchResult(HANDLED, f"started-by-{via}", (str(ref),)))
+
+    # -- first sight (issue 14 §11) ------------------------------------------------------
+    def _adopted_checklist(self, ref: WorkItemRef) -> int | None:
+        """The id of the checklist the start gate adopted from the thread (found there, not
+        posted by this start), while the item still waits at its start node; else None."""
+        state = self.store.load(ref)
+        if state is None or state.current_node != self.graph.start:
+            return None
+        entry = state.surface.get(RECORD_CHECKLIST) or {}
+        comment_id = entry.get("commentId")
+        return int(comment_id) if comment_id and not entry.get("posting") else None
+
+    def _catch_up_owed(self, ref: WorkItemRef) -> bool:
+        return (self._adopted_checklist(ref) is not None
+                and not self.state.handled(f"first-sight:{ref}"))
+
+    def _catch_up(self, ref: WorkItemRef, started: DispatchResult) -> DispatchResult:
+        """Offer the gate, once each and in order, the human comments posted after the
+        checklist this start adopted: a database that first sees an item started elsewhere
+        (or lost) must not swallow a reply seen while the item was unknown to it. Comments
+        older than the checklist are history. A failed thread read is ``retry``: the next
+        start delivery catches up (``first-sight:<ref>`` is recorded only when done)."""
+        checklist_id = self._adopted_checklist(ref)
+        if checklist_id is None:
+            return started
+        try:
+            comments = self.tracker.list_comments(ref)
+        except TrackerError:
+            return DispatchResult(RETRY, "first-sight-unread", started.refs)
+        checklist = next((c for c in comments if c.id == checklist_id), None)
+        after = _after(comments, checklist) if checklist is not None else []
+        results = [started]
+        for comment in after:
+            key = comment_key(comment.id)
+            if self.state.handled(key) or classify_comment(comment, self.settings.bot,
+                                                           edited=False) != COMMENT:
+                continue
+            node = self._waiting_gate(ref)
+            if node is None:
+                break
+            result = self._evaluate(ref, node, {"comments": [comment]}, "advanced")
+            if not result.final:
+                return result  # first-sight stays owed: the next start delivery retries
+            self.state.mark_handled(key, result.status)
+            results.append(result)
+        self.state.mark_handled(f"first-sight:{ref}", HANDLED)
+        caught_up = len(results) - 1
+        if caught_up:
+            logger.info("first sight of %s: %d comment(s) after the checklist offered to the "
+                        "gate", ref, caught_up)
+        return started
 
     def _comment(self, ref: WorkItemRef, delivery: Delivery) -> DispatchResult:
         comment: Comment = delivery.data["comment"]
