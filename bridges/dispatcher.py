@@ -18,6 +18,10 @@ Kinds (issue 3 §4, explainer design C5):
   item not started, an authorized author's start keyword starts it; on an item whose
   current node is a human gate that is waiting, ``runtime.advance(ref, {"comments": [c]})``
   (``retry`` when the gate stayed put while a GitHub call failed, as below).
+* ``checklist_edited`` (loopgate's checklist edited on GitHub) → while the item waits at
+  phase selection with nothing selected, ``phase-selection-changed`` is queued for the
+  Slack card with the checklist's current rows, and ``github.checklist_edited`` is logged
+  (issue 14 §15); otherwise dropped (``not-waiting``, ``not-the-checklist``).
 * ``quiz_attestation`` is delivery-only: it never starts an item; at a waiting human gate
   it calls ``runtime.advance(ref, {"attestation": {"comment_id", "url"}})``; in every other
   state it is dropped with reason ``no-gate``. When the gate could not verify the tick
@@ -47,6 +51,7 @@ from typing import Any
 from bridges.github.inbox import InboxError, WebhookInbox, webhook_inbox
 from bridges.github.persistence import BridgeState, bridge_state
 from bridges.github.router import (
+    CHECKLIST_EDITED,
     COMMENT,
     QUIZ_ATTESTATION,
     START,
@@ -56,6 +61,7 @@ from bridges.github.router import (
 from bridges.github.webhook import Delivery
 from engine.effects import RECORD_CHECKLIST
 from engine.errors import LoopgateError
+from engine.hooks.phase_selection import parse_selection
 from engine.ports import Comment, TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import is_authorized
@@ -97,6 +103,14 @@ class DispatchResult:
     def final(self) -> bool:
         """True when the delivery needs no second try (everything but retry/failed)."""
         return self.status not in (RETRY, FAILED)
+
+
+def _selection_node(graph: Any) -> str:
+    """The phase-selection gate: the node whose exit runs ``classify-phase-selection``."""
+    for node in graph.ordered():
+        if any(h.name == "classify-phase-selection" for h in node.exit):
+            return node.id
+    return graph.start
 
 
 def _after(comments: list[Comment], checklist: Comment) -> list[Comment]:
@@ -371,6 +385,8 @@ class Dispatcher:
             return self._comment(ref, delivery)
         if delivery.event == QUIZ_ATTESTATION:
             return self._quiz(ref, delivery)
+        if delivery.event == CHECKLIST_EDITED:
+            return self._checklist_edited(ref, delivery.data["comment"])
         return DispatchResult(DROPPED, "unknown-kind")
 
     # -- kinds ---------------------------------------------------------------------------
@@ -391,6 +407,31 @@ class Dispatcher:
             return DispatchResult(DROPPED, "already-started", (str(ref),))
         self.runtime.start(ref)
         return self._catch_up(ref, DispatchResult(HANDLED, f"started-by-{via}", (str(ref),)))
+
+    # -- the checklist edited on GitHub (issue 14 §15) ---------------------------------------
+    def _checklist_edited(self, ref: WorkItemRef, comment: Comment) -> DispatchResult:
+        """Mirror the edited checklist's rows to the Slack card while the selection waits."""
+        with self.store.transaction(ref) as tx:
+            state = tx.state
+            if state is None or not self._selection_waits(state):
+                return DispatchResult(DROPPED, "not-waiting", (str(ref),))
+            recorded = (state.surface.get(RECORD_CHECKLIST) or {}).get("commentId")
+            if recorded != comment.id:  # a look-alike or an older copy is not the checklist
+                return DispatchResult(DROPPED, "not-the-checklist", (str(ref),))
+            selection = parse_selection(comment.body, self.graph)
+            data = {"node": state.current_node, "commentId": comment.id, "url": comment.url,
+                    "skips": selection.skipped_nodes(self.graph),
+                    "optIns": list(selection.opt_ins),
+                    "explainer": selection.explainer_on}
+            tx.log("github.checklist_edited", data)
+            self.services.ports.notifier.send(ref, "phase-selection-changed", data)
+        return DispatchResult(HANDLED, "checklist-mirrored", (str(ref),))
+
+    def _selection_waits(self, state: Any) -> bool:
+        node = state.current_node
+        return (bool(node) and node == _selection_node(self.graph)
+                and not state.decisions.get(node)
+                and state.status not in (ItemStatus.COMPLETE, ItemStatus.ESCALATED))
 
     # -- first sight (issue 14 §11) ------------------------------------------------------
     def _adopted_checklist(self, ref: WorkItemRef) -> int | None:
