@@ -24,7 +24,8 @@ from bot.config_errors import Problem, describe, positions, render, yaml_error
 from engine.errors import ConfigError
 from engine.settings import EngineSettings
 
-__all__ = ["Config", "load_config", "config_schema", "default_db_path", "CONFIG_ENV", "LOCAL_DB"]
+__all__ = ["Config", "load_config", "config_schema", "default_db_path", "database_choice",
+           "CONFIG_ENV", "LOCAL_DB"]
 
 CONFIG_ENV = "LOOPGATE_CONFIG"
 DB_ENV = "LOOPGATE_DB"
@@ -172,6 +173,31 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raise ConfigError(yaml_error(exc, str(file))) from None
     cfg = validate_mapping(raw, str(file), positions(text))
     return Config(cfg.data, file.resolve(), cfg.present)
+
+
+def database_choice(config: Config | None = None,
+                    explicit: str | None = None) -> tuple[Path, str]:
+    """The database a command uses and why (``loopgate config show``, issue 14 §2).
+
+    Args:
+        config: the loaded configuration.
+        explicit: ``--db``, when given.
+
+    Returns:
+        ``(path, reason)``: the reason names the rule of :func:`default_db_path` that chose
+        it (``--db``, ``LOOPGATE_DB``, the config's ``database``, beside the config file,
+        the XDG state folder).
+    """
+    path = default_db_path(config, explicit)
+    if explicit:
+        return path, "--db"
+    if os.environ.get(DB_ENV):
+        return path, f"${DB_ENV}"
+    if config is not None and config.data.get("database"):
+        return path, "the config's `database`"
+    if config is not None and config.path is not None:
+        return path, f"beside {config.path.name} ({LOCAL_DB})"
+    return path, "no loopgate.yaml found: the XDG state folder"
 
 
 def default_db_path(config: Config | None = None, explicit: str | None = None) -> Path:

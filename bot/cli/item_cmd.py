@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import click
 
 from bot.cli.context import CliContext, fail, parse_item
+from bot.cli.help import format_option
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.refs import WorkItemRef
 from engine.report import build_report, render_table
@@ -69,7 +70,12 @@ def _load_started(services: Any, ref: WorkItemRef) -> ItemState:
 @ITEM
 @click.pass_obj
 def start(obj: CliContext, item: WorkItemRef) -> None:
-    """Start ITEM at the graph's first node (idempotent: never rewinds)."""
+    """Start ITEM at the graph's first node (idempotent: never rewinds).
+
+    \b
+    Example:
+      loopgate start acme/widgets#7
+    """
     runtime = obj.services.runtime
     click.echo(_summary(_run(lambda: runtime.start(item))))
 
@@ -93,7 +99,12 @@ def _read_comment(spec: str) -> tuple[str, str]:
                    "(repeatable; FILE - reads stdin).")
 @click.pass_obj
 def advance(obj: CliContext, item: WorkItemRef, comments: tuple[str, ...]) -> None:
-    """Re-evaluate ITEM's current gate, with the given comments as the event."""
+    """Re-evaluate ITEM's current gate, with the given comments as the event.
+
+    \b
+    Example:
+      loopgate advance acme/widgets#7 --comment alice=reply.md
+    """
     parsed = [_read_comment(spec) for spec in comments]
     services = obj.services
     _load_started(services, item)
@@ -139,6 +150,10 @@ def complete(obj: CliContext, item: WorkItemRef, node_id: str, actor: str) -> No
     Exits 1 when the gate did not accept the claim (the node is still current and its
     exit chain blocked), so an agent's script stops instead of moving on, and when N is
     the current node and a human gate (answered on the thread, never claimed).
+
+    \b
+    Example:
+      loopgate complete acme/widgets#7 --node brainstorming --actor agent
     """
     _refuse_human_gate(obj.services, item, node_id)
     runtime = obj.services.runtime
@@ -157,7 +172,12 @@ def complete(obj: CliContext, item: WorkItemRef, node_id: str, actor: str) -> No
 @click.pass_obj
 def skip(obj: CliContext, item: WorkItemRef, tokens: tuple[str, ...], reason: str,
          actor: str) -> None:
-    """Declare nodes of ITEM skipped before they are reached (a plan, not an amnesty)."""
+    """Declare nodes of ITEM skipped before they are reached (a plan, not an amnesty).
+
+    \b
+    Example:
+      loopgate skip acme/widgets#7 --node explainer --reason "docs-only change"
+    """
     runtime = obj.services.runtime
     accepted, rejected = _run(lambda: runtime.declare_skips(item, tokens, reason, actor))
     for node_id, token in accepted.items():
@@ -175,7 +195,12 @@ def skip(obj: CliContext, item: WorkItemRef, tokens: tuple[str, ...], reason: st
 @click.option("--actor", default="cli", show_default=True, help="Who forces.")
 @click.pass_obj
 def force(obj: CliContext, item: WorkItemRef, to: str, reason: str, actor: str) -> None:
-    """Move ITEM's pointer to N without running hooks (never satisfies a gate)."""
+    """Move ITEM's pointer to N without running hooks (never satisfies a gate).
+
+    \b
+    Example:
+      loopgate force acme/widgets#7 --to design --reason "spec written elsewhere"
+    """
     runtime = obj.services.runtime
     click.echo(_summary(_run(lambda: runtime.force(item, to, reason, actor))))
 
@@ -252,8 +277,7 @@ def _emit_table(reports: Iterable[dict[str, Any]], fail_on: str | None) -> bool:
 @click.command("check")
 @click.argument("item", metavar="[ITEM]", required=False, callback=_item)
 @click.option("--all", "all_items", is_flag=True, help="Check every item in the database.")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table",
-              show_default=True)
+@format_option()
 @click.option("--recompute", is_flag=True,
               help="Derive node statuses from the declared skips and the records instead of "
                    "the stored outcomes.")
@@ -262,7 +286,12 @@ def _emit_table(reports: Iterable[dict[str, Any]], fail_on: str | None) -> bool:
 @click.pass_obj
 def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
           recompute: bool, fail_on: str | None) -> None:
-    """Report where ITEM (or every item, with --all) stands, node by node."""
+    """Report where ITEM (or every item, with --all) stands, node by node.
+
+    \b
+    Example:
+      loopgate check acme/widgets#7 --format json
+    """
     if (item is None) == (not all_items):
         raise click.UsageError("give either ITEM or --all")
     services = obj.services
@@ -278,7 +307,12 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
 @ITEM
 @click.pass_obj
 def comments(obj: CliContext, item: WorkItemRef) -> None:
-    """Print ITEM's thread, oldest first (exit 1 when ITEM is not started)."""
+    """Print ITEM's thread, oldest first (exit 1 when ITEM is not started).
+
+    \b
+    Example:
+      loopgate comments acme/widgets#7
+    """
     _load_started(obj.services, item)
     tracker = obj.services.ports.tracker
     for i, comment in enumerate(_run(lambda: tracker.list_comments(item))):
@@ -288,12 +322,16 @@ def comments(obj: CliContext, item: WorkItemRef) -> None:
 
 @click.command("events")
 @ITEM
-@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text",
-              show_default=True)
+@format_option()
 @click.pass_obj
 def events(obj: CliContext, item: WorkItemRef, fmt: str) -> None:
     """Print ITEM's event log, oldest first (exit 1 when ITEM is not started and has
-    nothing logged, e.g. no declared skips)."""
+    nothing logged, e.g. no declared skips).
+
+    \b
+    Example:
+      loopgate events acme/widgets#7 --format json
+    """
     log = obj.services.store.events(item)
     if not log:
         _load_started(obj.services, item)

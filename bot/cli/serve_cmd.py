@@ -272,7 +272,12 @@ def register(group: click.Group) -> None:
                   help="Accept unsigned GitHub webhooks when no secret is set (development only).")
     @click.pass_obj
     def serve(ctx: CliContext, insecure_webhooks: bool) -> None:
-        """Run the poller, the webhook receiver, the dispatcher and the Slack bot."""
+        """Run the poller, the webhook receiver, the dispatcher and the Slack bot.
+
+        \b
+        Example:
+          loopgate --config loopgate.yaml serve
+        """
         configure_logging()
         _serve(ctx, insecure_webhooks)
 
@@ -280,7 +285,12 @@ def register(group: click.Group) -> None:
     @click.option("--once", is_flag=True, help="Run one cycle and exit.")
     @click.pass_obj
     def poll(ctx: CliContext, once: bool) -> None:
-        """Poll the configured repositories (one cycle with --once)."""
+        """Poll the configured repositories (one cycle with --once).
+
+        \b
+        Example:
+          loopgate poll --once
+        """
         configure_logging(logging.WARNING if once else logging.INFO)
         if not ctx.config.has("github"):
             fail("poll needs a github section in loopgate.yaml")
