@@ -16,11 +16,12 @@ from typing import Any, NoReturn
 
 import click
 
+from bot.cli.check_view import COLOR_MODES, Summary, matches, painter, use_color
 from bot.cli.context import CliContext, fail, parse_item
 from bot.cli.help import format_option
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.refs import WorkItemRef
-from engine.report import build_report, render_table
+from engine.report import build_report, render_table, where
 from engine.runtime import OWED
 from engine.state import ItemState, ItemStatus
 
@@ -53,6 +54,8 @@ def _run(action: Any) -> Any:
 
 
 def _summary(state: ItemState) -> str:
+    if state.status == ItemStatus.COMPLETE:  # "complete", never "at complete — complete"
+        return f"{state.ref}: {where(state.status, state.current_node)}"
     text = f"{state.ref}: at {state.current_node} — {state.status}"
     reason = state.parked.get("reason")
     return f"{text}: {reason}" if reason and state.status != ItemStatus.COMPLETE else text
@@ -230,7 +233,8 @@ def fails(report: dict[str, Any], fail_on: str | None) -> bool:
     return False
 
 
-def _reports(services: Any, item: WorkItemRef | None, recompute: bool) -> Iterator[dict]:
+def _reports(services: Any, item: WorkItemRef | None, recompute: bool,
+             node: str | None = None, status: str | None = None) -> Iterator[dict]:
     graph = services.graph
     # One query for every owed or failed effect (check --all stays one pass).
     owed: dict[WorkItemRef, list[Any]] = {}
@@ -243,8 +247,9 @@ def _reports(services: Any, item: WorkItemRef | None, recompute: bool) -> Iterat
         yield build_report(graph, state, recompute=recompute, effects=owed.get(item, ()))
         return
     for state in services.store.load_all():
-        yield build_report(graph, state, recompute=recompute,
-                           effects=owed.get(state.ref, ()))
+        if matches(state, node, status):
+            yield build_report(graph, state, recompute=recompute,
+                               effects=owed.get(state.ref, ()))
 
 
 def _emit_json(reports: Iterable[dict[str, Any]], many: bool, fail_on: str | None) -> bool:
@@ -266,12 +271,29 @@ def _emit_json(reports: Iterable[dict[str, Any]], many: bool, fail_on: str | Non
     return failed
 
 
-def _emit_table(reports: Iterable[dict[str, Any]], fail_on: str | None) -> bool:
+def _emit_table(reports: Iterable[dict[str, Any]], fail_on: str | None, *, color: bool,
+                summary: Summary | None) -> bool:
     failed = False
+    paint = painter(color)
     for i, report in enumerate(reports):
-        click.echo(("\n" if i else "") + render_table(report))
+        click.echo(("\n" if i else "") + render_table(report, paint), color=color)
         failed = fails(report, fail_on) or failed
+        if summary is not None:
+            summary.add(report)
+    if summary is not None:
+        click.echo("\n" + "\n".join(summary.lines(paint)), color=color)
     return failed
+
+
+def _check_filters(services: Any, item: WorkItemRef | None, all_items: bool,
+                   node: str | None, status: str | None) -> None:
+    if (item is None) == (not all_items):
+        raise click.UsageError("give either ITEM or --all")
+    if item is not None and (node or status):
+        raise click.UsageError("--node and --status filter --all")
+    if node and not services.graph.has_node(node):
+        raise click.BadParameter(f"{node!r} is not a node of {services.graph.name}",
+                                 param_hint="--node")
 
 
 @click.command("check")
@@ -283,21 +305,34 @@ def _emit_table(reports: Iterable[dict[str, Any]], fail_on: str | None) -> bool:
                    "the stored outcomes.")
 @click.option("--fail-on", "fail_on", type=click.Choice(("unmet", "block")), default=None,
               help="Exit 1 when an item is not ok (unmet) or is blocked/escalated (block).")
+@click.option("--node", "node", metavar="N", default=None,
+              help="With --all: only items whose current node is N.")
+@click.option("--status", "status", default=None,
+              type=click.Choice((ItemStatus.RUNNING, ItemStatus.PARKED, ItemStatus.ESCALATED,
+                                 ItemStatus.COMPLETE)),
+              help="With --all: only items with this status.")
+@click.option("--color", "color", type=click.Choice(COLOR_MODES), default="auto",
+              show_default=True,
+              help="Colour status words: auto = on a terminal unless NO_COLOR is set.")
 @click.pass_obj
 def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
-          recompute: bool, fail_on: str | None) -> None:
-    """Report where ITEM (or every item, with --all) stands, node by node.
+          recompute: bool, fail_on: str | None, node: str | None, status: str | None,
+          color: str) -> None:
+    """Report where ITEM (or every item, with --all) stands, node by node; --all ends with
+    a summary table (items per current node and status).
 
     \b
     Example:
-      loopgate check acme/widgets#7 --format json
+      loopgate check --all --status parked --node phase-selection
     """
-    if (item is None) == (not all_items):
-        raise click.UsageError("give either ITEM or --all")
     services = obj.services
-    reports = _reports(services, item, recompute)
-    failed = (_emit_json(reports, all_items, fail_on) if fmt == "json"
-              else _emit_table(reports, fail_on))
+    _check_filters(services, item, all_items, node, status)
+    reports = _reports(services, item, recompute, node, status)
+    if fmt == "json":
+        failed = _emit_json(reports, all_items, fail_on)
+    else:
+        summary = Summary([n.id for n in services.graph.ordered()]) if all_items else None
+        failed = _emit_table(reports, fail_on, color=use_color(color), summary=summary)
     if failed:
         raise SystemExit(1)
 
