@@ -105,6 +105,12 @@ class DispatchResult:
         return self.status not in (RETRY, FAILED)
 
 
+def _unstarted(comment_id: int) -> str:
+    """The key noting that comment ``comment_id`` was dropped because its item was not
+    started (so no gate has seen it yet)."""
+    return f"unstarted:{comment_key(comment_id)}"
+
+
 def _selection_node(graph: Any) -> str:
     """The phase-selection gate: the node whose exit runs ``classify-phase-selection``."""
     for node in graph.ordered():
@@ -368,9 +374,7 @@ class Dispatcher:
         except (LoopgateError, TrackerError) as exc:
             return DispatchResult(FAILED, f"error: {type(exc).__name__}: {exc}")
         if result.final:  # retry/failed stay unrecorded so a second try gets through
-            # A comment dropped as not-started keeps its content key open: the item's first
-            # start may still offer it to the gate (first sight, issue 14 §11).
-            if content_key and result.settled and result.reason != "not-started":
+            if content_key and result.settled:
                 self.state.mark_handled(content_key, result.status)
             self.state.mark_handled(id_key, result.status)
         return result
@@ -452,7 +456,9 @@ class Dispatcher:
         """Offer the gate, once each and in order, the human comments posted after the
         checklist this start adopted: a database that first sees an item started elsewhere
         (or lost) must not swallow a reply seen while the item was unknown to it. Comments
-        older than the checklist are history. A failed thread read is ``retry``: the next
+        older than the checklist are history, and a comment a gate already saw is not
+        offered again (its content key is handled and it was not dropped as
+        ``not-started``). A failed thread read is ``retry``: the next
         start delivery catches up (``first-sight:<ref>`` is recorded only when done)."""
         checklist_id = self._adopted_checklist(ref)
         if checklist_id is None:
@@ -466,8 +472,8 @@ class Dispatcher:
         results = [started]
         for comment in after:
             key = comment_key(comment.id)
-            if self.state.handled(key) or classify_comment(comment, self.settings.bot,
-                                                           edited=False) != COMMENT:
+            offered = self.state.handled(key) and not self.state.handled(_unstarted(comment.id))
+            if offered or classify_comment(comment, self.settings.bot, edited=False) != COMMENT:
                 continue
             node = self._waiting_gate(ref)
             if node is None:
@@ -498,6 +504,9 @@ class Dispatcher:
             if self._is_start_request(comment):
                 return self._start(ref, "comment")
             if self.store.load(ref) is None:
+                # Noted, so the item's first start may still offer it to the gate (first
+                # sight, issue 14 §11); its content key is recorded as for any delivery.
+                self.state.mark_handled(_unstarted(comment.id), DROPPED)
                 return DispatchResult(DROPPED, "not-started", (str(ref),))
         node = self._waiting_gate(ref)
         if node is None:
