@@ -90,3 +90,24 @@ def test_first_sight_treats_comments_older_than_the_checklist_as_history(
         assert fresh.state(ref).decisions["phase-selection"]["by"] == "@bob"
     finally:
         fresh.close()
+
+
+def test_first_sight_through_a_label_webhook_honours_the_reply_once(
+        world: GitHubWorld, github_env: FakeGitHub, tmp_path: Path) -> None:
+    ref = _labelled_with_checklist(world)
+    fresh = _fresh(world, github_env, tmp_path)
+    try:
+        fresh.serve()
+        github_env.advance(2)
+        reply = fresh.comment(ref, "the-loop execute", as_user="bob")
+        # the reply's own webhook reaches a database that does not know the item yet
+        fresh.webhook("issue_comment", "created", ref, comment_id=reply.id)
+        assert fresh.services.store.load(ref) is None
+        fresh.webhook("issues", "labeled", ref, label="loop:start")
+        state = fresh.state(ref)
+        assert state.current_node == "brainstorming", state.parked
+        assert state.decisions["phase-selection"]["commentId"] == reply.id
+        fresh.poll()  # the poller meets the same reply: already decided, nothing twice
+        assert _confirmations(fresh, ref) == 1
+    finally:
+        fresh.close()
