@@ -207,13 +207,15 @@ def _decide(services: Any, click: Click) -> ExecuteOutcome:
 def _stale_card(services: Any, click: Click) -> str:
     """Why the clicked drawing of the card no longer shows the GitHub checklist ("" when
     it does): the card was redrawn since (a higher revision is recorded), or a redraw for
-    a checklist edited on GitHub is still queued (issue 14 §15)."""
+    a checklist edited on GitHub was not sent yet (queued, or refused by Slack: then only
+    a reply on GitHub selects; issue 14 §15)."""
     thread = load_thread(services.store, click.ref)
     redrawn = (thread is not None and thread["kind"] == "card" and thread["ts"] == click.ts
                and click.revision < int(thread["revision"]))
+    # Unsent includes a redraw Slack refused for good: fail closed (GitHub still answers).
     queued = services.store.db().execute(
         "SELECT 1 FROM slack_outbox WHERE item = ? AND event = 'phase-selection-changed' "
-        "AND sent_at IS NULL AND failed_at IS NULL LIMIT 1", (str(click.ref),)).fetchone()
+        "AND sent_at IS NULL LIMIT 1", (str(click.ref),)).fetchone()
     if not redrawn and queued is None:
         return ""
     return (f"The phase-selection checklist of {click.ref} was changed on GitHub after this "
