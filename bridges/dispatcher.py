@@ -439,8 +439,8 @@ class Dispatcher:
 
     # -- first sight (issue 14 §11) ------------------------------------------------------
     def _adopted_checklist(self, ref: WorkItemRef) -> int | None:
-        """The id of the checklist the start gate adopted from the thread (found there, not
-        posted by this start), while the item still waits at its start node; else None."""
+        """The recorded checklist's id while the item waits at its start node (adopted
+        from the thread by the start gate, or posted already); else None."""
         state = self.store.load(ref)
         if state is None or state.current_node != self.graph.start:
             return None
@@ -451,6 +451,12 @@ class Dispatcher:
     def _catch_up_owed(self, ref: WorkItemRef) -> bool:
         return (self._adopted_checklist(ref) is not None
                 and not self.state.handled(f"first-sight:{ref}"))
+
+    def _seen_by_a_gate(self, comment_id: int) -> bool:
+        # Handled, and not merely dropped as not-started; or offered by a catch-up already.
+        key = comment_key(comment_id)
+        return (self.state.handled(f"first-sight:{key}")
+                or (self.state.handled(key) and not self.state.handled(_unstarted(comment_id))))
 
     def _catch_up(self, ref: WorkItemRef, started: DispatchResult) -> DispatchResult:
         """Offer the gate, once each and in order, the human comments posted after the
@@ -472,8 +478,8 @@ class Dispatcher:
         results = [started]
         for comment in after:
             key = comment_key(comment.id)
-            offered = self.state.handled(key) and not self.state.handled(_unstarted(comment.id))
-            if offered or classify_comment(comment, self.settings.bot, edited=False) != COMMENT:
+            if self._seen_by_a_gate(comment.id) or classify_comment(
+                    comment, self.settings.bot, edited=False) != COMMENT:
                 continue
             node = self._waiting_gate(ref)
             if node is None:
@@ -482,6 +488,7 @@ class Dispatcher:
             if not result.final:
                 return result  # first-sight stays owed: the next start delivery retries
             self.state.mark_handled(key, result.status)
+            self.state.mark_handled(f"first-sight:{key}", result.status)
             results.append(result)
         self.state.mark_handled(f"first-sight:{ref}", HANDLED)
         caught_up = len(results) - 1
