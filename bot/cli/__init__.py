@@ -51,7 +51,9 @@ def database_in_use(ctx: click.Context) -> str:
     try:
         config = load_config(ctx.params.get("config_path") or None)
     except LoopgateError as exc:
-        return f"unknown until the config is fixed ({exc})"
+        # One line here: `loopgate config check` lists every error.
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"unknown until the config is fixed ({first}; see `loopgate config check`)"
     explicit = ctx.params.get("db_path") or os.environ.get("LOOPGATE_DB") or None
     return str(default_db_path(config, explicit))
 

@@ -78,3 +78,13 @@ def test_an_unknown_key_far_from_any_known_one_gets_no_suggestion(
     code, err, _ = _check(tmp_path, env, "authorizedUsers: [alice]\nzzz: 1\n")
     assert code == 2
     assert err.strip() == "loopgate: loopgate.yaml:2: unknown key zzz"
+
+
+def test_help_with_a_broken_config_counts_the_errors_in_one_line(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    (tmp_path / "loopgate.yaml").write_text(BROKEN)
+    result = script(tmp_path, env, "--help")
+    assert result.returncode == 0, result.stderr
+    text = " ".join(result.stdout.split())
+    assert ("In use here: unknown until the config is fixed (loopgate.yaml: 4 errors; see "
+            "`loopgate config check`)") in text
