@@ -1,14 +1,16 @@
 """loopgate.yaml: loading, validation against ``bot/config.schema.json``, defaults.
 
-The file is validated as a whole by one JSON Schema; an unknown key is an error that
-names the key's path (``slack.chanel``). Secrets are never in this file: it names the
-environment variables that hold them.
+The file is validated as a whole by one JSON Schema; every error is reported at once,
+each naming the key's path and line, an unknown key with its closest known spelling
+(``github.pollInterval`` → ``pollIntervalSeconds``; :mod:`bot.config_errors`). Secrets
+are never in this file: it names the environment variables that hold them.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -18,10 +20,12 @@ from typing import Any
 import jsonschema
 import yaml
 
+from bot.config_errors import Problem, describe, positions, render, yaml_error
 from engine.errors import ConfigError
 from engine.settings import EngineSettings
 
-__all__ = ["Config", "load_config", "config_schema", "default_db_path", "CONFIG_ENV", "LOCAL_DB"]
+__all__ = ["Config", "load_config", "config_schema", "default_db_path", "database_choice",
+           "CONFIG_ENV", "LOCAL_DB"]
 
 CONFIG_ENV = "LOOPGATE_CONFIG"
 DB_ENV = "LOOPGATE_DB"
@@ -54,15 +58,6 @@ def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
         else:
             merged[key] = value
     return merged
-
-
-def _error_message(error: jsonschema.ValidationError, source: str) -> str:
-    path = ".".join(str(p) for p in error.absolute_path)
-    if error.validator == "additionalProperties":
-        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
-        keys = ", ".join(f"{path}.{k}" if path else k for k in extra)
-        return f"{source}: unknown key {keys}"
-    return f"{source}: {path or '(top level)'}: {error.message}"
 
 
 @dataclass(frozen=True)
@@ -107,34 +102,45 @@ class Config:
         )
 
 
-def validate_mapping(raw: Any, source: str = "loopgate.yaml") -> Config:
+def validate_mapping(raw: Any, source: str = "loopgate.yaml",
+                     lines: Mapping[tuple[str, ...], int] | None = None) -> Config:
     """Validate ``raw`` (parsed YAML) and fill defaults.
 
+    Args:
+        raw: the parsed file (None = empty).
+        source: the file's name, for messages.
+        lines: key path → line in the file (:func:`bot.config_errors.positions`), so each
+            error says ``file:line``.
+
     Raises:
-        ConfigError: naming the offending key's path.
+        ConfigError: listing every error (issue 14 §7), each with its key path, line and,
+            for an unknown key, the closest known one.
     """
     if raw is None:
         raw = {}
     if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: the top level must be a mapping")
+        raise ConfigError(f"{source}: the top level must be a mapping of keys")
     validator = jsonschema.Draft202012Validator(config_schema())
-    errors = sorted(validator.iter_errors(raw), key=lambda e: list(e.absolute_path))
-    if errors:
-        raise ConfigError(_error_message(errors[0], source))
-    _check_app_bot_login(raw.get("github") or {}, source)
+    problems = [p for e in validator.iter_errors(raw) for p in describe(e)]
+    problems += _app_bot_login_problems(raw.get("github") or {})
+    if problems:
+        raise ConfigError(render(problems, source, lines or {}))
     return Config(_merge(_defaults(config_schema()), raw), None, frozenset(raw))
 
 
-def _check_app_bot_login(github: dict[str, Any], source: str) -> None:
+def _app_bot_login_problems(github: Any) -> list[Problem]:
     # A GitHub App posts as the Bot "<slug>[bot]" (GraphQL calls it "<slug>"); a bare
     # "<slug>" would name a User of that login too, whose look-alike comments must never
     # count as loopgate's (issue 9 §1).
+    if not isinstance(github, dict):
+        return []
     login = str(github.get("botLogin") or "")
     if github.get("app") and login and not login.lower().endswith("[bot]"):
-        raise ConfigError(
-            f"{source}: github.botLogin: a GitHub App posts as its bot {login}[bot], not as "
-            f"{login!r} (a user of that name is someone else); write {login}[bot] or leave "
-            "botLogin unset (it is learned from the App)")
+        return [Problem(("github", "botLogin"),
+                        f"a GitHub App posts as its bot {login}[bot], not as {login!r} (a user "
+                        f"of that name is someone else); write {login}[bot] or leave "
+                        "botLogin unset (it is learned from the App)")]
+    return []
 
 
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
@@ -157,13 +163,41 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         return validate_mapping({}, "defaults")
     file = Path(chosen)
     try:
-        raw = yaml.safe_load(file.read_text("utf-8"))
+        text = file.read_text("utf-8")
+        raw = yaml.safe_load(text)
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {file}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{file}: not UTF-8 text (byte {exc.start})") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{file}: not valid YAML: {exc}") from None
-    cfg = validate_mapping(raw, str(file))
+        raise ConfigError(yaml_error(exc, str(file))) from None
+    cfg = validate_mapping(raw, str(file), positions(text))
     return Config(cfg.data, file.resolve(), cfg.present)
+
+
+def database_choice(config: Config | None = None,
+                    explicit: str | None = None) -> tuple[Path, str]:
+    """The database a command uses and why (``loopgate config show``, issue 14 §2).
+
+    Args:
+        config: the loaded configuration.
+        explicit: ``--db``, when given.
+
+    Returns:
+        ``(path, reason)``: the reason names the rule of :func:`default_db_path` that chose
+        it (``--db``, ``LOOPGATE_DB``, the config's ``database``, beside the config file,
+        the XDG state folder).
+    """
+    path = default_db_path(config, explicit)
+    if explicit:
+        return path, "--db"
+    if os.environ.get(DB_ENV):
+        return path, f"${DB_ENV}"
+    if config is not None and config.data.get("database"):
+        return path, "the config's `database`"
+    if config is not None and config.path is not None:
+        return path, f"beside {config.path.name} ({LOCAL_DB})"
+    return path, "no loopgate.yaml found: the XDG state folder"
 
 
 def default_db_path(config: Config | None = None, explicit: str | None = None) -> Path:

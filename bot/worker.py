@@ -12,9 +12,11 @@ selection waits, then its read-only live status card — and later notices go in
 Quiz DMs and thread lines are remembered so they can be rewritten when the quiz is attested
 or goes stale.
 
-Events handled: ``phase-selection-pending`` (post the card), ``phase-selection-done``
-(rewrite it read-only), ``quiz-pending`` (DM the item's owners + a thread line),
-``quiz-attested`` / ``quiz-stale`` (rewrite those), anything else (a thread line).
+Events handled: ``phase-selection-pending`` (post the card), ``phase-selection-changed``
+(the GitHub checklist was edited: redraw the card ticked as it says, fresh block ids;
+issue 14 §15), ``phase-selection-done`` (rewrite it read-only), ``quiz-pending`` (DM
+the item's owners + a thread line), ``quiz-attested`` / ``quiz-stale`` (rewrite those),
+anything else (a thread line).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from slack_sdk.models.blocks import Block
 from bot.approvals import approval_gates, approver_slack_users, is_approval_gate
 from bot.blocks.approval import GateRef, approval_message, reminder_text
 from bot.blocks.card import phase_selection_card, phase_selection_node_id, status_card
+from bot.blocks.mirror import with_selection
 from bot.blocks.notices import (
     comment_urls,
     event_line,
@@ -317,6 +320,8 @@ class SlackWorker:
             self._post_card(ref)
         elif event == "phase-selection-done":
             self._refresh_status(ref, force=False)  # unless Execute already rewrote it
+        elif event == "phase-selection-changed":
+            self._redraw_card(ref, data)
         elif event == "quiz-pending":
             self._quiz_pending(ref, data)
         elif event in ("quiz-attested", "quiz-stale"):
@@ -426,6 +431,28 @@ class SlackWorker:
         text = f"Phase selection for {ref}: {info.title}"
         node = state.current_node if state is not None else ""
         self._put_parent(ref, thread, text, blocks, revision, "card", node, info.author)
+
+    def _redraw_card(self, ref: WorkItemRef, data: Mapping[str, Any]) -> None:
+        """Redraw the interactive card ticked as the edited GitHub checklist says, with a
+        new revision in every block id (a click on the old drawing is then refused as
+        stale). Once a selection is made, or before the card exists, nothing is drawn."""
+        state, decision = self._decision(ref)
+        thread = self._thread_row(ref)
+        if state is None or decision or thread is None or thread["kind"] != "card":
+            return
+        info = self._info(ref)
+        revision = thread["revision"] + 1
+        blocks = phase_selection_card(self.services.graph, info, revision=revision,
+                                      keyword=self.services.settings.execute_keyword)
+        drawn = with_selection(_dicts(blocks), skips=list(data.get("skips") or ()),
+                               opt_ins=list(data.get("optIns") or ()),
+                               explainer=bool(data.get("explainer", True)))
+        self._call("chat_update", channel=thread["channel"], ts=thread["ts"],
+                   text=f"Phase selection for {ref}: {info.title} (checklist edited on GitHub)",
+                   blocks=drawn)
+        save_thread(self.services.store, ref, channel=thread["channel"], ts=thread["ts"],
+                    revision=revision, kind="card", node=state.current_node,
+                    author=info.author)
 
     def _refresh_status(self, ref: WorkItemRef, *, force: bool) -> None:
         """Rewrite the parent message read-only once the selection is made; afterwards keep

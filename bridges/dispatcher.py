@@ -18,6 +18,10 @@ Kinds (issue 3 §4, explainer design C5):
   item not started, an authorized author's start keyword starts it; on an item whose
   current node is a human gate that is waiting, ``runtime.advance(ref, {"comments": [c]})``
   (``retry`` when the gate stayed put while a GitHub call failed, as below).
+* ``checklist_edited`` (loopgate's checklist edited on GitHub) → while the item waits at
+  phase selection with nothing selected, ``phase-selection-changed`` is queued for the
+  Slack card with the checklist's current rows, and ``github.checklist_edited`` is logged
+  (issue 14 §15); otherwise dropped (``not-waiting``, ``not-the-checklist``).
 * ``quiz_attestation`` is delivery-only: it never starts an item; at a waiting human gate
   it calls ``runtime.advance(ref, {"attestation": {"comment_id", "url"}})``; in every other
   state it is dropped with reason ``no-gate``. When the gate could not verify the tick
@@ -47,9 +51,18 @@ from typing import Any
 from bridges import telemetry
 from bridges.github.inbox import InboxError, WebhookInbox, webhook_inbox
 from bridges.github.persistence import BridgeState, bridge_state
-from bridges.github.router import COMMENT, QUIZ_ATTESTATION, START
+from bridges.github.router import (
+    CHECKLIST_EDITED,
+    COMMENT,
+    QUIZ_ATTESTATION,
+    START,
+    classify_comment,
+    comment_key,
+)
 from bridges.github.webhook import Delivery
+from engine.effects import RECORD_CHECKLIST
 from engine.errors import LoopgateError
+from engine.hooks.phase_selection import parse_selection
 from engine.ports import Comment, TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import is_authorized
@@ -94,6 +107,28 @@ class DispatchResult:
     def final(self) -> bool:
         """True when the delivery needs no second try (everything but retry/failed)."""
         return self.status not in (RETRY, FAILED)
+
+
+def _unstarted(comment_id: int) -> str:
+    """The key noting that comment ``comment_id`` was dropped because its item was not
+    started (so no gate has seen it yet)."""
+    return f"unstarted:{comment_key(comment_id)}"
+
+
+def _selection_node(graph: Any) -> str:
+    """The phase-selection gate: the node whose exit runs ``classify-phase-selection``."""
+    for node in graph.ordered():
+        if any(h.name == "classify-phase-selection" for h in node.exit):
+            return node.id
+    return graph.start
+
+
+def _after(comments: list[Comment], checklist: Comment) -> list[Comment]:
+    """``comments`` posted after ``checklist``, oldest first (creation time, then id: ids
+    grow with time and break ties within GitHub's one-second timestamps)."""
+    mark = (checklist.created_at or "", checklist.id)
+    return sorted((c for c in comments if (c.created_at or "", c.id) > mark),
+                  key=lambda c: (c.created_at or "", c.id))
 
 
 def _merge(results: list[DispatchResult]) -> DispatchResult:
@@ -369,6 +404,8 @@ class Dispatcher:
             return self._comment(ref, delivery)
         if delivery.event == QUIZ_ATTESTATION:
             return self._quiz(ref, delivery)
+        if delivery.event == CHECKLIST_EDITED:
+            return self._checklist_edited(ref, delivery.data["comment"])
         return DispatchResult(DROPPED, "unknown-kind")
 
     # -- kinds ---------------------------------------------------------------------------
@@ -383,9 +420,98 @@ class Dispatcher:
 
     def _start(self, ref: WorkItemRef, via: str) -> DispatchResult:
         if not self._needs_start(ref):
+            if self._catch_up_owed(ref):
+                return self._catch_up(ref, DispatchResult(DROPPED, "already-started",
+                                                          (str(ref),)))
             return DispatchResult(DROPPED, "already-started", (str(ref),))
         self.runtime.start(ref)
-        return DispatchResult(HANDLED, f"started-by-{via}", (str(ref),), node=self.graph.start)
+        return self._catch_up(ref, DispatchResult(HANDLED, f"started-by-{via}", (str(ref),),
+                                                  node=self.graph.start))
+
+    # -- the checklist edited on GitHub (issue 14 §15) ---------------------------------------
+    def _checklist_edited(self, ref: WorkItemRef, comment: Comment) -> DispatchResult:
+        """Mirror the edited checklist's rows to the Slack card while the selection waits."""
+        with self.store.transaction(ref) as tx:
+            state = tx.state
+            if state is None or not self._selection_waits(state):
+                return DispatchResult(DROPPED, "not-waiting", (str(ref),))
+            recorded = (state.surface.get(RECORD_CHECKLIST) or {}).get("commentId")
+            if recorded != comment.id:  # a look-alike or an older copy is not the checklist
+                return DispatchResult(DROPPED, "not-the-checklist", (str(ref),))
+            selection = parse_selection(comment.body, self.graph)
+            data = {"node": state.current_node, "commentId": comment.id, "url": comment.url,
+                    "skips": selection.skipped_nodes(self.graph),
+                    "optIns": list(selection.opt_ins),
+                    "explainer": selection.explainer_on}
+            tx.log("github.checklist_edited", data)
+            self.services.ports.notifier.send(ref, "phase-selection-changed", data)
+        return DispatchResult(HANDLED, "checklist-mirrored", (str(ref),))
+
+    def _selection_waits(self, state: Any) -> bool:
+        node = state.current_node
+        return (bool(node) and node == _selection_node(self.graph)
+                and not state.decisions.get(node)
+                and state.status not in (ItemStatus.COMPLETE, ItemStatus.ESCALATED))
+
+    # -- first sight (issue 14 §11) ------------------------------------------------------
+    def _adopted_checklist(self, ref: WorkItemRef) -> int | None:
+        """The recorded checklist's id while the item waits at its start node (adopted
+        from the thread by the start gate, or posted already); else None."""
+        state = self.store.load(ref)
+        if state is None or state.current_node != self.graph.start:
+            return None
+        entry = state.surface.get(RECORD_CHECKLIST) or {}
+        comment_id = entry.get("commentId")
+        return int(comment_id) if comment_id and not entry.get("posting") else None
+
+    def _catch_up_owed(self, ref: WorkItemRef) -> bool:
+        return (self._adopted_checklist(ref) is not None
+                and not self.state.handled(f"first-sight:{ref}"))
+
+    def _seen_by_a_gate(self, comment_id: int) -> bool:
+        # Handled, and not merely dropped as not-started; or offered by a catch-up already.
+        key = comment_key(comment_id)
+        return (self.state.handled(f"first-sight:{key}")
+                or (self.state.handled(key) and not self.state.handled(_unstarted(comment_id))))
+
+    def _catch_up(self, ref: WorkItemRef, started: DispatchResult) -> DispatchResult:
+        """Offer the gate, once each and in order, the human comments posted after the
+        checklist this start adopted: a database that first sees an item started elsewhere
+        (or lost) must not swallow a reply seen while the item was unknown to it. Comments
+        older than the checklist are history, and a comment a gate already saw is not
+        offered again (its content key is handled and it was not dropped as
+        ``not-started``). A failed thread read is ``retry``: the next
+        start delivery catches up (``first-sight:<ref>`` is recorded only when done)."""
+        checklist_id = self._adopted_checklist(ref)
+        if checklist_id is None:
+            return started
+        try:
+            comments = self.tracker.list_comments(ref)
+        except TrackerError:
+            return DispatchResult(RETRY, "first-sight-unread", started.refs)
+        checklist = next((c for c in comments if c.id == checklist_id), None)
+        after = _after(comments, checklist) if checklist is not None else []
+        results = [started]
+        for comment in after:
+            key = comment_key(comment.id)
+            if self._seen_by_a_gate(comment.id) or classify_comment(
+                    comment, self.settings.bot, edited=False) != COMMENT:
+                continue
+            node = self._waiting_gate(ref)
+            if node is None:
+                break
+            result = self._evaluate(ref, node, {"comments": [comment]}, "advanced")
+            if not result.final:
+                return result  # first-sight stays owed: the next start delivery retries
+            self.state.mark_handled(key, result.status)
+            self.state.mark_handled(f"first-sight:{key}", result.status)
+            results.append(result)
+        self.state.mark_handled(f"first-sight:{ref}", HANDLED)
+        caught_up = len(results) - 1
+        if caught_up:
+            logger.info("first sight of %s: %d comment(s) after the checklist offered to the "
+                        "gate", ref, caught_up)
+        return started
 
     def _comment(self, ref: WorkItemRef, delivery: Delivery) -> DispatchResult:
         comment: Comment = delivery.data["comment"]
@@ -401,6 +527,9 @@ class Dispatcher:
             if self._is_start_request(comment):
                 return self._start(ref, "comment")
             if self.store.load(ref) is None:
+                # Noted, so the item's first start may still offer it to the gate (first
+                # sight, issue 14 §11); its content key is recorded as for any delivery.
+                self.state.mark_handled(_unstarted(comment.id), DROPPED)
                 return DispatchResult(DROPPED, "not-started", (str(ref),))
         node = self._waiting_gate(ref)
         if node is None:

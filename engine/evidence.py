@@ -37,6 +37,8 @@ __all__ = [
     "parse_record",
     "validate_record",
     "render_record",
+    "record_kind",
+    "assignment_lines",
     "is_url",
 ]
 
@@ -253,3 +255,46 @@ def render_record(section: str, depth: str, location: str, published_as: str,
             raise EvidenceError(f"{name} {value!r} cannot go in a table cell ('|' or newline)")
     rows = "".join(f"| {name} | {value} |\n" for name, value in values.items())
     return f"## {section}\n\n| Field | Value |\n|---|---|\n{rows}"
+
+
+def record_kind(validates: tuple[str, ...] | list[str]) -> str | None:
+    """The :data:`RECORDS` kind (``spec-explainer`` / ``code-explainer``) whose record a
+    node's ``validates`` names, or None when it names none."""
+    for kind, (path, _section) in RECORDS.items():
+        if path in validates:
+            return kind
+    return None
+
+
+def assignment_lines(kind: str, spec_dir: str) -> list[str]:
+    """What an explainer assignment says about its record (issue 14 §3): the record's
+    exact table, the allowed depths with their question counts, the publishing values,
+    and the render command, so a first claim can pass.
+
+    Args:
+        kind: a key of :data:`RECORDS`.
+        spec_dir: the item's spec directory (``docs/specs/issue-7``).
+
+    Returns:
+        Markdown lines (a fenced example of the record, then bullets).
+    """
+    path, section = RECORDS[kind]
+    page = f"{spec_dir}/explainer/explainer.html"
+    content = f"{spec_dir}/explainer/{'spec' if kind == 'spec-explainer' else 'code'}.yaml"
+    example = render_record(section, "standard", page, "committed HTML",
+                            DEPTH_QUESTIONS["standard"]).rstrip("\n").splitlines()
+    depths = ", ".join(f"`{d}` ({n} questions)" for d, n in DEPTH_QUESTIONS.items())
+    published = ", ".join(f"`{p}`" for p in PUBLISHED_AS)
+    return [
+        f"- Render the page: `loopgate explainer render {content} --out {page}` "
+        f"(check the content first: `loopgate explainer check {content}`)",
+        f"- Then write the record `{spec_dir}/{path}`, exactly this table (your values):",
+        "",
+        "  ```markdown",
+        *[f"  {line}".rstrip() for line in example],
+        "  ```",
+        "",
+        f"- Depth: one of {depths}; Questions must match it",
+        "- Location: the page, as a path in this repository or an http(s) URL",
+        f"- Published as: one of {published}",
+    ]

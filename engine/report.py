@@ -17,7 +17,7 @@ Rules the report keeps (opt-in design, "Security design"):
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,6 +34,7 @@ __all__ = [
     "document_view",
     "skip_provenance",
     "render_table",
+    "where",
 ]
 
 NOT_SELECTED_LINE = "not selected — an opt-in phase, off unless it is ticked at phase-selection"
@@ -265,20 +266,48 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
     }
 
 
-def render_table(report: Mapping[str, Any]) -> str:
-    """The ``check --format table`` text of one report.
+def where(status: str, node: str) -> str:
+    """The item's status and node in words: ``parked at gate``; a finished walk reads
+    ``complete`` (``complete (ended at done)`` when its terminal node has another name),
+    never "complete at complete" (issue 14 §9).
+
+    Args:
+        status: the item status (:class:`~engine.state.ItemStatus` value).
+        node: the current node id ("" when none).
+    """
+    if not node:
+        return status
+    if status in (ItemStatus.COMPLETE, ItemStatus.ESCALATED):
+        return status if node == status else f"{status} (ended at {node})"
+    return f"{status} at {node}"
+
+
+def _plain(text: str, _status: str) -> str:
+    return text
+
+
+def render_table(report: Mapping[str, Any],
+                 paint: Callable[[str, str], str] = _plain) -> str:
+    """The ``check --format text`` text of one report.
+
+    Args:
+        report: from :func:`build_report`.
+        paint: ``(text, status word) -> text`` applied to each status word (padding stays
+            outside; the CLI colours status words on a terminal, the default leaves them
+            plain).
 
     Returns:
         A heading line, one aligned row per node (id, status, detail), then unmet nodes,
         forced moves, invalid skips and attestations when there are any.
     """
     ok = "yes" if report["ok"] else "no"
-    at = f" at {report['currentNode']}" if report["currentNode"] else ""
-    lines = [f"{report['workItem']} — {report['loop']} — {report['status']}{at} — ok: {ok}"]
+    state = paint(where(report["status"], report["currentNode"] or ""), report["status"])
+    lines = [f"{report['workItem']} — {report['loop']} — {state} — ok: {ok}"]
     width_id = max((len(n["id"]) for n in report["nodes"]), default=4)
     width_status = max((len(n["status"]) for n in report["nodes"]), default=6)
     for n in report["nodes"]:
-        row = f"  {n['id']:<{width_id}}  {n['status']:<{width_status}}  {n['detail']}"
+        cell = paint(n["status"], n["status"]) + " " * (width_status - len(n["status"]))
+        row = f"  {n['id']:<{width_id}}  {cell}  {n['detail']}"
         lines.append(row.rstrip())
     lines.extend(_table_footer(report))
     return "\n".join(lines)

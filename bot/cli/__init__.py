@@ -28,14 +28,20 @@ from bot.cli import (
 )
 from bot.cli.context import CliContext
 from bot.cli.slack_cmd import register as register_slack
+from bot.cli.help import HelpGroup
 
 __all__ = ["main", "cli"]
 
 
 DB_HELP = (
-    "SQLite state database (env LOOPGATE_DB; else the config's `database`; else "
-    ".loopgate/loopgate.db beside loopgate.yaml when one is found or given; else "
-    "$XDG_STATE_HOME/loopgate/loopgate.db)."
+    "SQLite state database; also set by the environment variable LOOPGATE_DB. Else the "
+    "config's `database`; else .loopgate/loopgate.db beside loopgate.yaml when one is found "
+    "or given; else $XDG_STATE_HOME/loopgate/loopgate.db. `loopgate config show` says which "
+    "rule chose it."
+)
+CONFIG_HELP = (
+    "loopgate.yaml to use; also set by the environment variable LOOPGATE_CONFIG. Default: "
+    "./loopgate.yaml when present, else built-in defaults."
 )
 
 
@@ -55,7 +61,9 @@ def database_in_use(ctx: click.Context) -> str:
     try:
         config = load_config(ctx.params.get("config_path") or None)
     except LoopgateError as exc:
-        return f"unknown until the config is fixed ({exc})"
+        # One line here: `loopgate config check` lists every error.
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return f"unknown until the config is fixed ({first}; see `loopgate config check`)"
     explicit = ctx.params.get("db_path") or os.environ.get("LOOPGATE_DB") or None
     return str(default_db_path(config, explicit))
 
@@ -78,16 +86,23 @@ class _DbOption(click.Option):
         return record[0], f"{record[1]} In use here: {database_in_use(ctx)}"
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--db", "db_path", cls=_DbOption, envvar="LOOPGATE_DB", default=None,
-              metavar="PATH", is_eager=True, help=DB_HELP)
-@click.option("--config", "config_path", envvar="LOOPGATE_CONFIG", default=None, metavar="PATH",
-              is_eager=True, help="loopgate.yaml (env LOOPGATE_CONFIG; default ./loopgate.yaml "
-              "when present).")
+@click.group(cls=HelpGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--db", "db_path", cls=_DbOption, envvar="LOOPGATE_DB", show_envvar=True,
+              default=None, metavar="PATH", is_eager=True, help=DB_HELP)
+@click.option("--config", "config_path", envvar="LOOPGATE_CONFIG", show_envvar=True,
+              default=None, metavar="PATH", is_eager=True, help=CONFIG_HELP)
 @click.version_option(package_name="loopgate")
 @click.pass_context
 def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> None:
-    """loopgate: walk GitHub issues through a declared process graph."""
+    """loopgate: walk GitHub issues through a declared process graph.
+
+    Every command's --help shows an example. Output formats are `--format text`
+    (the default) or `--format json`.
+
+    \b
+    Example:
+      loopgate start acme/widgets#7 && loopgate check acme/widgets#7
+    """
     ctx.obj = CliContext(config_path=config_path, db_path=db_path)
     ctx.call_on_close(ctx.obj.close)
 

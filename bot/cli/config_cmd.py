@@ -1,22 +1,38 @@
-"""``loopgate config``: check loopgate.yaml and print its reference."""
+"""``loopgate config``: check loopgate.yaml, show the effective configuration and the
+database in use, and print the reference."""
 
 from __future__ import annotations
 
-import click
+import json
+from typing import Any
 
+import click
+import yaml
+
+from bot.cli.help import HelpGroup, format_option
 from bot.config_doc import render_reference
 
 
-@click.group("config")
+@click.group("config", cls=HelpGroup)
 def config_group() -> None:
-    """Inspect loopgate.yaml."""
+    """Inspect loopgate.yaml.
+
+    \b
+    Example:
+      loopgate config show
+    """
 
 
 @config_group.command("check")
 @click.pass_obj
 def check(obj: object) -> None:
     """Validate the configuration file, compile its graph and, for a GitHub App, check its
-    id, key and installations against GitHub (exit 2 naming the offending setting)."""
+    id, key and installations against GitHub (exit 2 naming the offending setting).
+
+    \b
+    Example:
+      loopgate --config loopgate.yaml config check
+    """
     from bot.services import load_graph, verify_github
     from engine.errors import LoopgateError
 
@@ -37,9 +53,59 @@ def check(obj: object) -> None:
         click.echo(f"ok: github app {line}")
 
 
+def _explicit_db(ctx: click.Context) -> str | None:
+    # --db on the command line; LOOPGATE_DB (click's envvar) is told apart by its source.
+    root = ctx.find_root()
+    if root.get_parameter_source("db_path") == click.core.ParameterSource.COMMANDLINE:
+        return root.params.get("db_path")
+    return None
+
+
+def effective(obj: Any, ctx: click.Context) -> dict[str, Any]:
+    """What ``config show`` prints: the config file, the database and why, and the
+    effective settings (schema defaults overlaid by the file).
+
+    Returns:
+        ``{"configFile": str | None, "database": str, "databaseFrom": str,
+        "settings": dict}``.
+    """
+    from bot.config import database_choice
+
+    cfg = obj.config
+    path, why = database_choice(cfg, _explicit_db(ctx))
+    return {"configFile": str(cfg.path) if cfg.path else None, "database": str(path),
+            "databaseFrom": why, "settings": cfg.data}
+
+
+@config_group.command("show")
+@format_option(help_text="text: YAML under a heading; json: one object")
+@click.pass_context
+def show(ctx: click.Context, fmt: str) -> None:
+    """Print the effective configuration (defaults filled in), the file it came from and
+    the database commands use here, with the rule that chose it.
+
+    \b
+    Example:
+      loopgate config show --format json
+    """
+    shown = effective(ctx.obj, ctx)
+    if fmt == "json":
+        click.echo(json.dumps(shown, indent=2, sort_keys=True))
+        return
+    click.echo(f"# config file: {shown['configFile'] or 'none found (defaults)'}")
+    click.echo(f"# database: {shown['database']}")
+    click.echo(f"#   chosen by: {shown['databaseFrom']}")
+    click.echo(yaml.safe_dump(shown["settings"], sort_keys=False, allow_unicode=True), nl=False)
+
+
 @config_group.command("reference")
 def reference() -> None:
-    """Print the configuration reference generated from the JSON Schema (Markdown)."""
+    """Print the configuration reference generated from the JSON Schema (Markdown).
+
+    \b
+    Example:
+      loopgate config reference > config-reference.md
+    """
     click.echo(render_reference(), nl=False)
 
 

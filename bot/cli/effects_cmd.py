@@ -17,6 +17,7 @@ from typing import Any
 import click
 
 from bot.cli.context import CliContext, parse_item
+from bot.cli.help import HelpGroup, format_option
 from engine.effects import DONE, FAILED, PENDING, RUNNING, EffectRow
 from engine.refs import WorkItemRef
 
@@ -45,11 +46,16 @@ def _document(row: EffectRow) -> dict[str, Any]:
             "error": row.last_error, "createdAt": row.created_at}
 
 
-@click.group("effects", invoke_without_command=True)
+@click.group("effects", cls=HelpGroup, invoke_without_command=True)
 @click.pass_context
 def effects(ctx: click.Context) -> None:
     """The writes loopgate owes GitHub and Slack: `effects` (= `effects list`), `effects
-    list [ITEM]`, `effects retry [ITEM]`."""
+    list [ITEM]`, `effects retry [ITEM]`.
+
+    \b
+    Example:
+      loopgate effects list --status failed
+    """
     if ctx.invoked_subcommand is None:
         ctx.invoke(list_effects)
 
@@ -59,12 +65,16 @@ def effects(ctx: click.Context) -> None:
 @click.option("--status", "status", type=click.Choice(sorted(_STATUSES)), default="owed",
               show_default=True, help="Which rows: owed (pending or failed), failed, "
                                       "pending, all.")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table",
-              show_default=True)
+@format_option()
 @click.pass_obj
 def list_effects(obj: CliContext, item: WorkItemRef | None = None, status: str = "owed",
-                 fmt: str = "table") -> None:
-    """List the writes owed (of ITEM, or of every item). Exit 1 when one failed for good."""
+                 fmt: str = "text") -> None:
+    """List the writes owed (of ITEM, or of every item). Exit 1 when one failed for good.
+
+    \b
+    Example:
+      loopgate effects list acme/widgets#7 --status all
+    """
     rows = obj.services.store.effects.rows(item, statuses=_STATUSES[status])
     if fmt == "json":
         click.echo(json.dumps([_document(r) for r in rows], indent=2, ensure_ascii=False))
@@ -83,7 +93,12 @@ def list_effects(obj: CliContext, item: WorkItemRef | None = None, status: str =
               help="Only re-queue (leave the rows to a running `loopgate serve`).")
 @click.pass_obj
 def retry(obj: CliContext, item: WorkItemRef | None, no_perform: bool) -> None:
-    """Re-queue the failed writes (of ITEM, or of every item), then carry them out."""
+    """Re-queue the failed writes (of ITEM, or of every item), then carry them out.
+
+    \b
+    Example:
+      loopgate effects retry acme/widgets#7
+    """
     services = obj.services
     count = services.store.effects.retry(item)
     click.echo(f"re-queued {count} effect{'s' if count != 1 else ''}")

@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from bot.cli.context import fail, parse_item
+from bot.cli.help import HelpGroup
 from bot.explainer.content import Content, ContentError, load_content
 from bot.explainer.redact import Finding, find_secrets
 from bot.explainer.render import merge_contents, recover_contents, render_page, tab_labels
@@ -83,9 +84,14 @@ def _write_atomically(out: Path, text: str) -> None:
         raise
 
 
-@click.group("explainer")
+@click.group("explainer", cls=HelpGroup)
 def explainer() -> None:
-    """Render, check and redact explainer pages (the agent's explain command)."""
+    """Render, check and redact explainer pages (the agent's explain command).
+
+    \b
+    Example:
+      loopgate explainer render spec.yaml --out docs/specs/issue-7/explainer/explainer.html
+    """
 
 
 @explainer.command("render")
@@ -98,6 +104,10 @@ def render_cmd(contents: tuple[Path, ...], out: Path) -> None:
     Re-rendering an existing page keeps the content it was made from: give only the code
     content and the spec tabs stay. The redaction pass runs first; a secret in a content
     file or in the page refuses the write (exit 1) naming line and kind.
+
+    \b
+    Example:
+      loopgate explainer render spec.yaml --out docs/specs/issue-7/explainer/explainer.html
     """
     given = _load(contents)
     merged = merge_contents(given, _existing(out))
@@ -118,7 +128,12 @@ def render_cmd(contents: tuple[Path, ...], out: Path) -> None:
 @explainer.command("check")
 @click.argument("contents", nargs=-1, required=True, type=_EXISTING_FILE)
 def check_cmd(contents: tuple[Path, ...]) -> None:
-    """Check CONTENT files against the schema and the quiz rules (exit 1 on a violation)."""
+    """Check CONTENT files against the schema and the quiz rules (exit 1 on a violation).
+
+    \b
+    Example:
+      loopgate explainer check spec.yaml code.yaml
+    """
     _load(contents)
     click.echo("ok")
 
@@ -126,7 +141,12 @@ def check_cmd(contents: tuple[Path, ...]) -> None:
 @explainer.command("redact")
 @click.argument("paths", nargs=-1, required=True, type=_EXISTING_FILE)
 def redact_cmd(paths: tuple[Path, ...]) -> None:
-    """Find secrets in PATHS; print PATH:LINE: KIND for each and exit 1, else exit 0."""
+    """Find secrets in PATHS; print PATH:LINE: KIND for each and exit 1, else exit 0.
+
+    \b
+    Example:
+      loopgate explainer redact docs/specs/issue-7/explainer/explainer.html
+    """
     lines = []
     for path in paths:
         try:
@@ -195,7 +215,12 @@ def briefing_text(artifacts: Any, ref: WorkItemRef) -> str:
 @click.argument("item")
 @click.pass_context
 def briefing_cmd(ctx: click.Context, item: str) -> None:
-    """Print the reviewer briefing template for ITEM (owner/repo#N)."""
+    """Print the reviewer briefing template for ITEM (owner/repo#N).
+
+    \b
+    Example:
+      loopgate briefing acme/widgets#7
+    """
     ref = parse_item(item)
     artifacts = ctx.obj.services.ports.artifacts
     try:

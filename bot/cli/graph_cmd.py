@@ -13,12 +13,12 @@ import json
 import click
 
 from bot.cli.context import CliContext, fail
+from bot.cli.help import HelpGroup, format_option
 from engine.errors import GraphConfigError
 from engine.graph.model import Graph
 
 __all__ = ["register", "graph", "summary"]
 
-_FORMATS = ("text", "json", "mermaid")
 
 
 def _plural(count: int, word: str) -> str:
@@ -54,19 +54,28 @@ def _configured(obj: CliContext) -> Graph:
         raise  # unreachable: fail() exits
 
 
-@click.group("graph")
+@click.group("graph", cls=HelpGroup)
 def graph() -> None:
-    """Show or validate a process graph."""
+    """Show or validate a process graph.
+
+    \b
+    Example:
+      loopgate graph show --format mermaid
+    """
 
 
 @graph.command("show")
 @click.option("--file", "file_path", type=click.Path(dir_okay=False), default=None,
               help="A graph YAML file (default: the graph configured as `loop`).")
-@click.option("--format", "fmt", type=click.Choice(_FORMATS), default="text",
-              show_default=True, help="Output format.")
+@format_option("mermaid")
 @click.pass_obj
 def show(obj: CliContext, file_path: str | None, fmt: str) -> None:
-    """Print the graph: a table, JSON, or a Mermaid flowchart for GitHub."""
+    """Print the graph: a table, JSON, or a Mermaid flowchart for GitHub.
+
+    \b
+    Example:
+      loopgate graph show --format mermaid
+    """
     from engine.graph.render import render_json, render_mermaid, render_text
 
     compiled = _compile(file_path) if file_path else _configured(obj)
@@ -81,7 +90,12 @@ def show(obj: CliContext, file_path: str | None, fmt: str) -> None:
 @graph.command("validate")
 @click.argument("file_path", metavar="FILE", type=click.Path(dir_okay=False))
 def validate(file_path: str) -> None:
-    """Compile FILE: exit 0 with a summary, or 2 with the error naming the offender."""
+    """Compile FILE: exit 0 with a summary, or 2 with the error naming the offender.
+
+    \b
+    Example:
+      loopgate graph validate graphs/pdlc-work-item-loop.yaml
+    """
     compiled = _compile(file_path)
     click.echo(summary(compiled))
     for warning in compiled.warnings:

@@ -16,10 +16,12 @@ from typing import Any, NoReturn
 
 import click
 
+from bot.cli.check_view import COLOR_MODES, Summary, matches, painter, use_color
 from bot.cli.context import CliContext, fail, parse_item
+from bot.cli.help import format_option
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.refs import WorkItemRef
-from engine.report import build_report, render_table
+from engine.report import build_report, render_table, where
 from engine.runtime import OWED
 from engine.state import ItemState, ItemStatus
 
@@ -52,6 +54,8 @@ def _run(action: Any) -> Any:
 
 
 def _summary(state: ItemState) -> str:
+    if state.status == ItemStatus.COMPLETE:  # "complete", never "at complete — complete"
+        return f"{state.ref}: {where(state.status, state.current_node)}"
     text = f"{state.ref}: at {state.current_node} — {state.status}"
     reason = state.parked.get("reason")
     return f"{text}: {reason}" if reason and state.status != ItemStatus.COMPLETE else text
@@ -69,7 +73,12 @@ def _load_started(services: Any, ref: WorkItemRef) -> ItemState:
 @ITEM
 @click.pass_obj
 def start(obj: CliContext, item: WorkItemRef) -> None:
-    """Start ITEM at the graph's first node (idempotent: never rewinds)."""
+    """Start ITEM at the graph's first node (idempotent: never rewinds).
+
+    \b
+    Example:
+      loopgate start acme/widgets#7
+    """
     runtime = obj.services.runtime
     click.echo(_summary(_run(lambda: runtime.start(item))))
 
@@ -93,7 +102,12 @@ def _read_comment(spec: str) -> tuple[str, str]:
                    "(repeatable; FILE - reads stdin).")
 @click.pass_obj
 def advance(obj: CliContext, item: WorkItemRef, comments: tuple[str, ...]) -> None:
-    """Re-evaluate ITEM's current gate, with the given comments as the event."""
+    """Re-evaluate ITEM's current gate, with the given comments as the event.
+
+    \b
+    Example:
+      loopgate advance acme/widgets#7 --comment alice=reply.md
+    """
     parsed = [_read_comment(spec) for spec in comments]
     services = obj.services
     _load_started(services, item)
@@ -139,6 +153,10 @@ def complete(obj: CliContext, item: WorkItemRef, node_id: str, actor: str) -> No
     Exits 1 when the gate did not accept the claim (the node is still current and its
     exit chain blocked), so an agent's script stops instead of moving on, and when N is
     the current node and a human gate (answered on the thread, never claimed).
+
+    \b
+    Example:
+      loopgate complete acme/widgets#7 --node brainstorming --actor agent
     """
     _refuse_human_gate(obj.services, item, node_id)
     runtime = obj.services.runtime
@@ -157,7 +175,12 @@ def complete(obj: CliContext, item: WorkItemRef, node_id: str, actor: str) -> No
 @click.pass_obj
 def skip(obj: CliContext, item: WorkItemRef, tokens: tuple[str, ...], reason: str,
          actor: str) -> None:
-    """Declare nodes of ITEM skipped before they are reached (a plan, not an amnesty)."""
+    """Declare nodes of ITEM skipped before they are reached (a plan, not an amnesty).
+
+    \b
+    Example:
+      loopgate skip acme/widgets#7 --node explainer --reason "docs-only change"
+    """
     runtime = obj.services.runtime
     accepted, rejected = _run(lambda: runtime.declare_skips(item, tokens, reason, actor))
     for node_id, token in accepted.items():
@@ -175,7 +198,12 @@ def skip(obj: CliContext, item: WorkItemRef, tokens: tuple[str, ...], reason: st
 @click.option("--actor", default="cli", show_default=True, help="Who forces.")
 @click.pass_obj
 def force(obj: CliContext, item: WorkItemRef, to: str, reason: str, actor: str) -> None:
-    """Move ITEM's pointer to N without running hooks (never satisfies a gate)."""
+    """Move ITEM's pointer to N without running hooks (never satisfies a gate).
+
+    \b
+    Example:
+      loopgate force acme/widgets#7 --to design --reason "spec written elsewhere"
+    """
     runtime = obj.services.runtime
     click.echo(_summary(_run(lambda: runtime.force(item, to, reason, actor))))
 
@@ -205,7 +233,8 @@ def fails(report: dict[str, Any], fail_on: str | None) -> bool:
     return False
 
 
-def _reports(services: Any, item: WorkItemRef | None, recompute: bool) -> Iterator[dict]:
+def _reports(services: Any, item: WorkItemRef | None, recompute: bool,
+             node: str | None = None, status: str | None = None) -> Iterator[dict]:
     graph = services.graph
     # One query for every owed or failed effect (check --all stays one pass).
     owed: dict[WorkItemRef, list[Any]] = {}
@@ -218,8 +247,9 @@ def _reports(services: Any, item: WorkItemRef | None, recompute: bool) -> Iterat
         yield build_report(graph, state, recompute=recompute, effects=owed.get(item, ()))
         return
     for state in services.store.load_all():
-        yield build_report(graph, state, recompute=recompute,
-                           effects=owed.get(state.ref, ()))
+        if matches(state, node, status):
+            yield build_report(graph, state, recompute=recompute,
+                               effects=owed.get(state.ref, ()))
 
 
 def _emit_json(reports: Iterable[dict[str, Any]], many: bool, fail_on: str | None) -> bool:
@@ -241,34 +271,68 @@ def _emit_json(reports: Iterable[dict[str, Any]], many: bool, fail_on: str | Non
     return failed
 
 
-def _emit_table(reports: Iterable[dict[str, Any]], fail_on: str | None) -> bool:
+def _emit_table(reports: Iterable[dict[str, Any]], fail_on: str | None, *, color: bool,
+                summary: Summary | None) -> bool:
     failed = False
+    paint = painter(color)
     for i, report in enumerate(reports):
-        click.echo(("\n" if i else "") + render_table(report))
+        click.echo(("\n" if i else "") + render_table(report, paint), color=color)
         failed = fails(report, fail_on) or failed
+        if summary is not None:
+            summary.add(report)
+    if summary is not None:
+        click.echo("\n" + "\n".join(summary.lines(paint)), color=color)
     return failed
+
+
+def _check_filters(services: Any, item: WorkItemRef | None, all_items: bool,
+                   node: str | None, status: str | None) -> None:
+    if (item is None) == (not all_items):
+        raise click.UsageError("give either ITEM or --all")
+    if item is not None and (node or status):
+        raise click.UsageError("--node and --status filter --all")
+    if node and not services.graph.has_node(node):
+        raise click.BadParameter(f"{node!r} is not a node of {services.graph.name}",
+                                 param_hint="--node")
 
 
 @click.command("check")
 @click.argument("item", metavar="[ITEM]", required=False, callback=_item)
 @click.option("--all", "all_items", is_flag=True, help="Check every item in the database.")
-@click.option("--format", "fmt", type=click.Choice(("table", "json")), default="table",
-              show_default=True)
+@format_option()
 @click.option("--recompute", is_flag=True,
               help="Derive node statuses from the declared skips and the records instead of "
                    "the stored outcomes.")
 @click.option("--fail-on", "fail_on", type=click.Choice(("unmet", "block")), default=None,
               help="Exit 1 when an item is not ok (unmet) or is blocked/escalated (block).")
+@click.option("--node", "node", metavar="N", default=None,
+              help="With --all: only items whose current node is N.")
+@click.option("--status", "status", default=None,
+              type=click.Choice((ItemStatus.RUNNING, ItemStatus.PARKED, ItemStatus.ESCALATED,
+                                 ItemStatus.COMPLETE)),
+              help="With --all: only items with this status.")
+@click.option("--color", "color", type=click.Choice(COLOR_MODES), default="auto",
+              show_default=True,
+              help="Colour status words: auto = on a terminal unless NO_COLOR is set.")
 @click.pass_obj
 def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
-          recompute: bool, fail_on: str | None) -> None:
-    """Report where ITEM (or every item, with --all) stands, node by node."""
-    if (item is None) == (not all_items):
-        raise click.UsageError("give either ITEM or --all")
+          recompute: bool, fail_on: str | None, node: str | None, status: str | None,
+          color: str) -> None:
+    """Report where ITEM (or every item, with --all) stands, node by node; --all ends with
+    a summary table (items per current node and status).
+
+    \b
+    Example:
+      loopgate check --all --status parked --node phase-selection
+    """
     services = obj.services
-    reports = _reports(services, item, recompute)
-    failed = (_emit_json(reports, all_items, fail_on) if fmt == "json"
-              else _emit_table(reports, fail_on))
+    _check_filters(services, item, all_items, node, status)
+    reports = _reports(services, item, recompute, node, status)
+    if fmt == "json":
+        failed = _emit_json(reports, all_items, fail_on)
+    else:
+        summary = Summary([n.id for n in services.graph.ordered()]) if all_items else None
+        failed = _emit_table(reports, fail_on, color=use_color(color), summary=summary)
     if failed:
         raise SystemExit(1)
 
@@ -278,7 +342,12 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
 @ITEM
 @click.pass_obj
 def comments(obj: CliContext, item: WorkItemRef) -> None:
-    """Print ITEM's thread, oldest first (exit 1 when ITEM is not started)."""
+    """Print ITEM's thread, oldest first (exit 1 when ITEM is not started).
+
+    \b
+    Example:
+      loopgate comments acme/widgets#7
+    """
     _load_started(obj.services, item)
     tracker = obj.services.ports.tracker
     for i, comment in enumerate(_run(lambda: tracker.list_comments(item))):
@@ -288,12 +357,16 @@ def comments(obj: CliContext, item: WorkItemRef) -> None:
 
 @click.command("events")
 @ITEM
-@click.option("--format", "fmt", type=click.Choice(("text", "json")), default="text",
-              show_default=True)
+@format_option()
 @click.pass_obj
 def events(obj: CliContext, item: WorkItemRef, fmt: str) -> None:
     """Print ITEM's event log, oldest first (exit 1 when ITEM is not started and has
-    nothing logged, e.g. no declared skips)."""
+    nothing logged, e.g. no declared skips).
+
+    \b
+    Example:
+      loopgate events acme/widgets#7 --format json
+    """
     log = obj.services.store.events(item)
     if not log:
         _load_started(obj.services, item)

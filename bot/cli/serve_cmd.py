@@ -375,7 +375,12 @@ def register(group: click.Group) -> None:
     @_log_format_option
     @click.pass_obj
     def serve(ctx: CliContext, insecure_webhooks: bool, log_format: str) -> None:
-        """Run the poller, the webhook receiver, the dispatcher and the Slack bot."""
+        """Run the poller, the webhook receiver, the dispatcher and the Slack bot.
+
+        \b
+        Example:
+          loopgate --config loopgate.yaml serve --log-format json
+        """
         configure_logging(log_format=log_format, config=ctx.config)
         _serve(ctx, insecure_webhooks)
 
@@ -384,7 +389,12 @@ def register(group: click.Group) -> None:
     @_log_format_option
     @click.pass_obj
     def poll(ctx: CliContext, once: bool, log_format: str) -> None:
-        """Poll the configured repositories (one cycle with --once)."""
+        """Poll the configured repositories (one cycle with --once).
+
+        \b
+        Example:
+          loopgate poll --once
+        """
         configure_logging(logging.WARNING if once else logging.INFO, log_format, ctx.config)
         if not ctx.config.has("github"):
             fail("poll needs a github section in loopgate.yaml")

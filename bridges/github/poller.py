@@ -35,6 +35,10 @@ For each changed comment:
   of the gates (:meth:`GitHubTracker.prefetch`); a failed or rate-limited lookup leaves
   the keys unseen, holds the cursor back and drops the ETag, so the next cycle retries.
 
+* loopgate's own phase-selection checklist, updated after it was created → one
+  ``checklist_edited`` delivery per body (key ``checklist:<comment id>:<sha16>``): the
+  Slack card is redrawn to match (issue 14 §15).
+
 An issue carrying the start label that is not started yet → a ``start`` delivery.
 """
 
@@ -54,10 +58,12 @@ from bridges.github.client import GitHubClient
 from bridges.github.errors import BridgeError, RateLimited
 from bridges.github.persistence import BridgeState, PollCursor
 from bridges.github.router import (
+    CHECKLIST_EDITED,
     COMMENT,
     QUIZ_ATTESTATION,
     START,
     as_actor,
+    checklist_key,
     classify_comment,
     comment_from_rest,
     comment_key,
@@ -367,6 +373,15 @@ class Poller:
                     {"ref": ref, "comment_id": comment.id, "node_id": comment.node_id,
                      "url": comment.url, "key": key, "pull_request": on_pr})))
                 continue
+            if self._checklist_edit(comment):
+                # loopgate's checklist, edited on GitHub: the Slack card follows (issue 14
+                # §15); the dispatcher's content key drops a re-read of the same edit.
+                humans.append((comment, Delivery(
+                    f"poll:{checklist_key(comment.id, comment.body)}", "poller",
+                    CHECKLIST_EDITED, "issue_comment.edited",
+                    {"ref": ref, "comment": comment,
+                     "key": checklist_key(comment.id, comment.body), "pull_request": on_pr})))
+                continue
             if classify_comment(comment, self.bot, edited=False) != COMMENT:
                 continue
             created = _parse(comment.created_at)
@@ -377,6 +392,12 @@ class Poller:
                 {"ref": ref, "comment": comment, "key": comment_key(comment.id),
                  "pull_request": on_pr})))
         return humans, self._unseen_ticks(repo, ticks)
+
+    def _checklist_edit(self, comment: Comment) -> bool:
+        # Listed with a later update than its creation: edited since it was posted (a
+        # freshly posted checklist is no edit; the webhook's edited event needs no guess).
+        return (comment.updated_at != comment.created_at
+                and classify_comment(comment, self.bot, edited=True) == CHECKLIST_EDITED)
 
     def _unseen_ticks(self, repo: str, ticks: list[tuple[Comment, Delivery]]
                       ) -> list[tuple[Comment, Delivery]]:
@@ -426,5 +447,5 @@ class Poller:
             # the overlap window (a duplicate delivery id: its first handling decided).
             if result.settled and result.status != DUPLICATE:
                 self.state.mark_seen(repo, "quiz", [str(delivery.data["key"])])
-        else:
+        elif delivery.event == COMMENT:
             self.state.mark_seen(repo, "comment", [str(comment.id)])

@@ -7,7 +7,10 @@ The routed kinds (the ``event`` of a routed :class:`~bridges.github.webhook.Deli
   an ``issue_comment.edited`` whose body carries ``<!-- the-loop:quiz`` and a ticked
   attestation line is rewritten to this kind *before* the self-reply guard. It carries only
   the comment id and url: attribution always comes from GraphQL, never from ``sender``;
-* ``start`` — the configured start label was added (``issues.labeled``).
+* ``start`` — the configured start label was added (``issues.labeled``);
+* ``checklist_edited`` — loopgate's own phase-selection checklist was edited (a row ticked
+  or unticked on GitHub): the Slack card is redrawn to match (issue 14 §15). Carries the
+  comment; the dispatcher acts only on the checklist the item recorded.
 
 Everything else is :class:`Dropped` with a kebab-case reason the caller logs.
 The same helpers (:func:`is_quiz_tick`, :func:`quiz_key`, :func:`comment_from_rest`) are
@@ -22,7 +25,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from bridges.github.webhook import Delivery
-from engine.hooks.markers import QUIZ_MARKER_PREFIX, any_attestation_ticked
+from engine.hooks.markers import (
+    PHASE_SELECTION_MARKER,
+    QUIZ_MARKER_PREFIX,
+    any_attestation_ticked,
+)
 from engine.identity import Actor
 from engine.ports import Comment
 from engine.refs import WorkItemRef
@@ -31,6 +38,7 @@ __all__ = [
     "COMMENT",
     "QUIZ_ATTESTATION",
     "START",
+    "CHECKLIST_EDITED",
     "QUIZ_MARKER",
     "Dropped",
     "RouterConfig",
@@ -39,6 +47,7 @@ __all__ = [
     "quiz_key",
     "body_hash",
     "comment_key",
+    "checklist_key",
     "start_key",
     "comment_from_rest",
     "is_self_authored",
@@ -50,6 +59,7 @@ __all__ = [
 COMMENT = "comment"
 QUIZ_ATTESTATION = "quiz_attestation"
 START = "start"
+CHECKLIST_EDITED = "checklist_edited"
 
 #: The prefix of the quiz comment's marker ``<!-- the-loop:quiz <node> digest=<hex12|-> -->``
 #: (shared with the hooks, so both sides recognise the same comments).
@@ -125,6 +135,12 @@ def comment_key(comment_id: int) -> str:
     return f"comment:{comment_id}"
 
 
+def checklist_key(comment_id: int, body: str) -> str:
+    """The de-duplication key of one checklist edit: ``checklist:<id>:<sha256(body)[:16]>``
+    (the webhook and the poller see the same edit under the same key)."""
+    return f"checklist:{comment_id}:{body_hash(body)}"
+
+
 def start_key(ref: WorkItemRef) -> str:
     """The de-duplication key of a start request: ``start:<owner/repo#N>``."""
     return f"start:{ref}"
@@ -156,6 +172,7 @@ def classify_comment(comment: Comment, bot: Actor | str, *, edited: bool,
         :data:`QUIZ_ATTESTATION` for an edit leaving loopgate's quiz comment ticked (checked
         before the self-reply guard, design C5: that edit of loopgate's own comment is
         exactly the one not to drop; attribution always comes from GraphQL later);
+        :data:`CHECKLIST_EDITED` for an edit of loopgate's own phase-selection checklist;
         :data:`COMMENT` for a person's new comment; else :class:`Dropped` with a reason.
     """
     if edited and previous_body is not None and previous_body == comment.body:
@@ -163,6 +180,8 @@ def classify_comment(comment: Comment, bot: Actor | str, *, edited: bool,
     if edited and is_quiz_tick(comment.body):
         return QUIZ_ATTESTATION
     if is_self_authored(comment, bot):
+        if edited and PHASE_SELECTION_MARKER in (comment.body or ""):
+            return CHECKLIST_EDITED
         return Dropped("self-authored-edit" if edited else "self-authored")
     return Dropped("human-edit-ignored") if edited else COMMENT
 
@@ -230,6 +249,9 @@ def _comment_edited(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped
     if isinstance(kind, Dropped):
         return kind
     is_pr = bool((payload.get("issue") or {}).get("pull_request"))
+    if kind == CHECKLIST_EDITED:
+        return _routed(delivery, CHECKLIST_EDITED, ref=ref, comment=comment,
+                       key=checklist_key(comment.id, comment.body), pull_request=is_pr)
     return _routed(delivery, QUIZ_ATTESTATION, ref=ref, comment_id=comment.id,
                    node_id=comment.node_id, url=comment.url,
                    key=quiz_key(comment.id, comment.body), pull_request=is_pr)

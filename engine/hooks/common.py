@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from engine.effects import AddLabel, Notify, PostComment, RemoveLabel, quiz_record
+from engine.evidence import assignment_lines, record_kind
 from engine.graph.model import Graph, HookRef, Node
 from engine.hooks.base import HookContext, HookResult, hook
 from engine.hooks.markers import (
@@ -246,6 +247,16 @@ def _gate_checks(node: Node) -> list[str]:
     return lines
 
 
+def _validated_paths(node: Node) -> tuple[str, ...]:
+    # Every path the node's gate checks: its own `validates` and its validate-artifacts'.
+    paths = list(node.validates)
+    for ref in node.exit:
+        if ref.name == "validate-artifacts":
+            given = ref.params.get("validates") or ()
+            paths += [given] if isinstance(given, str) else list(given)
+    return tuple(paths)
+
+
 def _validate_params_text(ref: HookRef) -> list[str]:
     params = ref.params
     out = []
@@ -286,6 +297,9 @@ def assignment_text(ctx: HookContext) -> str:
     lines += [f"- {line}" for line in _gate_checks(node)]
     if node.command:
         lines.append(f"- Command: `{node.command}`")
+    kind = record_kind(_validated_paths(node))
+    if kind is not None:  # the record's exact table, as other assignments name sections
+        lines += assignment_lines(kind, ctx.ports.artifacts.spec_dir(ctx.ref))
     lines.append(f"- When done, claim it: `loopgate complete {ctx.ref} --node {node.id}`")
     return "\n".join(lines)
 

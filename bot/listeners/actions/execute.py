@@ -20,6 +20,7 @@ from typing import Any
 
 from bot.blocks import ids
 from bot.blocks.card import phase_selection_node_id, selection_from_state, status_card
+from bot.blocks.mirror import initial_state
 from bot.identity import resolve_login
 from bot.notifier import load_thread, save_thread
 from engine.errors import WorkItemRefError
@@ -78,7 +79,8 @@ class ExecuteOutcome:
 
     Attributes:
         code: ``selected``, ``already-selected``, ``not-linked``, ``not-authorized``,
-            ``not-started``, ``not-waiting`` or ``not-accepted``.
+            ``not-started``, ``not-waiting``, ``stale-card`` (the GitHub checklist changed
+            since the clicked drawing) or ``not-accepted``.
         message: the sentence told to the clicker (ephemeral) when not ``selected``.
         decision: the phase-selection decision in force, if any.
         login: the clicker's GitHub login, if linked.
@@ -109,7 +111,10 @@ def parse_click(body: Mapping[str, Any]) -> Click:
         channel=str((body.get("channel") or {}).get("id") or container.get("channel_id") or ""),
         ts=str(message.get("ts") or container.get("message_ts") or ""),
         ref=WorkItemRef.parse(str(action.get("value") or "")),
-        values=(body.get("state") or {}).get("values") or {},
+        # A checkbox block missing from the state keeps what the card showed (its
+        # initial_options: the GitHub checklist's rows after a redraw, issue 14 §15).
+        values={**initial_state(message.get("blocks")),
+                **((body.get("state") or {}).get("values") or {})},
         revision=max(revisions, default=0),
         interactive=interactive or not message.get("blocks"),
     )
@@ -178,6 +183,9 @@ def _decide(services: Any, click: Click) -> ExecuteOutcome:
     if state.current_node != node_id:
         return ExecuteOutcome("not-waiting", f"{ref} is not waiting at {node_id} "
                               f"(it is at {state.current_node or 'no node'}).", login=login)
+    stale = _stale_card(services, click)
+    if stale:
+        return ExecuteOutcome("stale-card", stale, login=login)
     selection = selection_from_state(services.graph, click.values)
     text = reply_body(services.graph, services.settings, selection)
     reply = Comment(id=0, author=login, body=text)
@@ -194,6 +202,25 @@ def _decide(services: Any, click: Click) -> ExecuteOutcome:
         return _already(ref, decision)
     log.info("phase selection of %s executed from Slack by @%s (%s)", ref, login, click.user)
     return ExecuteOutcome("selected", "", decision, login)
+
+
+def _stale_card(services: Any, click: Click) -> str:
+    """Why the clicked drawing of the card no longer shows the GitHub checklist ("" when
+    it does): the card was redrawn since (a higher revision is recorded), or a redraw for
+    a checklist edited on GitHub was not sent yet (queued, or refused by Slack: then only
+    a reply on GitHub selects; issue 14 §15)."""
+    thread = load_thread(services.store, click.ref)
+    redrawn = (thread is not None and thread["kind"] == "card" and thread["ts"] == click.ts
+               and click.revision < int(thread["revision"]))
+    # Unsent includes a redraw Slack refused for good: fail closed (GitHub still answers).
+    queued = services.store.db().execute(
+        "SELECT 1 FROM slack_outbox WHERE item = ? AND event = 'phase-selection-changed' "
+        "AND sent_at IS NULL LIMIT 1", (str(click.ref),)).fetchone()
+    if not redrawn and queued is None:
+        return ""
+    return (f"The phase-selection checklist of {click.ref} was changed on GitHub after this "
+            "card was drawn, so nothing was selected. The card is redrawn with the "
+            "checklist's rows: check them and click Execute again.")
 
 
 def _refuse(services: Any, click: Click, login: str, code: str, message: str) -> ExecuteOutcome:
