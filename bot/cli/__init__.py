@@ -27,8 +27,8 @@ from bot.cli import (
     serve_cmd,
 )
 from bot.cli.context import CliContext
-from bot.cli.slack_cmd import register as register_slack
 from bot.cli.help import HelpGroup
+from bot.cli.slack_cmd import register as register_slack
 
 __all__ = ["main", "cli"]
 

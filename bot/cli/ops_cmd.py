@@ -25,6 +25,7 @@ import click
 from sqlite_utils import Database
 
 from bot.cli.context import CliContext, fail
+from bot.cli.help import HelpGroup
 
 __all__ = ["register", "backup_database", "pending_migrations", "migration_sets"]
 
@@ -85,7 +86,12 @@ def _local_checks(ctx: CliContext) -> dict[str, Any]:
               help="The server to ask (default: http://server.host:server.port).")
 @click.pass_obj
 def status(ctx: CliContext, url: str | None) -> None:
-    """Print the readiness checks of the running server (GET /readyz)."""
+    """Print the readiness checks of the running server (GET /readyz).
+
+    \b
+    Example:
+      loopgate status --url http://127.0.0.1:8080
+    """
     import requests
 
     target = (url or _server_url(ctx.config)).rstrip("/")
@@ -156,7 +162,12 @@ def backup_database(source: Path, target: Path) -> list[tuple[Path, int]]:
 @click.option("--force", is_flag=True, help="Replace PATH when it exists.")
 @click.pass_obj
 def backup(ctx: CliContext, path: Path, force: bool) -> None:
-    """Copy the database to PATH (safe while serve runs; a directory gets a dated name)."""
+    """Copy the database to PATH (safe while serve runs; a directory gets a dated name).
+
+    \b
+    Example:
+      loopgate backup /var/backups/loopgate/
+    """
     from bot.config import default_db_path
 
     source = default_db_path(ctx.config, ctx.db_path)
@@ -225,9 +236,14 @@ def pending_migrations(config: Any, db_path: Path) -> list[tuple[str, str, str]]
     return out
 
 
-@click.group("db")
+@click.group("db", cls=HelpGroup)
 def db_group() -> None:
-    """The state database: migrations."""
+    """The state database: migrations.
+
+    \b
+    Example:
+      loopgate db migrate --check
+    """
 
 
 @db_group.command("migrate")
@@ -237,7 +253,12 @@ def db_group() -> None:
               show_default=True)
 @click.pass_obj
 def migrate(ctx: CliContext, check_only: bool, fmt: str) -> None:
-    """Apply pending migrations, or list them with --check (before an upgrade)."""
+    """Apply pending migrations, or list them with --check (before an upgrade).
+
+    \b
+    Example:
+      loopgate db migrate --check --format json
+    """
     from bot.config import default_db_path
 
     path = default_db_path(ctx.config, ctx.db_path)

@@ -13,6 +13,7 @@ import click
 
 from bot.blocks.approval import GateRef, approval_message
 from bot.blocks.home import ItemRow, WaitingRow, home_view
+from bot.cli.help import HelpGroup
 from engine.graph.compiler import shipped_graph
 from engine.refs import WorkItemRef
 
@@ -60,15 +61,25 @@ def preview_json(kind: str) -> str:
     return json.dumps(build(), indent=2, ensure_ascii=False)
 
 
-@click.group()
+@click.group(cls=HelpGroup)
 def slack() -> None:
-    """Slack surfaces."""
+    """Slack surfaces: the Block Kit loopgate sends.
+
+    \b
+    Example:
+      loopgate slack preview approval
+    """
 
 
 @slack.command("preview")
 @click.argument("kind", type=click.Choice(KINDS))
 def preview(kind: str) -> None:
-    """Print the Block Kit JSON of an approval message or the home tab (sample item)."""
+    """Print the Block Kit JSON of an approval message or the home tab (sample item).
+
+    \b
+    Example:
+      loopgate slack preview home
+    """
     click.echo(preview_json(kind))
 
 
