@@ -9,6 +9,7 @@ the loopback fake Slack (slack_sdk's WebClient)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -65,9 +66,9 @@ class Both:
     def untick_on_github(self, checklist: FakeComment, token: str) -> None:
         self.gh.fake.advance(2)  # an edit is seen as one when updated_at moved
         body = self.gh.fake.comments[checklist.id].body
-        assert f"- [x] {token}\n" in body
-        self.gh.fake.edit_comment(checklist.id, body.replace(f"- [x] {token}\n",
-                                                             f"- [ ] {token}\n"), "alice")
+        row = re.compile(rf"^- \[x\] {re.escape(token)}(?= |$)", re.M)  # a description may follow
+        assert len(row.findall(body)) == 1
+        self.gh.fake.edit_comment(checklist.id, row.sub(f"- [ ] {token}", body), "alice")
 
     def card(self) -> dict[str, Any]:
         """The card message as Slack holds it now (the last post or update of its ts)."""
