@@ -121,8 +121,11 @@ class ReviewDecision:
         by: ``@login``.
         at: ISO-8601 UTC.
         outcome: the outcome it routes on.
-        comment: the reply's URL.
-        comment_id: the reply's id.
+        comment: the reply's URL ("" for a Slack click).
+        comment_id: the reply's id (0 for a Slack click).
+        via: ``reply`` (a GitHub reply, the default) or ``slack``.
+        approvers: ``@login`` of every counted approver when the gate needs more than
+            one approval (issue 11 §2), else empty.
     """
 
     by: str
@@ -130,11 +133,19 @@ class ReviewDecision:
     outcome: str
     comment: str
     comment_id: int
+    via: str = "reply"
+    approvers: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """``{by, at, outcome, comment, commentId}``."""
-        return {"by": self.by, "at": self.at, "outcome": self.outcome,
-                "comment": self.comment, "commentId": self.comment_id}
+        """``{by, at, outcome, comment, commentId}`` plus ``via`` when not a reply and
+        ``approvers`` when several were needed."""
+        doc: dict[str, Any] = {"by": self.by, "at": self.at, "outcome": self.outcome,
+                               "comment": self.comment, "commentId": self.comment_id}
+        if self.via != "reply":
+            doc["via"] = self.via
+        if self.approvers:
+            doc["approvers"] = list(self.approvers)
+        return doc
 
 
 @dataclass(frozen=True)

@@ -10,9 +10,10 @@ a performer, so a failed write is never lost.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from engine.approvals import ApprovalRule, People, Verdict, authorize
 from engine.effects import AddLabel, Notify, PostComment, RemoveLabel, quiz_record
 from engine.graph.model import Graph, HookRef, Node
 from engine.hooks.base import HookContext, HookResult, hook
@@ -40,6 +41,10 @@ __all__ = [
     "authorized_comments",
     "latest",
     "trusted_skipped_ids",
+    "gate_rule",
+    "gate_people",
+    "team_lookup",
+    "authorize_person",
     "node_entered",
     "has_marker",
     "assignment_text",
@@ -129,6 +134,83 @@ def latest(comments: Sequence[Comment]) -> Comment | None:
         return None
     indexed = sorted(enumerate(comments), key=lambda pair: (pair[1].created_at or "", pair[0]))
     return indexed[-1][1]
+
+
+# -- authorization (issue 11 §2) ----------------------------------------------------------
+def gate_rule(ctx: HookContext, node_id: str | None = None) -> ApprovalRule:
+    """The approval rule of ``node_id`` (default: the hook's node): loopgate.yaml's
+    ``gates.<node>``, else the graph node's ``approval``, else one approval from
+    ``authorizedUsers``.
+
+    Raises:
+            ConfigError: the graph's rule does not read (the compiler refuses that first).
+    """
+    node_id = node_id or ctx.node.id
+    configured = ctx.settings.gate_rules.get(node_id)
+    if isinstance(configured, ApprovalRule):
+        return configured
+    node = ctx.graph.node(node_id) if ctx.graph.has_node(node_id) else ctx.node
+    if node.approval:
+        return ApprovalRule.from_json(node.approval, f"nodes[{node_id}].approval")
+    return ApprovalRule()
+
+
+def _is_merge_gate(ctx: HookContext) -> bool:
+    # The delivering pull requests' authors are the work's authors too once code exists:
+    # at the merge gate (mergeGate.after) and at human-approval (issue 11 §2).
+    return ctx.node.id in {ctx.settings.merge_gate_after, "human-approval"}
+
+
+def gate_people(ctx: HookContext, rule: ApprovalRule, *, attesting: bool = False) -> People:
+    """Whose work the gate judges, read through the tracker only when the rule needs it
+    (``preventSelfApproval``, or the ``assignee-or-author`` attester rule).
+
+    Raises:
+        TrackerError: the item or its pull requests could not be read (the caller fails
+            closed: the decision does not count yet).
+    """
+    needs_item = rule.prevent_self_approval or (attesting and rule.attester != "any")
+    if not needs_item:
+        return People()
+    info = ctx.ports.tracker.issue_info(ctx.ref)
+    pulls: tuple[tuple[str, str], ...] = ()
+    if rule.prevent_self_approval and not attesting and _is_merge_gate(ctx):
+        pulls = tuple((pr.author, f"{ctx.ref.owner}/{ctx.ref.repo}#{pr.number}")
+                      for pr in ctx.ports.tracker.delivering_pull_requests(ctx.ref)
+                      if pr.author)
+    return People(info.author, tuple(getattr(info, "assignees", ()) or ()), pulls)
+
+
+def team_lookup(ctx: HookContext) -> Callable[[str, str, str], bool]:
+    """Team membership through the tracker port (``team_membership``); a failure is
+    logged (``graph.team_lookup_failed``) and re-raised, so the person is refused."""
+    def member(org: str, team: str, login: str) -> bool:
+        lookup = getattr(ctx.ports.tracker, "team_membership", None)
+        if lookup is None:
+            raise TrackerError("this tracker cannot look teams up")
+        try:
+            return bool(lookup(org, team, login))
+        except Exception as exc:
+            log.warning("team lookup %s/%s for %s failed on %s: %s", org, team, login,
+                        ctx.ref, exc)
+            ctx.log("graph.team_lookup_failed", {"node": ctx.node.id, "team": f"{org}/{team}",
+                                                 "login": login, "error": str(exc)[:200]})
+            raise
+    return member
+
+
+def authorize_person(ctx: HookContext, login: str | None, *,
+                     attesting: bool = False) -> Verdict:
+    """Whether ``login`` may answer this gate under its rule (see
+    :func:`engine.approvals.authorize`); a tracker failure while reading whose work it
+    is refuses with that reason (fail closed)."""
+    rule = gate_rule(ctx)
+    try:
+        people = gate_people(ctx, rule, attesting=attesting)
+    except TrackerError as exc:
+        return Verdict(False, f"could not read who authored the work ({exc})")
+    return authorize(login, rule, authorized_users=ctx.settings.authorized_users,
+                     people=people, membership=team_lookup(ctx), attesting=attesting)
 
 
 def trusted_skipped_ids(graph: Graph, state: ItemState) -> set[str]:
