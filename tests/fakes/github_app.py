@@ -64,7 +64,7 @@ NOT_FOR_INTEGRATIONS = "Resource not accessible by integration"
 #: Longest JWT lifetime GitHub accepts (seconds).
 MAX_JWT_SECONDS = 600
 PERMISSIONS = {"issues": "write", "pull_requests": "write", "contents": "read",
-               "metadata": "read"}
+               "metadata": "read", "checks": "write", "members": "read"}
 EVENTS = ["issues", "issue_comment", "pull_request"]
 
 #: ``(method, route name, pattern)`` of the App endpoints, for the fake's route table.
