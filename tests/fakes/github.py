@@ -360,6 +360,7 @@ class FakeGitHub(LoopbackServer):
         #: ``(org, team_slug) -> {"members": {login: state}, "visible": bool}``.
         self.teams: dict[tuple[str, str], dict[str, Any]] = {}
         self._next_check_run = 4_000_000_000
+        self._old_commits: dict[str, set[str]] = {}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -455,6 +456,7 @@ class FakeGitHub(LoopbackServer):
         with self.lock:
             pr = self._repo(repo).issues[number]
             old = self.head_sha(repo, number)
+            self._old_commits.setdefault(repo, set()).add(old)  # still a commit of the repo
             pr.head_sha = hashlib.sha1(f"{old}:next".encode()).hexdigest()
             pr.updated_at = _iso(self.now())
             return pr.head_sha
@@ -1143,6 +1145,8 @@ class FakeGitHub(LoopbackServer):
                 sha = self.head_sha(repo.full_name, issue.number)
                 if ref in (sha, issue.head_branch):
                     return sha
+        if ref in self._old_commits.get(repo.full_name, ()):
+            return ref
         raise _NotFound(ref)
 
     def _r_status_create(self, p: dict[str, str], q: dict[str, str], body: bytes,

@@ -1,0 +1,187 @@
+"""Issue 11 over the GitHub bridge and the loopback fake: team membership lookups (with a
+TTL cache, fail closed), the ``loopgate`` commit status written through the outbox on the
+delivering pull request's head (fork pull requests on the base repository's head SHA),
+and the bad-input checks of ``config check`` and ``serve`` for teams."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner, Result
+
+from bot.cli import cli
+from bridges.github.tracker import GitHubTracker
+from engine.approvals import ApprovalRule
+from engine.mergegate import GateCheck
+from engine.ports import TrackerError
+from engine.refs import WorkItemRef
+from tests.bridges.conftest import REPO, SECRET, GitHubWorld
+from tests.fakes.github import FakeGitHub
+
+
+def _tracker(world: GitHubWorld) -> GitHubTracker:
+    tracker = world.services.ports.tracker
+    assert isinstance(tracker, GitHubTracker)
+    return tracker
+
+
+# -- teams -------------------------------------------------------------------------------------
+def test_team_membership_is_read_from_github_and_cached(world: GitHubWorld) -> None:
+    world.fake.add_team("acme", "reviewers", ["dave"], pending=["erin"])
+    tracker = _tracker(world)
+    assert tracker.team_membership("acme", "reviewers", "dave") is True
+    assert tracker.team_membership("acme", "reviewers", "erin") is False  # pending ≠ member
+    assert tracker.team_membership("acme", "reviewers", "mallory") is False  # 404
+    before = world.fake.count(route="team-membership")
+    assert tracker.team_membership("acme", "Reviewers", "Dave") is True
+    assert world.fake.count(route="team-membership") == before  # answered from the cache
+
+
+def test_a_team_lookup_failure_raises_and_is_not_cached(world: GitHubWorld) -> None:
+    world.fake.add_team("acme", "reviewers", ["dave"])
+    world.fake.fail_route("GET", "team-membership", 403,
+                          message="Resource not accessible by integration")
+    tracker = _tracker(world)
+    with pytest.raises(TrackerError):
+        tracker.team_membership("acme", "reviewers", "dave")
+    assert tracker.team_membership("acme", "reviewers", "dave") is True
+
+
+def test_team_membership_allows_and_a_lookup_failure_refuses_at_the_gate(
+        world: GitHubWorld) -> None:
+    world.fake.add_team("acme", "reviewers", ["dave"])
+    rule = ApprovalRule(approvers=("acme/reviewers",))
+    runtime = world.services.runtime
+    runtime.settings = _with_rule(runtime.settings, rule)
+    ref = world.issue()
+    runtime.start(ref)
+    runtime.force(ref, "human-approval", "test", "tester")
+    world.fake.fail_route("GET", "team-membership", 500, times=5)
+    refused = world.comment(ref, "approved", as_user="dave")
+    state = runtime.advance(ref, {"comments": [world.services.ports.tracker.list_comments(ref)[-1]]})
+    assert state.current_node == "human-approval"
+    assert "the membership lookup failed for acme/reviewers" in state.parked["reason"]
+    assert world.events(ref, "graph.team_lookup_failed")
+    said = [c.body for c in world.fake.comments_on(REPO, ref.number) if "Not counted" in c.body]
+    assert said and "@dave" in said[0]
+    assert refused.id  # the refused reply stays on the thread
+    world.fake._route_failures.clear()  # GitHub is back: dave answers again
+    world.comment(ref, "approved", as_user="dave")
+    state = runtime.advance(ref, {"comments": [world.services.ports.tracker.list_comments(ref)[-1]]})
+    assert state.current_node == "complete"
+
+
+def _with_rule(settings, rule):  # noqa: ANN001, ANN202 -- a dataclasses.replace shorthand
+    from dataclasses import replace
+    return replace(settings, gate_rules={"human-approval": rule})
+
+
+# -- the commit status through the outbox --------------------------------------------------
+def test_the_status_goes_on_a_fork_pull_requests_head_in_the_base_repository(
+        world: GitHubWorld) -> None:
+    ref = world.issue()
+    pr = world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number], author="bob")
+    world.fake.set_fork(REPO, pr, "bob/widgets")
+    tracker = _tracker(world)
+    written = tracker.publish_check(WorkItemRef("acme", "widgets", pr),
+                                    GateCheck("pending", "acme/widgets#1: at design"))
+    sha = world.fake.head_sha(REPO, pr)
+    assert written == {"sha": sha, "kind": "status"}
+    assert world.fake.commit_state(REPO, sha) == "pending"
+
+
+def test_a_token_gets_403_from_the_checks_api(fake: FakeGitHub) -> None:
+    import requests
+
+    fake.create_repo(REPO)
+    fake.open_pr(REPO, "issue-1")
+    response = requests.post(f"{fake.api_url}/repos/{REPO}/check-runs",
+                             json={"name": "loopgate", "head_sha": fake.head_sha(REPO, 1)},
+                             headers={"Authorization": f"token {fake.token}"}, timeout=5)
+    assert response.status_code == 403
+    assert response.json()["message"] == "You must authenticate via a GitHub App."
+
+
+def test_a_head_that_moves_while_the_status_is_written_ends_with_the_state(
+        world: GitHubWorld) -> None:
+    ref = world.issue()
+    pr = world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number])
+    tracker = _tracker(world)
+    first = world.fake.head_sha(REPO, pr)
+    hold = world.fake.hold("POST", "status-create", apply=True)
+    import threading
+
+    done: list[dict] = []
+    writer = threading.Thread(target=lambda: done.append(tracker.publish_check(
+        WorkItemRef("acme", "widgets", pr), GateCheck("success", "passed"))))
+    writer.start()
+    assert hold.arrived.wait(5)
+    second = world.fake.push(REPO, pr)  # pushed while the first status is in flight
+    hold.release()
+    writer.join(10)
+    assert not writer.is_alive()
+    assert world.fake.commit_state(REPO, first) == "success"
+    assert world.fake.commit_state(REPO, second) == "success"
+    assert done == [{"sha": second, "kind": "status"}]
+
+
+# -- bad input: config check and serve name an unknown team (exit 2) -----------------------
+@pytest.fixture
+def home(tmp_path: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ("LOOPGATE_DB", "LOOPGATE_CONFIG", "GITHUB_WEBHOOK_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GITHUB_TOKEN", fake.token)
+    fake.create_repo(REPO)
+    config = {"authorizedUsers": ["alice"],
+              "github": {"repos": [REPO], "apiUrl": fake.api_url, "botLogin": "loopgate-bot",
+                         "graphqlUrl": fake.graphql_url, "pollIntervalSeconds": 0},
+              "gates": {"human-approval": {"approvals": 2,
+                                           "approvers": ["alice", "acme/reviewers"]}},
+              "server": {"host": "127.0.0.1", "port": 0}}
+    (tmp_path / "loopgate.yaml").write_text(yaml.safe_dump(config))
+    return tmp_path
+
+
+def _run(home: Path, *args: str) -> Result:
+    argv = ["--db", str(home / "loopgate.db"), "--config", str(home / "loopgate.yaml"), *args]
+    return CliRunner().invoke(cli, argv, catch_exceptions=False)
+
+
+def test_config_check_names_an_unknown_team(home: Path, fake: FakeGitHub) -> None:
+    result = _run(home, "config", "check")
+    assert result.exit_code == 2
+    assert ("gates.human-approval.approvers: team acme/reviewers is unknown or loopgate's "
+            "credentials cannot read it (GitHub answered 404") in result.output
+
+
+def test_config_check_names_a_team_the_token_cannot_read(home: Path, fake: FakeGitHub) -> None:
+    fake.add_team("acme", "reviewers", ["dave"], visible=False)
+    result = _run(home, "config", "check")
+    assert result.exit_code == 2
+    assert "gates.human-approval.approvers: team acme/reviewers" in result.output
+
+
+def test_config_check_accepts_a_readable_team(home: Path, fake: FakeGitHub) -> None:
+    fake.add_team("acme", "reviewers", ["dave"])
+    result = _run(home, "config", "check")
+    assert result.exit_code == 0, result.output
+    assert "ok: github team acme/reviewers" in result.output
+
+
+def test_serve_names_an_unknown_team_and_exits_2(home: Path, fake: FakeGitHub,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
+    result = _run(home, "serve")
+    assert result.exit_code == 2
+    assert "gates.human-approval.approvers: team acme/reviewers is unknown" in result.output
+
+
+def test_config_check_names_a_rule_for_a_node_that_is_no_human_gate(home: Path) -> None:
+    config = yaml.safe_load((home / "loopgate.yaml").read_text())
+    config["gates"] = {"design": {"approvals": 2}}
+    (home / "loopgate.yaml").write_text(yaml.safe_dump(config))
+    result = _run(home, "config", "check")
+    assert result.exit_code == 2
+    assert "gates.design: pdlc-work-item-loop has no human gate 'design'" in result.output
