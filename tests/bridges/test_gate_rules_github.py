@@ -60,7 +60,7 @@ def test_team_membership_allows_and_a_lookup_failure_refuses_at_the_gate(
     runtime.force(ref, "human-approval", "test", "tester")
     world.fake.fail_route("GET", "team-membership", 500, times=5)
     refused = world.comment(ref, "approved", as_user="dave")
-    state = runtime.advance(ref, {"comments": [world.services.ports.tracker.list_comments(ref)[-1]]})
+    state = runtime.advance(ref, {"comments": [_latest(world, ref)]})
     assert state.current_node == "human-approval"
     assert "the membership lookup failed for acme/reviewers" in state.parked["reason"]
     assert world.events(ref, "graph.team_lookup_failed")
@@ -69,8 +69,12 @@ def test_team_membership_allows_and_a_lookup_failure_refuses_at_the_gate(
     assert refused.id  # the refused reply stays on the thread
     world.fake._route_failures.clear()  # GitHub is back: dave answers again
     world.comment(ref, "approved", as_user="dave")
-    state = runtime.advance(ref, {"comments": [world.services.ports.tracker.list_comments(ref)[-1]]})
+    state = runtime.advance(ref, {"comments": [_latest(world, ref)]})
     assert state.current_node == "complete"
+
+
+def _latest(world: GitHubWorld, ref: WorkItemRef):  # noqa: ANN202 -- a Comment
+    return world.services.ports.tracker.list_comments(ref)[-1]
 
 
 def _with_rule(settings, rule):  # noqa: ANN001, ANN202 -- a dataclasses.replace shorthand
