@@ -33,6 +33,16 @@ def test_loopgate_is_pending_on_the_pull_request_until_human_approval_then_succe
     expect.walk_to_human_approval(walk)
     first = walk.gh.head_sha(REPO, walk.pr)
     wait_until(lambda: _state(walk, first) == _pending(walk), "loopgate pending on the head")
+    # pending all along, from the pull request's first check to human-approval
+    if walk.gh.app is None:
+        states = [s["state"] for s in walk.gh.statuses[(REPO, first)]]
+        assert len(states) > 1 and set(states) == {"pending"}
+        assert all(s["context"] == "loopgate" for s in walk.gh.statuses[(REPO, first)])
+    else:
+        [run] = [r for r in walk.gh.check_runs.values() if r["head_sha"] == first]
+        assert (run["name"], run["status"], run["conclusion"]) == ("loopgate", "in_progress",
+                                                                   None)
+        assert "before human-approval" in run["output"]["title"]
 
     # a push to the PR keeps the state on the new head
     second = walk.gh.push(REPO, walk.pr)
