@@ -189,3 +189,24 @@ def test_config_check_names_a_rule_for_a_node_that_is_no_human_gate(home: Path) 
     result = _run(home, "config", "check")
     assert result.exit_code == 2
     assert "gates.design: pdlc-work-item-loop has no human gate 'design'" in result.output
+
+
+# -- poll-only installs: the poller follows a push -----------------------------------------
+def test_the_poller_puts_the_check_on_a_pushed_head(world: GitHubWorld) -> None:
+    ref = world.issue()
+    pr = world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number])
+    runtime = world.services.runtime
+    runtime.start(ref)
+    runtime.force(ref, "human-approval", "test", "tester")
+    first = world.fake.head_sha(REPO, pr)
+    assert world.fake.commit_state(REPO, first) == "pending"
+    second = world.fake.push(REPO, pr)
+    assert world.fake.commit_state(REPO, second) is None
+    report = world.poll()
+    assert any(r.reason == "check-queued" for r in report.repos[0].results)
+    assert world.fake.commit_state(REPO, second) == "pending"
+    world.poll()  # the same head again: nothing new is written
+    assert len(world.fake.statuses[(REPO, second)]) == 1
+    comment = world.comment(ref, "approved", as_user="alice")
+    runtime.advance(ref, {"comments": [_latest(world, ref)]})
+    assert comment.id and world.fake.commit_state(REPO, second) == "success"
