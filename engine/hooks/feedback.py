@@ -335,9 +335,9 @@ def record_feedback(ctx: HookContext) -> HookResult:
 
 def _commented_approvals(ctx: HookContext) -> tuple[str, list[dict[str, Any]]] | None:
     # (outcome, review-comment entries) of the decided gate, or None when undecided.
-    decided = ctx.state.decisions.get(ctx.node.id)
-    entry = (ctx.state.surface.get("approvals") or {}).get(ctx.node.id)
-    if isinstance(entry, Mapping) and entry.get("approvals") and decided is None:
+    # classify-feedback recorded this entry's approvals just before (same chain).
+    entry = _stored(ctx)
+    if entry["approvals"]:
         rule = gate_rule(ctx)
         approvals = [Approval.from_json(a) for a in entry["approvals"]]
         t = tally(rule, approvals)
