@@ -7,9 +7,16 @@ GitHub bridge); a lookup that raises means *not authorized* (fail closed), and t
 says which lookup failed.
 
 Both ingresses share this module: a GitHub reply (``classify-feedback``) and a Slack
-Approve / Request-changes click (an event ``{"review": {...}, "via": "slack"}``). The
-Slack side may call :func:`evaluate` for an ephemeral pre-check; the gate decides again
-with the same function, so both say the same thing.
+Approve / Request-changes click (an event ``{"review": {"by": login, "outcome": ...},
+"via": "slack"}`` handed to ``Runtime.advance``). The Slack side may pre-check a click
+with the same function the gate decides with, so both say the same thing::
+
+    rule = engine.hooks.common.rule_for(graph, settings, node)
+    people = engine.hooks.common.people_for(tracker, ref, node, rule, settings)
+    result = evaluate(rule, recorded_approvals(state, node), Approval(login, outcome, now,
+                      VIA_SLACK), authorized_users=settings.authorized_users,
+                      people=people, membership=tracker.team_membership)
+    # result.verdict.allowed / .reason; result.tally.summary()
 
 Rule shape (``gates.<node>`` in loopgate.yaml, or ``approval`` on a graph node; the
 config wins):
@@ -55,6 +62,7 @@ __all__ = [
     "tally",
     "evaluate",
     "rule_teams",
+    "recorded_approvals",
 ]
 
 ATTESTER_ANY = "any"
@@ -412,3 +420,17 @@ def evaluate(rule: ApprovalRule, recorded: Sequence[Approval], decision: Approva
     changes = counted if counted.outcome == CHANGES_REQUESTED else None
     return Evaluation(verdict, tally(rule, after, changes))
 
+
+
+def recorded_approvals(state: Any, node_id: str) -> tuple[Approval, ...]:
+    """The approvals counted so far at the current entry of gate ``node_id`` of an item
+    (``state``: an :class:`~engine.state.ItemState`; ``surface.approvals[node]``, written
+    by ``classify-feedback``); ``()`` for a gate entered since (a new entry starts from
+    zero)."""
+    record = state.nodes.get(node_id)
+    entered = record.entered_at if record is not None else ""
+    entry = (state.surface.get("approvals") or {}).get(node_id)
+    if not isinstance(entry, Mapping) or entry.get("enteredAt") != entered:
+        return ()
+    return tuple(Approval.from_json(a) for a in entry.get("approvals") or ()
+                 if isinstance(a, Mapping))

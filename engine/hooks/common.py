@@ -26,6 +26,7 @@ from engine.hooks.markers import (
     with_self_marker,
 )
 from engine.ports import SELF_MARKER, Comment, TrackerError
+from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
 from engine.state import ItemState
 
@@ -41,6 +42,8 @@ __all__ = [
     "authorized_comments",
     "latest",
     "trusted_skipped_ids",
+    "rule_for",
+    "people_for",
     "gate_rule",
     "gate_people",
     "team_lookup",
@@ -137,48 +140,54 @@ def latest(comments: Sequence[Comment]) -> Comment | None:
 
 
 # -- authorization (issue 11 §2) ----------------------------------------------------------
-def gate_rule(ctx: HookContext, node_id: str | None = None) -> ApprovalRule:
-    """The approval rule of ``node_id`` (default: the hook's node): loopgate.yaml's
-    ``gates.<node>``, else the graph node's ``approval``, else one approval from
-    ``authorizedUsers``.
+def rule_for(graph: Graph, settings: EngineSettings, node_id: str) -> ApprovalRule:
+    """The approval rule of ``node_id``: loopgate.yaml's ``gates.<node>``, else the graph
+    node's ``approval``, else one approval from ``authorizedUsers`` (issue 11 §2). The
+    Slack side calls it too, for its pre-check.
 
     Raises:
-            ConfigError: the graph's rule does not read (the compiler refuses that first).
+        ConfigError: the graph's rule does not read (the compiler refuses that first).
     """
-    node_id = node_id or ctx.node.id
-    configured = ctx.settings.gate_rules.get(node_id)
+    configured = settings.gate_rules.get(node_id)
     if isinstance(configured, ApprovalRule):
         return configured
-    node = ctx.graph.node(node_id) if ctx.graph.has_node(node_id) else ctx.node
-    if node.approval:
-        return ApprovalRule.from_json(node.approval, f"nodes[{node_id}].approval")
+    if graph.has_node(node_id) and graph.node(node_id).approval:
+        return ApprovalRule.from_json(graph.node(node_id).approval, f"nodes[{node_id}].approval")
     return ApprovalRule()
 
 
-def _is_merge_gate(ctx: HookContext) -> bool:
-    # The delivering pull requests' authors are the work's authors too once code exists:
-    # at the merge gate (mergeGate.after) and at human-approval (issue 11 §2).
-    return ctx.node.id in {ctx.settings.merge_gate_after, "human-approval"}
+def gate_rule(ctx: HookContext, node_id: str | None = None) -> ApprovalRule:
+    """:func:`rule_for` the hook's node (or ``node_id``)."""
+    return rule_for(ctx.graph, ctx.settings, node_id or ctx.node.id)
 
 
-def gate_people(ctx: HookContext, rule: ApprovalRule, *, attesting: bool = False) -> People:
-    """Whose work the gate judges, read through the tracker only when the rule needs it
-    (``preventSelfApproval``, or the ``assignee-or-author`` attester rule).
+def people_for(tracker: Any, ref: WorkItemRef, node_id: str, rule: ApprovalRule,
+               settings: EngineSettings, *, attesting: bool = False) -> People:
+    """Whose work gate ``node_id`` judges, read through ``tracker`` only when the rule
+    needs it (``preventSelfApproval``, or the ``assignee-or-author`` attester rule). At
+    the merge gate (``mergeGate.after``) and at ``human-approval`` the delivering pull
+    requests' authors count too, since the code is theirs (issue 11 §2).
 
     Raises:
-        TrackerError: the item or its pull requests could not be read (the caller fails
+        TrackerError: the item or its pull requests could not be read (callers fail
             closed: the decision does not count yet).
     """
     needs_item = rule.prevent_self_approval or (attesting and rule.attester != "any")
     if not needs_item:
         return People()
-    info = ctx.ports.tracker.issue_info(ctx.ref)
+    info = tracker.issue_info(ref)
     pulls: tuple[tuple[str, str], ...] = ()
-    if rule.prevent_self_approval and not attesting and _is_merge_gate(ctx):
-        pulls = tuple((pr.author, f"{ctx.ref.owner}/{ctx.ref.repo}#{pr.number}")
-                      for pr in ctx.ports.tracker.delivering_pull_requests(ctx.ref)
-                      if pr.author)
+    merge_gate = node_id in {settings.merge_gate_after, "human-approval"}
+    if rule.prevent_self_approval and not attesting and merge_gate:
+        pulls = tuple((pr.author, f"{ref.owner}/{ref.repo}#{pr.number}")
+                      for pr in tracker.delivering_pull_requests(ref) if pr.author)
     return People(info.author, tuple(getattr(info, "assignees", ()) or ()), pulls)
+
+
+def gate_people(ctx: HookContext, rule: ApprovalRule, *, attesting: bool = False) -> People:
+    """:func:`people_for` the hook's item and node."""
+    return people_for(ctx.ports.tracker, ctx.ref, ctx.node.id, rule, ctx.settings,
+                      attesting=attesting)
 
 
 def team_lookup(ctx: HookContext) -> Callable[[str, str, str], bool]:

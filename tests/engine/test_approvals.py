@@ -260,3 +260,26 @@ def test_a_pull_request_delivering_two_items_passes_only_when_both_passed() -> N
     comment = tracker.add_comment_as(other, "bob", "approved")
     runtime.advance(other, {"comments": [comment]})
     assert _last_check(tracker).state == "success"
+
+
+def test_the_slack_precheck_says_what_the_gate_will_say() -> None:
+    # Issue 12's Slack click calls the same functions before it hands the event over.
+    from engine.approvals import VIA_SLACK, recorded_approvals
+    from engine.hooks.common import people_for, rule_for
+
+    tracker = MemoryTracker()
+    tracker.set_issue(REF, "Widgets", author="alice")
+    runtime, _ = _runtime(ApprovalRule(approvals=2, prevent_self_approval=True), tracker)
+    _reply(runtime, tracker, "bob", "approved")
+    state = runtime.store.load(REF)
+    rule = rule_for(runtime.graph, runtime.settings, "human-approval")
+    people = people_for(tracker, REF, "human-approval", rule, runtime.settings)
+    recorded = recorded_approvals(state, "human-approval")
+    assert [a.by for a in recorded] == ["bob"]
+    own = evaluate(rule, recorded, Approval("alice", "approved", "t", VIA_SLACK),
+                   authorized_users=USERS, people=people)
+    assert not own.verdict.allowed and "opened this work item" in own.verdict.reason
+    carol = evaluate(rule, recorded, Approval("carol", "approved", "t", VIA_SLACK),
+                     authorized_users=USERS, people=people)
+    assert carol.verdict.allowed and carol.tally.passed
+    assert carol.tally.summary() == "2 of 2 approvals: @bob, @carol"
