@@ -32,7 +32,12 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from bridges.github.app import AppInstallations, TokenSource, token_source_from_config
+from bridges.github.app import (
+    AppInstallations,
+    TokenSource,
+    repository_scope,
+    token_source_from_config,
+)
 from bridges.github.client import GitHubClient
 from bridges.github.errors import BridgeError, CredentialsError, GitHubApiError, RateLimited
 from bridges.github.graphql import GraphQLClient
@@ -355,8 +360,9 @@ class GitHubTracker:
             cached = self._teams.get(key)
         if cached is not None and cached[1] > now:
             return cached[0]
-        state = self._guarded(f"membership of {login} in team {org}/{team}",
-                              lambda: self.client.team_membership(org, team, login))
+        with repository_scope(self._repo_in(org)):
+            state = self._guarded(f"membership of {login} in team {org}/{team}",
+                                  lambda: self.client.team_membership(org, team, login))
         member = state == "active"
         with self._ids_lock:
             self._teams[key] = (member, now + self.team_cache_seconds)
@@ -366,7 +372,8 @@ class GitHubTracker:
         """"" when ``org/team`` exists and loopgate's credentials can read it, else why
         not (for ``config check`` and ``serve``: issue 11, bad input)."""
         try:
-            self.client.team(org, team)
+            with repository_scope(self._repo_in(org)):
+                self.client.team(org, team)
         except GitHubApiError as exc:
             if exc.status in (403, 404):
                 return (f"team {org}/{team} is unknown or loopgate's credentials cannot read "
@@ -376,6 +383,11 @@ class GitHubTracker:
         except BridgeError as exc:
             return f"team {org}/{team} could not be read: {exc}"
         return ""
+
+    def _repo_in(self, org: str) -> str:
+        # A GitHub App reads an organisation's teams with that organisation's installation:
+        # the one of a watched repository it owns ("" = the default installation).
+        return next((r for r in self.repos if r.split("/", 1)[0].lower() == org.lower()), "")
 
     # -- the loopgate check (issue 11 §1) ---------------------------------------------------
     @property
