@@ -132,8 +132,9 @@ def item_check(graph: Graph, state: ItemState, after: str) -> GateCheck:
         text = ("work item complete" if state.status == ItemStatus.COMPLETE
                 else f"{after} passed")
     else:
-        reason = str(state.parked.get("reason") or f"at {node}")
-        state_word, text = PENDING, f"at {node}, before {after}: {reason}"
+        reason = str(state.parked.get("reason") or "in progress")
+        where = f"at {node} (the merge gate)" if node == after else f"at {node}, before {after}"
+        state_word, text = PENDING, f"{where}: {reason}"
     description = _line(f"{state.ref}: {text}")
     summary, url = _summary(graph, state, description)
     return GateCheck(state_word, description, summary, url)

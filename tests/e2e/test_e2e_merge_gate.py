@@ -38,11 +38,14 @@ def test_loopgate_is_pending_on_the_pull_request_until_human_approval_then_succe
         states = [s["state"] for s in walk.gh.statuses[(REPO, first)]]
         assert len(states) > 1 and set(states) == {"pending"}
         assert all(s["context"] == "loopgate" for s in walk.gh.statuses[(REPO, first)])
+        assert walk.gh.statuses[(REPO, first)][-1]["description"].startswith(
+            f"{walk.ref}: at human-approval (the merge gate): waiting for ")
     else:
         [run] = [r for r in walk.gh.check_runs.values() if r["head_sha"] == first]
         assert (run["name"], run["status"], run["conclusion"]) == ("loopgate", "in_progress",
                                                                    None)
-        assert "before human-approval" in run["output"]["title"]
+        assert run["output"]["title"].startswith(
+            f"{walk.ref}: at human-approval (the merge gate): waiting for ")
 
     # a push to the PR keeps the state on the new head
     second = walk.gh.push(REPO, walk.pr)
