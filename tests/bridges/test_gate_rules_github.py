@@ -210,3 +210,39 @@ def test_the_poller_puts_the_check_on_a_pushed_head(world: GitHubWorld) -> None:
     comment = world.comment(ref, "approved", as_user="alice")
     runtime.advance(ref, {"comments": [_latest(world, ref)]})
     assert comment.id and world.fake.commit_state(REPO, second) == "success"
+
+
+def test_a_pull_request_opened_after_its_item_passed_gets_success(world: GitHubWorld) -> None:
+    world.serve()
+    ref = world.issue()
+    runtime = world.services.runtime
+    runtime.start(ref)
+    runtime.force(ref, "human-approval", "test", "tester")
+    world.comment(ref, "approved", as_user="alice")
+    assert runtime.advance(ref, {"comments": [_latest(world, ref)]}).current_node == "complete"
+    pr = world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number])
+    response = world.webhook("pull_request", "opened", WorkItemRef("acme", "widgets", pr))
+    assert response.status_code == 202
+    sha = world.fake.head_sha(REPO, pr)
+    assert world.fake.commit_state(REPO, sha) == "success"
+    [status] = world.fake.statuses[(REPO, sha)]
+    assert status["description"] == f"{ref}: work item complete"
+
+
+def test_a_pull_request_delivering_two_items_is_success_only_when_both_passed(
+        world: GitHubWorld) -> None:
+    one, two = world.issue(), world.issue("Another")
+    pr = world.fake.open_pr(REPO, "both", closes=[one.number, two.number])
+    runtime = world.services.runtime
+    for ref in (one, two):
+        runtime.start(ref)
+        runtime.force(ref, "human-approval", "test", "tester")
+    sha = world.fake.head_sha(REPO, pr)
+    world.comment(one, "approved", as_user="alice")
+    runtime.advance(one, {"comments": [_latest(world, one)]})
+    assert world.fake.commit_state(REPO, sha) == "pending"
+    assert world.fake.statuses[(REPO, sha)][-1]["description"] == (
+        f"1 of 2 work items passed; waiting: {two}")
+    world.comment(two, "approved", as_user="alice")
+    runtime.advance(two, {"comments": [_latest(world, two)]})
+    assert world.fake.commit_state(REPO, sha) == "success"
