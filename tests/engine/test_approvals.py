@@ -283,3 +283,45 @@ def test_the_slack_precheck_says_what_the_gate_will_say() -> None:
                      authorized_users=USERS, people=people)
     assert carol.verdict.allowed and carol.tally.passed
     assert carol.tally.summary() == "2 of 2 approvals: @bob, @carol"
+
+
+# -- the graph's per-gate rule ---------------------------------------------------------------
+def _mini_with(node_update: dict) -> dict:
+    # A selection, one agent node, one human gate, the end.
+    doc = {"version": 1, "name": "mini", "start": "phase-selection",
+           "nodes": [{"id": "phase-selection", "actor": "human", "required": True,
+                      "exit": ["classify-phase-selection"]},
+                     {"id": "a"},
+                     {"id": "gate", "actor": "human", "exit": ["classify-feedback"]},
+                     {"id": "done", "actor": "code", "terminal": True}],
+           "edges": [{"from": "phase-selection", "to": "a", "on": "selected"},
+                     {"from": "a", "to": "gate", "on": "pass"},
+                     {"from": "gate", "to": "done", "on": "approved"}]}
+    for node in doc["nodes"]:
+        if node["id"] == node_update["id"]:
+            node.update(node_update)
+    return doc
+
+
+def test_a_graph_gate_carries_its_approval_rule_and_the_config_overrides_it() -> None:
+    from engine.graph.compiler import compile_graph
+    from engine.hooks.common import rule_for
+
+    graph = compile_graph(_mini_with({"id": "gate", "approval": {"approvals": 2}}))
+    assert rule_for(graph, EngineSettings(), "gate") == ApprovalRule(approvals=2)
+    configured = EngineSettings(gate_rules={"gate": ApprovalRule(approvals=3)})
+    assert rule_for(graph, configured, "gate").approvals == 3
+    assert rule_for(graph, EngineSettings(), "phase-selection") == ApprovalRule()
+
+
+def test_the_compiler_refuses_a_rule_off_a_human_gate_or_one_that_does_not_read() -> None:
+    from engine.errors import GraphConfigError
+    from engine.graph.compiler import compile_graph
+
+    with pytest.raises(GraphConfigError, match="approval rules belong to human gates"):
+        compile_graph(_mini_with({"id": "a", "approval": {"approvals": 2}}))
+    with pytest.raises(GraphConfigError, match=r"node 'gate': approval\.attester"):
+        compile_graph(_mini_with({"id": "gate", "approval": {"attester": "nobody"}}))
+    with pytest.raises(GraphConfigError,
+                       match=r"nodes\[gate\]\.approval\.approvers: 'a/b/c' is neither"):
+        compile_graph(_mini_with({"id": "gate", "approval": {"approvers": ["a/b/c"]}}))
