@@ -360,7 +360,7 @@ def assignment_text(ctx: HookContext) -> str:
     node = ctx.node
     phase = f" (phase `{node.phase}`)" if node.phase else ""
     if node.is_human:
-        who = ", ".join(at_login(u) for u in ctx.settings.authorized_users) or "an authorized user"
+        who = gate_rule(ctx).who(ctx.settings.authorized_users)
         return (
             f"🧑‍⚖️ **`{node.id}`{phase} — human gate: do not claim.**\n\n"
             f"No session works this node. It waits for {who} to answer on this thread."
@@ -399,7 +399,9 @@ def deliver_assignment(ctx: HookContext) -> HookResult:
 def review_text(ctx: HookContext) -> str:
     """The review-request comment body for ``ctx.node`` (without markers)."""
     node = ctx.node
-    who = ", ".join(at_login(u) for u in ctx.settings.authorized_users) or "Reviewers"
+    rule = gate_rule(ctx)
+    names = rule.approvers or ctx.settings.authorized_users
+    who = ", ".join(at_login(u) for u in names) or "Reviewers"
     subject = ", ".join(_alternatives(node.validates)) if node.validates else "the work so far"
     return "\n".join(
         [
@@ -412,8 +414,22 @@ def review_text(ctx: HookContext) -> str:
             "- `changes requested` — followed by what to change",
             "",
             "Only replies from authorized users count.",
+            *_rule_lines(rule, node.id in {ctx.settings.merge_gate_after, "human-approval"}),
         ]
     )
+
+
+def _rule_lines(rule: ApprovalRule, merge_gate: bool) -> list[str]:
+    # Issue 11 §2: say the gate's rule where people are asked to answer it.
+    lines = []
+    if rule.approvals > 1:
+        lines.append(f"This gate needs {rule.approvals} approvals from different people "
+                     "(a `changes requested` starts the count again).")
+    if rule.prevent_self_approval:
+        whose = ("The work item's author and the pull request's author" if merge_gate
+                 else "The work item's author")
+        lines.append(f"{whose} cannot approve their own work.")
+    return lines
 
 
 @hook("request-review")

@@ -325,3 +325,22 @@ def test_the_compiler_refuses_a_rule_off_a_human_gate_or_one_that_does_not_read(
     with pytest.raises(GraphConfigError,
                        match=r"nodes\[gate\]\.approval\.approvers: 'a/b/c' is neither"):
         compile_graph(_mini_with({"id": "gate", "approval": {"approvers": ["a/b/c"]}}))
+
+
+def test_the_review_request_states_the_gates_rule() -> None:
+    from dataclasses import replace
+
+    from tests.engine.test_hooks_support import Harness
+
+    h = Harness()
+    rule = ApprovalRule(approvals=2, approvers=("alice", "acme/reviewers"),
+                        prevent_self_approval=True)
+    h.settings = replace(h.settings, gate_rules={"human-approval": rule, "design-approval": rule})
+    for node in ("human-approval", "design-approval"):
+        h.enter(node)
+        assert h.run(node, "request-review", chain="entry").kind == "pass"
+    human, design = [c.body for c in h.tracker.comments_on(REF) if "Review requested" in c.body]
+    assert "@alice, @acme/reviewers: please review" in human
+    assert "This gate needs 2 approvals from different people" in human
+    assert "The work item's author and the pull request's author cannot approve" in human
+    assert "The work item's author cannot approve their own work." in design
