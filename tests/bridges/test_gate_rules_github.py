@@ -246,3 +246,27 @@ def test_a_pull_request_delivering_two_items_is_success_only_when_both_passed(
     world.comment(two, "approved", as_user="alice")
     runtime.advance(two, {"comments": [_latest(world, two)]})
     assert world.fake.commit_state(REPO, sha) == "success"
+
+
+# -- App mode: an organisation's teams are read with that organisation's installation -------
+def test_an_app_reads_each_organisations_teams_with_its_own_installation(
+        tmp_path: Path) -> None:
+    from bridges.github.app import AppCredentials, AppInstallations
+    from bridges.github.client import GitHubClient
+    from bridges.github.graphql import GraphQLClient
+    from tests.fakes.github_app import FakeApp, generate_private_key
+
+    app = FakeApp(generate_private_key(), app_id=31, slug="loopgate")
+    with FakeGitHub(app=app) as gh:
+        for repo in ("acme/widgets", "globex/gadgets"):
+            gh.create_repo(repo)
+            app.install(repo.split("/")[0])
+        gh.add_team("globex", "reviewers", ["dave"])
+        repos = ("acme/widgets", "globex/gadgets")
+        source = AppInstallations(gh.api_url, AppCredentials(31, generate_private_key(),
+                                                             "KEY"), repos)
+        tracker = GitHubTracker(GitHubClient(gh.api_url, auth=source, seconds_between_writes=0),
+                                GraphQLClient(gh.graphql_url, auth=source), repos=repos)
+        assert tracker.team_membership("globex", "reviewers", "dave") is True
+        assert tracker.check_team("globex", "reviewers") == ""
+        assert "team acme/nobody is unknown" in tracker.check_team("acme", "nobody")
