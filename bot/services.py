@@ -88,13 +88,16 @@ def check_gates(config: Config, graph: Graph) -> dict[str, tuple[tuple[str, str]
         ConfigError: a rule that does not read, a rule for a node that is not a human
             gate, a ``mergeGate.after`` that is no node; the message names the key path.
     """
-    from engine.approvals import rule_teams
+    from engine.approvals import rule_problem, rule_teams
     from engine.errors import ConfigError
 
     rules = config.gate_rules()
-    for node_id in rules:
+    for node_id, rule in rules.items():
         if not graph.has_node(node_id) or not graph.node(node_id).is_human:
             raise ConfigError(f"gates.{node_id}: {graph.name} has no human gate {node_id!r}")
+        problem = rule_problem(rule, [h.name for h in graph.node(node_id).exit])
+        if problem:
+            raise ConfigError(f"gates.{node_id}: {problem}")
     after = str(config.section("mergeGate").get("after") or "human-approval")
     if not graph.has_node(after):
         raise ConfigError(f"mergeGate.after: {after!r} is not a node of {graph.name}")

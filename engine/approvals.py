@@ -63,6 +63,7 @@ __all__ = [
     "evaluate",
     "rule_teams",
     "recorded_approvals",
+    "rule_problem",
 ]
 
 ATTESTER_ANY = "any"
@@ -434,3 +435,20 @@ def recorded_approvals(state: Any, node_id: str) -> tuple[Approval, ...]:
         return ()
     return tuple(Approval.from_json(a) for a in entry.get("approvals") or ()
                  if isinstance(a, Mapping))
+
+
+def rule_problem(rule: ApprovalRule, exit_hooks: Sequence[str]) -> str:
+    """Why ``rule`` cannot govern a gate whose exit chain runs ``exit_hooks`` ("" when it
+    can): approvals, approvers and ``preventSelfApproval`` belong to review gates
+    (``classify-feedback``); ``attester`` and approvers to quiz gates (``quiz-attested``),
+    which one attestation passes."""
+    if "classify-feedback" in exit_hooks:
+        if rule.attester != ATTESTER_ANY:
+            return "attester applies to quiz gates (quiz-attested), not to a review gate"
+        return ""
+    if "quiz-attested" in exit_hooks:
+        if rule.approvals != 1 or rule.prevent_self_approval:
+            return ("a quiz gate passes on one attestation: approvals and "
+                    "preventSelfApproval apply to review gates (classify-feedback)")
+        return ""
+    return "only review gates (classify-feedback) and quiz gates (quiz-attested) take rules"

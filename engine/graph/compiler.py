@@ -252,7 +252,7 @@ def _warn_set_shadows_node(doc: _Doc) -> None:
 
 def _check_approval_rules(doc: _Doc) -> None:
     # Issue 11 §2: a rule belongs to a human gate, and must read as one.
-    from engine.approvals import ApprovalRule
+    from engine.approvals import ApprovalRule, rule_problem
     from engine.errors import ConfigError
 
     for node in doc.nodes:
@@ -262,9 +262,13 @@ def _check_approval_rules(doc: _Doc) -> None:
             doc.refuse(f"node {node['id']!r}: approval rules belong to human gates "
                        f"(actor: human), not actor {node.get('actor', 'agent')!r}")
         try:
-            ApprovalRule.from_json(node["approval"], f"nodes[{node['id']}].approval")
+            rule = ApprovalRule.from_json(node["approval"], f"nodes[{node['id']}].approval")
         except ConfigError as exc:
             doc.refuse(str(exc))
+        hooks = [_hook_ref(h).name for h in node.get("exit") or []]
+        problem = rule_problem(rule, hooks)
+        if problem:
+            doc.refuse(f"node {node['id']!r}: approval: {problem}")
 
 
 _CHECKS: tuple[Callable[[_Doc], None], ...] = (

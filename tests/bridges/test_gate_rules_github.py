@@ -270,3 +270,18 @@ def test_an_app_reads_each_organisations_teams_with_its_own_installation(
         assert tracker.team_membership("globex", "reviewers", "dave") is True
         assert tracker.check_team("globex", "reviewers") == ""
         assert "team acme/nobody is unknown" in tracker.check_team("acme", "nobody")
+
+
+def test_config_check_names_a_rule_the_gate_cannot_take(home: Path) -> None:
+    config = yaml.safe_load((home / "loopgate.yaml").read_text())
+    config["gates"] = {"code-quiz": {"approvals": 2}}
+    (home / "loopgate.yaml").write_text(yaml.safe_dump(config))
+    result = _run(home, "config", "check")
+    assert result.exit_code == 2
+    assert ("gates.code-quiz: a quiz gate passes on one attestation: approvals and "
+            "preventSelfApproval apply to review gates") in result.output
+    config["gates"] = {"phase-selection": {"approvers": ["alice"]}}
+    (home / "loopgate.yaml").write_text(yaml.safe_dump(config))
+    result = _run(home, "config", "check")
+    assert result.exit_code == 2
+    assert "gates.phase-selection: only review gates" in result.output
