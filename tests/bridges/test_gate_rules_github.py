@@ -285,3 +285,24 @@ def test_config_check_names_a_rule_the_gate_cannot_take(home: Path) -> None:
     result = _run(home, "config", "check")
     assert result.exit_code == 2
     assert "gates.phase-selection: only review gates" in result.output
+
+
+def test_a_push_to_the_pull_request_keeps_the_state_on_the_new_head(
+        world: GitHubWorld) -> None:
+    world.serve()
+    ref = world.issue()
+    pr = world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number])
+    runtime = world.services.runtime
+    runtime.start(ref)
+    runtime.force(ref, "human-approval", "test", "tester")
+    world.comment(ref, "approved", as_user="alice")
+    runtime.advance(ref, {"comments": [_latest(world, ref)]})
+    first = world.fake.head_sha(REPO, pr)
+    assert world.fake.commit_state(REPO, first) == "success"
+    second = world.fake.push(REPO, pr)
+    pull = WorkItemRef("acme", "widgets", pr)
+    assert world.webhook("pull_request", "synchronize", pull, before_sha=first).status_code == 202
+    assert world.fake.commit_state(REPO, second) == "success"
+    # the same push told twice (a redelivery): one status, not two
+    world.webhook("pull_request", "synchronize", pull, before_sha=first)
+    assert len(world.fake.statuses[(REPO, second)]) == 1
