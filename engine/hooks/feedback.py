@@ -162,10 +162,6 @@ class GateCount:
     refused_now: list[Refusal]
     unverified: str = ""
 
-    @property
-    def changed(self) -> bool:
-        return bool(self.refused_now) or self.entry != {}
-
 
 def _seen(entry: Mapping[str, Any], decision: Approval) -> bool:
     if decision.comment_id is None:
@@ -224,8 +220,10 @@ def _waiting_reason(ctx: HookContext, count: GateCount | None = None) -> str:
     if count is not None and (rule.approvals > 1 or count.tally.approvals):
         reason = f"{count.tally.summary()} — {reason}"
     refused: dict[str, str] = {}
+    counted = {a.by for a in count.tally.approvals} if count is not None else set()
     for r in (count.entry["refused"] if count is not None else ()):
-        refused[f"@{r.get('by') or 'unknown'}"] = _refusal_note(str(r.get("reason") or ""))
+        if r.get("by") not in counted:  # refused once, counted since (a lookup came back)
+            refused[f"@{r.get('by') or 'unknown'}"] = _refusal_note(str(r.get("reason") or ""))
     if refused:
         reason += " (ignored " + "; ".join(f"{who}: {why}" for who, why in sorted(
             refused.items())) + ")"
