@@ -100,12 +100,12 @@ def _links(state: ItemState) -> tuple[list[str], str]:
     return lines, first
 
 
-def _summary(graph: Graph, state: ItemState, description: str) -> tuple[str, str]:
+def _summary(graph: Graph, state: ItemState, text: str) -> tuple[str, str]:
     from engine.report import build_report, render_table  # report imports the runtime
 
     table = render_table(build_report(graph, state))
     links, first = _links(state)
-    parts = [f"**{state.ref}** — {description}", "", "```", table.rstrip(), "```"]
+    parts = [f"**{state.ref}** — {text}", "", "```", table.rstrip(), "```"]
     if links:
         parts += ["", *links]
     return "\n".join(parts), first
@@ -136,7 +136,7 @@ def item_check(graph: Graph, state: ItemState, after: str) -> GateCheck:
         where = f"at {node} (the merge gate)" if node == after else f"at {node}, before {after}"
         state_word, text = PENDING, f"{where}: {reason}"
     description = _line(f"{state.ref}: {text}")
-    summary, url = _summary(graph, state, description)
+    summary, url = _summary(graph, state, text)
     return GateCheck(state_word, description, summary, url)
 
 
