@@ -31,6 +31,7 @@ from typing import Any
 
 from engine.effects import (
     MAX_BODY,
+    PENDING,
     RECORD_CHECKLIST,
     RUNNING,
     AddLabel,
@@ -152,9 +153,28 @@ def _check_of(store: Store | None, ref: WorkItemRef) -> GateCheck | None:
     return GateCheck.from_json(doc) if isinstance(doc, Mapping) else None
 
 
-def _publish(effect: PublishGate, ports: Ports, store: Store | None) -> Outcome:
+def _superseded_by(row: EffectRow, store: Store | None) -> int | None:
+    # A later, still pending PublishGate of the same item that covers these pull requests
+    # will read the verdicts after this one would: this one need not write at all.
+    if store is None or not isinstance(row.effect, PublishGate):
+        return None
+    for later in store.effects.rows(row.ref, statuses=(PENDING,)):
+        effect = later.effect
+        if later.id <= row.id or not isinstance(effect, PublishGate):
+            continue
+        mine = set(row.effect.pulls)
+        if not effect.pulls or (mine and mine <= set(effect.pulls)):
+            return later.id
+    return None
+
+
+def _publish(row: EffectRow, effect: PublishGate, ports: Ports,
+             store: Store | None) -> Outcome:
     # Issue 11 §1: every open pull request delivering the item gets the check of ALL the
     # items it delivers, read now (the newest verdicts on the newest head).
+    later = _superseded_by(row, store)
+    if later is not None:
+        return Outcome(DONE_OUTCOME, {"published": [], "supersededBy": later})
     target = effect.target
     published = []
     for pull in ports.tracker.delivering_pull_requests(target):
@@ -187,7 +207,7 @@ def carry_out(row: EffectRow, ports: Ports, settings: EngineSettings,
         if isinstance(effect, PostComment):
             return _post(row, effect, ports, settings)
         if isinstance(effect, PublishGate):
-            return _publish(effect, ports, store)
+            return _publish(row, effect, ports, store)
         if isinstance(effect, AddLabel):
             ports.tracker.add_label(effect.target, effect.label)
         elif isinstance(effect, RemoveLabel):

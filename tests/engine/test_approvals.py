@@ -344,3 +344,26 @@ def test_the_review_request_states_the_gates_rule() -> None:
     assert "This gate needs 2 approvals from different people" in human
     assert "The work item's author and the pull request's author cannot approve" in human
     assert "The work item's author cannot approve their own work." in design
+
+
+def test_a_pending_later_check_supersedes_an_earlier_one() -> None:
+    # Both rows queued before either is carried out: only the later one writes, and it
+    # reads the newest verdict.
+    from engine.perform import InlinePerformer
+
+    tracker = MemoryTracker()
+    tracker.add_pull_request(REF, 8)
+    settings = EngineSettings(authorized_users=USERS, merge_gate=True)
+    ports = Ports(tracker, MemoryArtifactStore(), clock=Clock())
+    store = MemoryStore()
+    runtime = Runtime(shipped_graph(), store, ports, settings, on_commit=lambda ref: None)
+    runtime.start(REF)
+    runtime.force(REF, "human-approval", "test", "tester")
+    comment = tracker.add_comment_as(REF, "alice", "approved")
+    runtime.advance(REF, {"comments": [comment]})
+    InlinePerformer(store, ports, settings).drain(REF)
+    checks = tracker.checks[WorkItemRef("acme", "widgets", 8)]
+    assert [c.state for c in checks] == ["success"]
+    rows = store.effects.rows(REF)
+    superseded = [r for r in rows if r.result.get("supersededBy")]
+    assert len(superseded) == sum(1 for r in rows if r.effect.kind == "publish-gate") - 1
