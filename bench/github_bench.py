@@ -4,9 +4,10 @@ Against the loopback fake GitHub (tests/fakes/github.py), with the real PyGithub
 clients, SQLite store, runtime, shipped graph and hooks:
 
 (a) REST requests per poll cycle for 500 open work items in 5 repositories with nothing
-    new — target: at most 2 conditional requests per repository, all 304, none counted
-    against the rate limit — next to the per-item design it replaces (one thread read per
-    item per cycle, ≥ 500 counted requests).
+    new — target: at most 3 conditional requests per repository (comments, start labels,
+    and since issue 11 the open pull requests' heads for the ``loopgate`` check), all 304,
+    none counted against the rate limit — next to the per-item design it replaces (one
+    thread read per item per cycle, ≥ 500 counted requests).
 (b) GraphQL ``CommentEdits`` queries for 1, 100 and 150 quiz ticks seen in one poll cycle
     — target 1, 1, 2 (⌈K/100⌉). Spec files are read from a local ``workspace`` here, so the
     count isolates the tick lookups (with the contents API each gate evaluation would also
@@ -270,7 +271,7 @@ def main() -> None:
     print(f"| (a) poll cycle, {a['items']} open items in {a['repos']} repos, nothing new | "
           f"{cycle['requests']} requests ({cycle['requests'] / a['repos']:.0f} per repo), "
           f"{cycle['not_modified']} × 304, {cycle['counted']} counted, "
-          f"{cycle['deliveries']} deliveries | ≤ 2 per repo, all 304, 0 counted |")
+          f"{cycle['deliveries']} deliveries | ≤ 3 per repo, all 304, 0 counted |")
     print(f"| (a) per-item design, same items | {naive['requests']} requests, "
           f"{naive['counted']} counted | (for comparison: ≥ 500) |")
     for row in b:

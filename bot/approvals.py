@@ -8,7 +8,7 @@ approval rules there) decides it — one path for both ingresses. The engine mir
 the issue as a marked comment (:mod:`engine.hooks.slack_decision`).
 
 Authorization before anything changes (for the ephemeral refusal) is
-:func:`may_decide`, the engine's current rule (``authorizedUsers``) in one place.
+:func:`verdict`, the gate's own approval rule (issue 11 §2) in one place.
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ from typing import Any
 
 from bot.blocks.approval import OUTCOME_LABELS, GateRef
 from bot.identity import resolve_login, slack_users_for_login
+from engine.approvals import People, Verdict, authorize
 from engine.graph.model import Graph
+from engine.hooks.common import people_for, rule_for
 from engine.hooks.slack_decision import VIA_SLACK, slack_reply_body
-from engine.ports import Comment
+from engine.ports import Comment, TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
 from engine.state import ItemState
@@ -35,6 +37,7 @@ __all__ = [
     "approval_gates",
     "is_approval_gate",
     "may_decide",
+    "verdict",
     "approvers",
     "approver_slack_users",
     "GateCheck",
@@ -74,22 +77,50 @@ def is_approval_gate(graph: Graph, node: str) -> bool:
     return node in approval_gates(graph)
 
 
-def may_decide(services: Any, login: str, node: str) -> bool:
-    """Whether GitHub ``login`` may answer gate ``node`` — the engine's authorization
-    (``authorizedUsers`` through ``EngineSettings.is_authorized``), used for the
-    ephemeral pre-check only: the gate itself decides again when the reply arrives.
+def verdict(services: Any, login: str, node: str, ref: WorkItemRef | None = None) -> Verdict:
+    """Whether GitHub ``login`` may answer gate ``node``, by the gate's own approval rule
+    (issue 11 §2: :func:`engine.hooks.common.rule_for` and
+    :func:`engine.approvals.authorize`, the functions the gate decides with). Used for the
+    ephemeral pre-check and the Home tab only: the gate decides again when the reply
+    arrives.
 
     Args:
         services: the wired services.
         login: the GitHub login ("" never may).
-        node: the gate's node id (kept for per-gate rules).
+        node: the gate's node id.
+        ref: the work item, when known: needed for ``preventSelfApproval`` (whose work it
+            is is read through the tracker). Without it that part is left to the gate.
+
+    Returns:
+        A :class:`~engine.approvals.Verdict`; a tracker failure refuses with its reason
+        (fail closed), as the gate would.
     """
-    return bool(login) and services.settings.is_authorized(login)
+    if not login:
+        return Verdict(False, "no GitHub login")
+    rule = rule_for(services.graph, services.settings, node)
+    people = People()
+    if ref is not None:
+        try:
+            people = people_for(services.ports.tracker, ref, node, rule, services.settings)
+        except TrackerError as exc:
+            return Verdict(False, f"could not read who authored the work ({exc})")
+    return authorize(login, rule, authorized_users=services.settings.authorized_users,
+                     people=people,
+                     membership=getattr(services.ports.tracker, "team_membership", None))
+
+
+def may_decide(services: Any, login: str, node: str, ref: WorkItemRef | None = None) -> bool:
+    """:func:`verdict`'s yes or no."""
+    return verdict(services, login, node, ref).allowed
 
 
 def approvers(services: Any, node: str) -> list[str]:
-    """The GitHub logins gate ``node`` waits on (normalized, configuration order)."""
-    return [normalize_login(u) for u in services.settings.authorized_users if u]
+    """The GitHub logins gate ``node`` waits on (normalized, configuration order): the
+    rule's named logins, else ``authorizedUsers``. Teams are not expanded (no member
+    listing is read), so their members are not mentioned."""
+    rule = rule_for(services.graph, services.settings, node)
+    names = rule.approvers or tuple(services.settings.authorized_users)
+    return [normalize_login(u) for u in names if u and "/" not in u]
 
 
 def approver_slack_users(services: Any, node: str) -> tuple[list[str], list[str]]:
@@ -159,9 +190,10 @@ def check_gate(services: Any, gate: GateRef, slack_user: str) -> GateCheck:
     if not login:
         return GateCheck("not-linked", "Your Slack account is not linked to a GitHub login, "
                          "so nothing was decided. Run `/loop link <github-login>` first.")
-    if not may_decide(services, login, gate.node):
+    allowed = verdict(services, login, gate.node, gate.ref)
+    if not allowed.allowed:
         return GateCheck("not-authorized", f"@{login} may not answer `{gate.node}` of "
-                         f"{gate.ref}, so nothing was decided.", login)
+                         f"{gate.ref} ({allowed.reason}), so nothing was decided.", login)
     return GateCheck("ok", "", login)
 
 

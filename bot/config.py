@@ -21,6 +21,7 @@ import jsonschema
 import yaml
 
 from bot.config_errors import Problem, describe, positions, render, yaml_error
+from engine.approvals import ApprovalRule
 from engine.errors import ConfigError
 from engine.settings import EngineSettings
 
@@ -99,7 +100,20 @@ class Config:
             start_keyword=self.data["startKeyword"],
             loop=self.data["loop"],
             spec_dir=self.data["specDir"],
+            gate_rules=self.gate_rules(),
+            merge_gate=bool(self.section("mergeGate").get("enabled", True)) and self.has("github"),
+            merge_gate_after=str(self.section("mergeGate").get("after") or "human-approval"),
         )
+
+    def gate_rules(self) -> dict[str, ApprovalRule]:
+        """``gates`` as node id -> :class:`~engine.approvals.ApprovalRule` (issue 11 §2).
+
+        Raises:
+            ConfigError: a rule that does not read; the message names ``gates.<node>.<key>``.
+        """
+        rules = self.data.get("gates") or {}
+        return {str(node): ApprovalRule.from_json(doc, f"gates.{node}")
+                for node, doc in rules.items()}
 
 
 def validate_mapping(raw: Any, source: str = "loopgate.yaml",

@@ -35,6 +35,12 @@ def _rows(schema: dict[str, Any], prefix: str = "") -> Iterator[str]:
             yield f"| `{path}` | section | | {spec.get('description', '')} |"
             yield from _rows(spec, f"{path}.")
             continue
+        each = spec.get("additionalProperties")
+        if spec.get("type") == "object" and isinstance(each, dict) and "properties" in each:
+            # A mapping of named entries (gates.<node>): one row per entry key.
+            yield f"| `{path}` | mapping | | {spec.get('description', '')} |"
+            yield from _rows(each, f"{path}.{spec.get('x-keyName', '<name>')}.")
+            continue
         default = json.dumps(spec["default"]) if "default" in spec else ""
         default = f"`{default}`" if default else ""
         yield f"| `{path}` | {_type(spec)} | {default} | {spec.get('description', '')} |"

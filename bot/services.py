@@ -77,6 +77,75 @@ def verify_github(config: Config, credentials: Any = None) -> list[str]:
     return source.verify()
 
 
+def check_gates(config: Config, graph: Graph) -> dict[str, tuple[tuple[str, str], ...]]:
+    """Check loopgate.yaml's ``gates`` and ``mergeGate`` against ``graph`` (no network).
+
+    Returns:
+        The key path of every rule naming teams -> its ``(org, team)`` pairs
+        (``gates.<node>.approvers`` or ``loop: nodes[<node>].approval.approvers``).
+
+    Raises:
+        ConfigError: a rule that does not read, a rule for a node that is not a human
+            gate, a ``mergeGate.after`` that is no node; the message names the key path.
+    """
+    from engine.approvals import rule_problem, rule_teams
+    from engine.errors import ConfigError
+
+    rules = config.gate_rules()
+    for node_id, rule in rules.items():
+        if not graph.has_node(node_id) or not graph.node(node_id).is_human:
+            raise ConfigError(f"gates.{node_id}: {graph.name} has no human gate {node_id!r}")
+        problem = rule_problem(rule, [h.name for h in graph.node(node_id).exit])
+        if problem:
+            raise ConfigError(f"gates.{node_id}: {problem}")
+    after = str(config.section("mergeGate").get("after") or "human-approval")
+    if not graph.has_node(after):
+        raise ConfigError(f"mergeGate.after: {after!r} is not a node of {graph.name}")
+    teams = {f"gates.{n}.approvers": r.teams() for n, r in rules.items() if r.teams()}
+    for node in graph.ordered():
+        named = rule_teams(node.approval.get("approvers") or ()) if node.approval else ()
+        if named and node.id not in rules:
+            teams[f"loop: nodes[{node.id}].approval.approvers"] = named
+    return teams
+
+
+def verify_teams(config: Config, graph: Graph, tracker: Any = None) -> list[str]:
+    """Ask GitHub for every team the approval rules name (issue 11, bad input): an
+    unknown team, or one loopgate's credentials cannot read, is a configuration error.
+
+    Args:
+        config: the validated configuration.
+        graph: the compiled graph (its nodes' ``approval`` rules).
+        tracker: the GitHub tracker already built (serve), or None to build one.
+
+    Returns:
+        One ``team org/slug`` line per team checked ([] offline or without teams).
+
+    Raises:
+        ConfigError: naming the key path and the team.
+    """
+    from engine.errors import ConfigError
+
+    teams = check_gates(config, graph)
+    if not teams or not config.has("github"):
+        if teams and not config.has("github"):
+            path = next(iter(teams))
+            raise ConfigError(f"{path}: teams need the GitHub bridge (a github section)")
+        return []
+    if tracker is None:
+        from bridges.github.tracker import GitHubTracker
+
+        tracker = GitHubTracker.from_config(config)
+    lines = []
+    for path, pairs in teams.items():
+        for org, team in pairs:
+            problem = tracker.check_team(org, team)
+            if problem:
+                raise ConfigError(f"{path}: {problem}")
+            lines.append(f"team {org}/{team}")
+    return lines
+
+
 def _tracker(config: Config, store: Any, credentials: Any) -> Tracker:
     if config.has("github"):
         from bridges.github.tracker import GitHubTracker

@@ -29,6 +29,10 @@ Kinds (issue 3 §4, explainer design C5):
   ``failures`` count moved) the result is ``retry`` and its content key is not recorded,
   so the poller asks again next cycle.
 
+* ``pull_request_head`` (a new head commit, webhook or poller) →
+  ``runtime.publish_gate(item, pulls=(N,))`` for every started item the pull request
+  delivers (issue 11 §1).
+
 Comments on a pull request are routed to the work items the pull request delivers.
 
 De-duplication is persisted (:mod:`bridges.github.persistence`): on the delivery id
@@ -54,6 +58,7 @@ from bridges.github.persistence import BridgeState, bridge_state
 from bridges.github.router import (
     CHECKLIST_EDITED,
     COMMENT,
+    PULL_REQUEST_HEAD,
     QUIZ_ATTESTATION,
     START,
     classify_comment,
@@ -406,6 +411,8 @@ class Dispatcher:
             return self._quiz(ref, delivery)
         if delivery.event == CHECKLIST_EDITED:
             return self._checklist_edited(ref, delivery.data["comment"])
+        if delivery.event == PULL_REQUEST_HEAD:
+            return self._pull_request_head(ref)
         return DispatchResult(DROPPED, "unknown-kind")
 
     # -- kinds ---------------------------------------------------------------------------
@@ -535,6 +542,21 @@ class Dispatcher:
         if node is None:
             return DispatchResult(DROPPED, "not-at-gate", (str(ref),))
         return self._evaluate(ref, node, {"comments": [comment]}, "advanced")
+
+    def _pull_request_head(self, pull: WorkItemRef) -> DispatchResult:
+        """A new head commit on ``pull``: publish the ``loopgate`` check of every started
+        item it delivers on it (issue 11 §1; a pull request opened after its item passed
+        gets ``success``)."""
+        try:
+            numbers = self.tracker.items_for_pull_request(pull.owner, pull.repo, pull.number)
+        except TrackerError:
+            return DispatchResult(RETRY, "pull-request-lookup-failed", (str(pull),))
+        refs = [WorkItemRef(pull.owner, pull.repo, n) for n in numbers]
+        queued = [str(ref) for ref in refs
+                  if self.runtime.publish_gate(ref, pulls=(pull.number,))]
+        if not queued:
+            return DispatchResult(DROPPED, "no-started-item", (str(pull),))
+        return DispatchResult(HANDLED, "check-queued", tuple(queued))
 
     def _quiz(self, ref: WorkItemRef, delivery: Delivery) -> DispatchResult:
         if delivery.data.get("node_id"):

@@ -14,6 +14,9 @@ The effect kinds:
 * :class:`AddLabel` / :class:`RemoveLabel` — one label; idempotent by nature.
 * :class:`Notify` — a named event for the notifier (Slack); performed in order with the
   item's other effects, so a quiz-pending DM follows the quiz comment it links to.
+* :class:`PublishGate` — publish the ``loopgate`` check (issue 11 §1) on the head commit of
+  every open pull request delivering the item; the verdicts are read from the store when
+  it is carried out, so the newest state lands on the newest head. Idempotent by nature.
 
 Exactly once across crashes: every row has a random ``key``; a posted comment carries
 :func:`effect_marker` of it, and before posting the performer looks for that marker on
@@ -34,6 +37,7 @@ __all__ = [
     "AddLabel",
     "RemoveLabel",
     "Notify",
+    "PublishGate",
     "Effect",
     "EffectRow",
     "PENDING",
@@ -132,7 +136,22 @@ class Notify:
     kind: str = field(default="notify", init=False)
 
 
-Effect = PostComment | AddLabel | RemoveLabel | Notify
+@dataclass(frozen=True)
+class PublishGate:
+    """Publish the ``loopgate`` check for ``target`` on its delivering pull requests.
+
+    Attributes:
+        target: the work item.
+        pulls: only these pull request numbers (a new head commit); empty = every open
+            pull request delivering the item.
+    """
+
+    target: WorkItemRef
+    pulls: tuple[int, ...] = ()
+    kind: str = field(default="publish-gate", init=False)
+
+
+Effect = PostComment | AddLabel | RemoveLabel | Notify | PublishGate
 
 
 @dataclass(frozen=True)
@@ -174,6 +193,8 @@ class EffectRow:
             what += f" {effect.label!r}"
         if isinstance(effect, Notify):
             what += f" {effect.event}"
+        if isinstance(effect, PublishGate) and effect.pulls:
+            what += " (pull " + ", ".join(f"#{n}" for n in effect.pulls) + ")"
         return f"{what} on {effect.target}"
 
 
@@ -198,6 +219,8 @@ def effect_to_json(effect: Effect) -> dict[str, Any]:
         doc.update(body=effect.body, record=effect.record)
     elif isinstance(effect, AddLabel | RemoveLabel):
         doc["label"] = effect.label
+    elif isinstance(effect, PublishGate):
+        doc["pulls"] = list(effect.pulls)
     else:
         doc.update(event=effect.event, data=dict(effect.data), links=effect.links)
     return doc
@@ -217,6 +240,8 @@ def effect_from_json(doc: Mapping[str, Any]) -> Effect:
         return AddLabel(target, str(doc.get("label") or ""))
     if kind == "remove-label":
         return RemoveLabel(target, str(doc.get("label") or ""))
+    if kind == "publish-gate":
+        return PublishGate(target, tuple(int(n) for n in doc.get("pulls") or ()))
     if kind == "notify":
         return Notify(target, str(doc.get("event") or ""), dict(doc.get("data") or {}),
                       str(doc.get("links") or ""))

@@ -31,16 +31,19 @@ from typing import Any
 
 from engine.effects import (
     MAX_BODY,
+    PENDING,
     RECORD_CHECKLIST,
     RUNNING,
     AddLabel,
     EffectRow,
     Notify,
     PostComment,
+    PublishGate,
     RemoveLabel,
     effect_marker,
 )
 from engine.hooks.common import posted_by_loopgate
+from engine.mergegate import SURFACE_KEY, GateCheck, combine
 from engine.ports import SELF_MARKER, Comment, Ports, TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
@@ -144,11 +147,57 @@ def _post(row: EffectRow, effect: PostComment, ports: Ports,
     return Outcome(DONE_OUTCOME, _comment_result(comment, effect.target))
 
 
-def carry_out(row: EffectRow, ports: Ports, settings: EngineSettings) -> Outcome:
+def _check_of(store: Store | None, ref: WorkItemRef) -> GateCheck | None:
+    state = store.load(ref) if store is not None else None
+    doc = state.surface.get(SURFACE_KEY) if state is not None else None
+    return GateCheck.from_json(doc) if isinstance(doc, Mapping) else None
+
+
+def _superseded_by(row: EffectRow, store: Store | None) -> int | None:
+    # A later, still pending PublishGate of the same item that covers these pull requests
+    # will read the verdicts after this one would: this one need not write at all.
+    if store is None or not isinstance(row.effect, PublishGate):
+        return None
+    for later in store.effects.rows(row.ref, statuses=(PENDING,)):
+        effect = later.effect
+        if later.id <= row.id or not isinstance(effect, PublishGate):
+            continue
+        mine = set(row.effect.pulls)
+        if not effect.pulls or (mine and mine <= set(effect.pulls)):
+            return later.id
+    return None
+
+
+def _publish(row: EffectRow, effect: PublishGate, ports: Ports,
+             store: Store | None) -> Outcome:
+    # Issue 11 §1: every open pull request delivering the item gets the check of ALL the
+    # items it delivers, read now (the newest verdicts on the newest head).
+    later = _superseded_by(row, store)
+    if later is not None:
+        return Outcome(DONE_OUTCOME, {"published": [], "supersededBy": later})
+    target = effect.target
+    published = []
+    for pull in ports.tracker.delivering_pull_requests(target):
+        if pull.state != "open" or (effect.pulls and pull.number not in effect.pulls):
+            continue
+        numbers = ports.tracker.items_for_pull_request(target.owner, target.repo, pull.number)
+        refs = [WorkItemRef(target.owner, target.repo, n) for n in numbers or [target.number]]
+        if target not in refs:
+            refs.append(target)
+        check = combine([(str(ref), _check_of(store, ref)) for ref in refs])
+        pr_ref = WorkItemRef(target.owner, target.repo, pull.number)
+        where = ports.tracker.publish_check(pr_ref, check)
+        published.append({"pull": pull.number, "state": check.state, **dict(where or {})})
+    return Outcome(DONE_OUTCOME, {"published": published})
+
+
+def carry_out(row: EffectRow, ports: Ports, settings: EngineSettings,
+              store: Store | None = None) -> Outcome:
     """Carry ``row`` out through the tracker (network; never inside a transaction).
 
     A notice is not sent here: :func:`record` hands it to the notifier inside the
-    recording transaction.
+    recording transaction. A :class:`PublishGate` reads the verdicts of the items a pull
+    request delivers from ``store`` (an item without one reads as pending).
 
     Returns:
         The :class:`Outcome`; never raises for a tracker failure.
@@ -157,6 +206,8 @@ def carry_out(row: EffectRow, ports: Ports, settings: EngineSettings) -> Outcome
     try:
         if isinstance(effect, PostComment):
             return _post(row, effect, ports, settings)
+        if isinstance(effect, PublishGate):
+            return _publish(row, effect, ports, store)
         if isinstance(effect, AddLabel):
             ports.tracker.add_label(effect.target, effect.label)
         elif isinstance(effect, RemoveLabel):
@@ -261,7 +312,7 @@ def perform_row(store: Store, row: EffectRow, ports: Ports, settings: EngineSett
     Returns:
         The :class:`Outcome` (a retry's ``retry_at`` is where the row now waits).
     """
-    outcome = carry_out(row, ports, settings)
+    outcome = carry_out(row, ports, settings, store)
     # A rate limit names its reset: waiting it out is not a failed try (nothing was done).
     limited = outcome.kind == RETRY and outcome.retry_at is not None
     if limited or (outcome.kind == RETRY and row.attempts + 1 < MAX_ATTEMPTS):

@@ -166,23 +166,28 @@ class CommentEdits:
 
 @dataclass(frozen=True)
 class IssueInfo:
-    """What the card and the notices show about a work item."""
+    """What the card and the notices show about a work item (``assignees``: logins, for
+    the quiz gates' ``assignee-or-author`` attester rule, issue 11 §2)."""
 
     ref: WorkItemRef
     title: str
     url: str
     author: str
     state: str = "open"
+    assignees: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
 class PullRequest:
-    """A pull request delivering a work item."""
+    """A pull request delivering a work item (``author``: who opened it, "" when
+    unknown; ``head_sha``: its head commit when the tracker said)."""
 
     number: int
     url: str
     head_branch: str
     state: str = "open"
+    author: str = ""
+    head_sha: str = ""
 
 
 @runtime_checkable
@@ -243,6 +248,28 @@ class Tracker(Protocol):
         """Keep what an ingress saw of ``comment`` (its node id) so a later
         :meth:`comment_edits` needs no extra lookup. A tracker with nothing to keep
         ignores it; never raises."""
+        ...
+
+    def team_membership(self, org: str, team: str, login: str) -> bool:
+        """True when ``login`` is an active member of team ``org/team`` (issue 11 §2).
+
+        Raises:
+            TrackerError: the lookup failed, or the team is unknown or hidden from
+                loopgate's credentials (callers refuse: fail closed).
+        """
+        ...
+
+    def publish_check(self, pull: WorkItemRef, check: Any) -> Mapping[str, Any]:
+        """Publish the ``loopgate`` check (:class:`~engine.mergegate.GateCheck`) on pull
+        request ``pull``'s current head commit (issue 11 §1): a check run for a GitHub
+        App, a commit status for a token; a tracker without pull requests does nothing.
+
+        Returns:
+            What was written (``{sha, kind}``), for the effect's result.
+
+        Raises:
+            TrackerError: the write failed.
+        """
         ...
 
     def items_for_pull_request(self, owner: str, repo: str, number: int) -> list[int]:

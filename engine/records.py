@@ -121,11 +121,13 @@ class ReviewDecision:
         by: ``@login``.
         at: ISO-8601 UTC.
         outcome: the outcome it routes on.
-        comment: the reply's URL.
-        comment_id: the reply's id.
-        via: ``slack`` when the decision was clicked in Slack (issue 12 §1), else "".
+        comment: the reply's URL ("" for a Slack click).
+        comment_id: the reply's id (0 for a Slack click).
+        via: ``reply`` (a GitHub reply, the default) or ``slack`` (issue 12 §1).
         text: the words given with a Slack decision ("" otherwise: on GitHub the
             comment is the record).
+        approvers: ``@login`` of every counted approver when the gate needs more than
+            one approval (issue 11 §2), else empty.
     """
 
     by: str
@@ -133,17 +135,20 @@ class ReviewDecision:
     outcome: str
     comment: str
     comment_id: int
-    via: str = ""
+    via: str = "reply"
+    approvers: tuple[str, ...] = ()
     text: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        """``{by, at, outcome, comment, commentId}``, plus ``via`` and ``text`` for a
-        decision made in Slack."""
+        """``{by, at, outcome, comment, commentId}`` plus ``via`` and ``text`` when not a
+        reply, and ``approvers`` when several were needed."""
         doc: dict[str, Any] = {"by": self.by, "at": self.at, "outcome": self.outcome,
                                "comment": self.comment, "commentId": self.comment_id}
-        if self.via:
+        if self.via != "reply":
             doc["via"] = self.via
             doc["text"] = self.text
+        if self.approvers:
+            doc["approvers"] = list(self.approvers)
         return doc
 
 

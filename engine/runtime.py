@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import engine.hooks  # noqa: F401  -- registers every shipped hook in REGISTRY
-from engine.effects import FAILED, PENDING, RUNNING, Effect
+from engine.effects import FAILED, PENDING, RUNNING, Effect, PublishGate
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.graph.model import Graph, HookRef, Node
 from engine.hooks.base import (
@@ -41,6 +41,8 @@ from engine.hooks.base import (
     HookRegistry,
     HookResult,
 )
+from engine.mergegate import SURFACE_KEY as MERGE_GATE_KEY
+from engine.mergegate import item_check
 from engine.outcomes import PASS as OUTCOME_PASS
 from engine.outcomes import SKIPPED
 from engine.perform import InlinePerformer
@@ -234,6 +236,7 @@ class Runtime:
             decision = _Decision(base.revision if base is not None else None,
                                  StoreTransaction(ref, base))
             result = decide(decision.scratch)
+            self._refresh_merge_gate(decision.scratch)
             if not decision.changed(before):
                 return result
             try:
@@ -246,6 +249,39 @@ class Runtime:
             return result
         raise StoreError(f"{ref} kept changing while a decision was made "
                          f"({MAX_CONFLICTS} attempts)")
+
+    def _refresh_merge_gate(self, tx: StoreTransaction, *, pulls: tuple[int, ...] = (),
+                            always: bool = False) -> None:
+        """Record the item's ``loopgate`` check in ``surface.mergeGate`` and emit a
+        :class:`~engine.effects.PublishGate` when it changed (every transition moves the
+        pointer or the wait, so it changes with each), or ``always`` (a new head commit).
+        Issue 11 §1; off unless ``settings.merge_gate``."""
+        state = tx.state
+        if not self.settings.merge_gate or state is None or not state.current_node:
+            return
+        check = item_check(self.graph, state, self.settings.merge_gate_after).to_json()
+        if check == state.surface.get(MERGE_GATE_KEY) and not always:
+            return
+        state.surface[MERGE_GATE_KEY] = check
+        tx.enqueue(uuid.uuid4().hex, PublishGate(state.ref, pulls))
+
+    def publish_gate(self, ref: WorkItemRef, pulls: tuple[int, ...] = ()) -> bool:
+        """Publish ``ref``'s ``loopgate`` check again on its delivering pull requests
+        (``pulls``: only these), e.g. on a new head commit (issue 11 §1).
+
+        Returns:
+            False when the merge gate is off or the item is not started (nothing queued).
+        """
+        if not self.settings.merge_gate:
+            return False
+
+        def decide(tx: Transaction) -> bool:
+            if tx.state is None or not tx.state.current_node:
+                return False
+            self._refresh_merge_gate(tx, pulls=pulls, always=True)  # type: ignore[arg-type]
+            return True
+
+        return self._operate(ref, decide)
 
     def _commit(self, ref: WorkItemRef, decision: _Decision) -> None:
         scratch = decision.scratch

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from engine.identity import Actor
 
@@ -45,6 +46,13 @@ class EngineSettings:
             "" when unknown (then a ``[bot]`` suffix of ``bot_login`` means ``Bot``).
         bot_id: loopgate's numeric account id when known (REST ``user.id`` = GraphQL
             ``databaseId``), else None.
+        gate_rules: node id -> :class:`~engine.approvals.ApprovalRule` from
+            loopgate.yaml's ``gates`` (issue 11 §2); a node without one uses its graph
+            ``approval`` rule, else the default (one approval from ``authorizedUsers``).
+        merge_gate: publish the ``loopgate`` check on delivering pull requests
+            (``mergeGate.enabled``, issue 11 §1).
+        merge_gate_after: the node whose pass turns the check ``success``
+            (``mergeGate.after``; default ``human-approval``; ``complete`` = the end).
     """
 
     authorized_users: tuple[str, ...] = ()
@@ -55,6 +63,9 @@ class EngineSettings:
     bot_login: str = ""
     bot_kind: str = ""
     bot_id: int | None = None
+    gate_rules: Mapping[str, Any] = field(default_factory=dict)
+    merge_gate: bool = False
+    merge_gate_after: str = "human-approval"
 
     @property
     def bot(self) -> Actor:

@@ -27,6 +27,17 @@ REST = {
     "/repos/{}/pulls": [("pull_requests", "read")],
     "/repos/{}/pulls/{}": [("pull_requests", "read")],
     "/repos/{}/contents/{}": [("contents", "read")],
+    # Issue 11 §1: an App publishes the loopgate check as a check run; commit statuses
+    # are written in token mode only, so the App needs no statuses permission.
+    "/repos/{}/statuses/{}": [],
+    "/repos/{}/commits/{}/check-runs": [("checks", "read")],
+    "/repos/{}/check-runs": [("checks", "write")],
+    "/repos/{}/check-runs/{}": [("checks", "write")],
+}
+#: Organization paths (issue 11 §2: teams named in approval rules) -> permission.
+ORGS = {
+    "/orgs/{}/teams/{}": [("members", "read")],
+    "/orgs/{}/teams/{}/memberships/{}": [("members", "read")],
 }
 #: PyGithub calls the client makes besides raw paths (labels, one at a time).
 PYGITHUB = {
@@ -52,7 +63,7 @@ def manifest() -> dict[str, Any]:
 
 def _needed() -> dict[str, str]:
     need: dict[str, str] = {}
-    for grants in (*REST.values(), *PYGITHUB.values(), *GRAPHQL.values()):
+    for grants in (*REST.values(), *ORGS.values(), *PYGITHUB.values(), *GRAPHQL.values()):
         for permission, level in grants:
             if LEVELS[level] > LEVELS.get(need.get(permission, ""), 0):
                 need[permission] = level
@@ -90,7 +101,8 @@ def test_the_manifest_subscribes_to_the_events_loopgate_takes(manifest: dict[str
 def test_the_manifest_asks_exactly_the_permissions_the_code_needs(
         manifest: dict[str, Any]) -> None:
     assert manifest["default_permissions"] == {"issues": "write", "pull_requests": "write",
-                                               "contents": "read", "metadata": "read"}
+                                               "contents": "read", "metadata": "read",
+                                               "checks": "write", "members": "read"}
     assert manifest["default_permissions"] == _needed()
 
 

@@ -27,13 +27,14 @@ def config_group() -> None:
 @click.pass_obj
 def check(obj: object) -> None:
     """Validate the configuration file, compile its graph and, for a GitHub App, check its
-    id, key and installations against GitHub (exit 2 naming the offending setting).
+    id, key and installations against GitHub; every team an approval rule names must be
+    readable (exit 2 naming the offending setting).
 
     \b
     Example:
       loopgate --config loopgate.yaml config check
     """
-    from bot.services import load_graph, verify_github
+    from bot.services import load_graph, verify_github, verify_teams
     from engine.errors import LoopgateError
 
     cfg = obj.config  # type: ignore[attr-defined]
@@ -45,12 +46,15 @@ def check(obj: object) -> None:
         raise SystemExit(2) from None
     try:
         installations = verify_github(cfg)
+        teams = verify_teams(cfg, graph)
     except LoopgateError as exc:
         click.echo(f"loopgate: {source}: {exc}", err=True)
         raise SystemExit(2) from None
     click.echo(f"ok: {source} (graph {graph.name}, {len(graph.nodes)} nodes)")
     for line in installations:
         click.echo(f"ok: github app {line}")
+    for line in teams:
+        click.echo(f"ok: github {line}")
 
 
 def _explicit_db(ctx: click.Context) -> str | None:

@@ -84,12 +84,13 @@ def _webhook_secret(config: Any, insecure: bool) -> str | None:
 
 
 def _verify_github(services: Any) -> None:
-    """A GitHub App's id, key and installations are checked before anything is polled;
-    a mismatch exits 2 naming the setting."""
-    from bot.services import verify_github
+    """A GitHub App's id, key and installations, and every team an approval rule names,
+    are checked before anything is polled; a mismatch exits 2 naming the setting."""
+    from bot.services import verify_github, verify_teams
 
     try:
         lines = verify_github(services.config, services.credentials)
+        lines += verify_teams(services.config, services.graph, services.ports.tracker)
     except LoopgateError as exc:
         services.close()
         fail(str(exc))

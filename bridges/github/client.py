@@ -422,6 +422,68 @@ class GitHubClient:
                                f"/repos/{owner}/{repo}/pulls/{number}")
         return data
 
+    # -- the loopgate check (issue 11 §1) and teams (§2) ---------------------------------
+    def _write(self, what: str, method: str, path: str, body: Mapping[str, Any],
+               repo: str) -> dict[str, Any]:
+        """One write through PyGithub's requester (spaced like every write)."""
+
+        def send() -> dict[str, Any]:
+            _, data = self._gh.requester.requestJsonAndCheck(method, path, input=dict(body))
+            return data if isinstance(data, dict) else {}
+
+        return self._call(what, send, repo)
+
+    def create_status(self, owner: str, repo: str, sha: str, body: Mapping[str, Any]
+                      ) -> dict[str, Any]:
+        """``POST /repos/{o}/{r}/statuses/{sha}`` (``state``, ``context``,
+        ``description``, ``target_url``): a token's commit status."""
+        return self._write(f"status on {owner}/{repo}@{sha[:12]}", "POST",
+                           f"/repos/{owner}/{repo}/statuses/{sha}", body, f"{owner}/{repo}")
+
+    def check_runs(self, owner: str, repo: str, sha: str, name: str) -> list[dict[str, Any]]:
+        """``GET /repos/{o}/{r}/commits/{sha}/check-runs?check_name=`` → the runs."""
+        _, _, data = self._raw(f"check runs of {owner}/{repo}@{sha[:12]}",
+                               f"/repos/{owner}/{repo}/commits/{sha}/check-runs",
+                               {"check_name": name, "per_page": self.per_page})
+        runs = data.get("check_runs") if isinstance(data, dict) else None
+        return [r for r in runs or () if isinstance(r, dict)]
+
+    def create_check_run(self, owner: str, repo: str, body: Mapping[str, Any]
+                         ) -> dict[str, Any]:
+        """``POST /repos/{o}/{r}/check-runs`` (GitHub Apps only)."""
+        return self._write(f"check run on {owner}/{repo}", "POST",
+                           f"/repos/{owner}/{repo}/check-runs", body, f"{owner}/{repo}")
+
+    def update_check_run(self, owner: str, repo: str, run_id: int, body: Mapping[str, Any]
+                         ) -> dict[str, Any]:
+        """``PATCH /repos/{o}/{r}/check-runs/{id}``."""
+        return self._write(f"check run {run_id} on {owner}/{repo}", "PATCH",
+                           f"/repos/{owner}/{repo}/check-runs/{run_id}", body,
+                           f"{owner}/{repo}")
+
+    def team(self, org: str, team: str) -> dict[str, Any]:
+        """``GET /orgs/{org}/teams/{team_slug}`` (404: unknown, or hidden from us)."""
+        _, _, data = self._raw(f"read team {org}/{team}",
+                               f"/orgs/{quote(org)}/teams/{quote(team)}")
+        return data
+
+    def team_membership(self, org: str, team: str, login: str) -> str:
+        """``GET /orgs/{org}/teams/{team_slug}/memberships/{username}`` → its ``state``
+        (``active``/``pending``), or "" when GitHub answers 404 (not a member).
+
+        Raises:
+            GitHubApiError: any other failure (403: the credentials cannot read the team).
+        """
+        try:
+            _, _, data = self._raw(
+                f"membership of {login} in {org}/{team}",
+                f"/orgs/{quote(org)}/teams/{quote(team)}/memberships/{quote(login)}")
+        except GitHubApiError as exc:
+            if exc.status == 404:
+                return ""
+            raise
+        return str(data.get("state") or "") if isinstance(data, dict) else ""
+
     def contents(self, owner: str, repo: str, path: str, ref: str) -> Any:
         """``GET /repos/{o}/{r}/contents/{path}?ref=``: a file entry, a list, or None (404)."""
         try:

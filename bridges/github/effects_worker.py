@@ -32,8 +32,8 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from engine.effects import EffectRow, Notify
-from engine.perform import RETRY, claim_row, iso, perform_row
+from engine.effects import EffectRow, Notify, PublishGate
+from engine.perform import RETRY, Outcome, claim_row, iso, perform_row
 from engine.ports import Ports
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
@@ -154,6 +154,17 @@ class EffectWorker:
                 return
             self._wake.wait(min(left, self.poll))
 
+    def _perform(self, row: EffectRow, now: Any) -> Outcome:
+        # The budget counts GitHub writes: a comment or a label is one; a loopgate check
+        # is one per pull request it was published on (none before a pull request exists).
+        gate = isinstance(row.effect, PublishGate)
+        if _is_write(row) and not gate:
+            self.budget.spend(self._monotonic())
+        outcome = perform_row(self.store, row, self.ports, self.settings, now)
+        for _ in (outcome.result.get("published") or ()) if gate else ():
+            self.budget.spend(self._monotonic())
+        return outcome
+
     def drain(self, stop: threading.Event | None = None) -> int:
         """Carry out every row due now (stopping early when ``stop`` is set).
 
@@ -180,9 +191,7 @@ class EffectWorker:
                 if not claim_row(self.store, row, self.owner, now):
                     continue  # another performer took it
                 progressed = True
-                if _is_write(row):
-                    self.budget.spend(self._monotonic())
-                if perform_row(self.store, row, self.ports, self.settings, now).kind != RETRY:
+                if self._perform(row, now).kind != RETRY:
                     finished += 1
                     self.performed += 1
             if not progressed:

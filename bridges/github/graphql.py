@@ -347,7 +347,9 @@ class GraphQLClient:
         issue = ((data.get("repository") or {}).get("issue")) or {}
         nodes = ((issue.get("closedByPullRequestsReferences") or {}).get("nodes")) or []
         return [PullRequest(int(n["number"]), str(n.get("url") or ""),
-                            str(n.get("headRefName") or ""), str(n.get("state") or "").lower())
+                            str(n.get("headRefName") or ""), str(n.get("state") or "").lower(),
+                            str((n.get("author") or {}).get("login") or ""),
+                            str(n.get("headRefOid") or ""))
                 for n in nodes if isinstance(n, Mapping) and isinstance(n.get("number"), int)]
 
     def pull_request_items(self, owner: str, repo: str, number: int) -> tuple[str, list[int]]:

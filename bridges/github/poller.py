@@ -40,6 +40,11 @@ For each changed comment:
   Slack card is redrawn to match (issue 14 §15).
 
 An issue carrying the start label that is not started yet → a ``start`` delivery.
+
+3. **One conditional request for open pull requests** (issue 11 §1, for installs without
+   webhooks): ``GET /repos/{o}/{r}/pulls?state=open`` with ``If-None-Match``; a head
+   commit not seen before (key ``head:<ref>@<sha>``, shared with the webhook) becomes a
+   ``pull_request_head`` delivery, so the ``loopgate`` check follows every push.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from bridges.github.persistence import BridgeState, PollCursor
 from bridges.github.router import (
     CHECKLIST_EDITED,
     COMMENT,
+    PULL_REQUEST_HEAD,
     QUIZ_ATTESTATION,
     START,
     as_actor,
@@ -67,6 +73,7 @@ from bridges.github.router import (
     classify_comment,
     comment_from_rest,
     comment_key,
+    head_key,
     quiz_key,
     start_key,
 )
@@ -82,6 +89,7 @@ logger = logging.getLogger(__name__)
 
 COMMENTS = "comments"
 LABELS = "labels"
+PULLS = "pulls"
 
 
 def _iso(moment: datetime) -> str:
@@ -176,13 +184,14 @@ class Poller:
         overlap: seconds the next ``since`` reaches back before the newest update (one:
             ``since`` has one-second resolution).
         initial_lookback: seconds a never-polled repository looks back on its first cycle.
+        pulls: poll open pull requests' head commits (the ``loopgate`` check, issue 11).
         clock: current UTC time.
     """
 
     def __init__(self, client: GitHubClient, dispatcher: Dispatcher, state: BridgeState, *,
                  repos: Sequence[str], start_label: str = "", bot_login: Actor | str = "",
                  tracker: GitHubTracker | None = None, overlap: float = 1.0,
-                 initial_lookback: float = 600.0,
+                 initial_lookback: float = 600.0, pulls: bool = True,
                  clock: Callable[[], datetime] | None = None) -> None:
         self.client = client
         self.dispatcher = dispatcher
@@ -193,6 +202,7 @@ class Poller:
         self.tracker = tracker
         self.overlap = timedelta(seconds=overlap)
         self.initial_lookback = timedelta(seconds=initial_lookback)
+        self.pulls = pulls
         self._clock = clock or (lambda: datetime.now(UTC))
         #: ``time.monotonic()`` when the last cycle ended (None before the first): the
         #: readiness check of the poller (issue 13 §1).
@@ -208,6 +218,7 @@ class Poller:
         """Build from wired services (``github`` section of loopgate.yaml)."""
         section = services.config.section("github")
         tracker = services.ports.tracker
+        kwargs.setdefault("pulls", bool(services.settings.merge_gate))
         return cls(tracker.client, dispatcher, dispatcher.state,
                    repos=section.get("repos") or (),
                    start_label=section.get("startLabel") or "",
@@ -252,6 +263,8 @@ class Poller:
                 self._poll_comments(repo, repo_report)
                 if self.start_label:
                     self._poll_labels(repo, repo_report)
+                if self.pulls:
+                    self._poll_heads(repo, repo_report)
             except RateLimited as exc:
                 repo_report.error = "rate-limited"
                 repo_report.limited_until = exc.reset_at
@@ -344,6 +357,34 @@ class Poller:
             if not result.final:
                 window.hold(str(raw.get("updated_at") or ""))
         self._commit(window)
+
+    def _poll_heads(self, repo: str, report: RepoReport) -> None:
+        # The open pull requests' heads: one conditional request (a 304 costs nothing).
+        stored = self.state.get_cursor(repo, PULLS)
+        result = self.client.conditional_list(f"poll {PULLS} {repo}", f"/repos/{repo}/pulls",
+                                              {"state": "open"}, etag=stored.etag)
+        report.requests += result.requests
+        if result.not_modified:
+            report.not_modified += 1
+            return
+        owner, name = repo.split("/", 1)
+        settled = True
+        for raw in result.items:
+            sha = str((raw.get("head") or {}).get("sha") or "")
+            if not sha or not isinstance(raw.get("number"), int):
+                continue
+            ref = WorkItemRef(owner, name, raw["number"])
+            delivery = Delivery(f"poll:head:{ref}@{sha}", "poller", PULL_REQUEST_HEAD,
+                                "pull_request.synchronize",
+                                {"ref": ref, "head_sha": sha, "key": head_key(ref, sha),
+                                 "pull_request": True})
+            result_one = self.dispatcher.handle(delivery)
+            if result_one.status != DUPLICATE:
+                report.deliveries += 1
+                report.results.append(result_one)
+            settled = settled and result_one.final
+        # The ETag only once every head was handled: a retry must read the list again.
+        self.state.set_cursor(repo, PULLS, PollCursor("", result.etag if settled else "", ""))
 
     # -- comments ----------------------------------------------------------------------------
     def _classify(self, repo: str, window: _Window, items: list[dict[str, Any]]

@@ -11,6 +11,9 @@ The routed kinds (the ``event`` of a routed :class:`~bridges.github.webhook.Deli
 * ``checklist_edited`` — loopgate's own phase-selection checklist was edited (a row ticked
   or unticked on GitHub): the Slack card is redrawn to match (issue 14 §15). Carries the
   comment; the dispatcher acts only on the checklist the item recorded.
+* ``pull_request_head`` — a pull request got a head commit (``pull_request.opened`` /
+  ``synchronize`` / ``reopened``): the ``loopgate`` check of the items it delivers is
+  published on it again (issue 11 §1).
 
 Everything else is :class:`Dropped` with a kebab-case reason the caller logs.
 The same helpers (:func:`is_quiz_tick`, :func:`quiz_key`, :func:`comment_from_rest`) are
@@ -39,6 +42,8 @@ __all__ = [
     "QUIZ_ATTESTATION",
     "START",
     "CHECKLIST_EDITED",
+    "PULL_REQUEST_HEAD",
+    "head_key",
     "QUIZ_MARKER",
     "Dropped",
     "RouterConfig",
@@ -60,6 +65,7 @@ COMMENT = "comment"
 QUIZ_ATTESTATION = "quiz_attestation"
 START = "start"
 CHECKLIST_EDITED = "checklist_edited"
+PULL_REQUEST_HEAD = "pull_request_head"
 
 #: The prefix of the quiz comment's marker ``<!-- the-loop:quiz <node> digest=<hex12|-> -->``
 #: (shared with the hooks, so both sides recognise the same comments).
@@ -144,6 +150,12 @@ def checklist_key(comment_id: int, body: str) -> str:
 def start_key(ref: WorkItemRef) -> str:
     """The de-duplication key of a start request: ``start:<owner/repo#N>``."""
     return f"start:{ref}"
+
+
+def head_key(ref: WorkItemRef, sha: str) -> str:
+    """The de-duplication key of a pull request's head commit: ``head:<ref>@<sha>``
+    (webhook and poller see the same push once)."""
+    return f"head:{ref}@{sha}"
 
 
 def is_self_authored(comment: Comment, bot: Actor | str) -> bool:
@@ -293,6 +305,20 @@ def _issue_labeled(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped:
     return _routed(delivery, START, ref=ref, key=start_key(ref), by=sender)
 
 
+def _pull_request_head(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped:
+    payload = delivery.data
+    pull = payload.get("pull_request") or {}
+    full = str((payload.get("repository") or {}).get("full_name") or "")
+    number = payload.get("number", pull.get("number"))
+    sha = str((pull.get("head") or {}).get("sha") or "")
+    if "/" not in full or not isinstance(number, int) or not sha:
+        return Dropped("no-pull-request")
+    owner, name = full.split("/", 1)
+    ref = WorkItemRef(owner, name, number)
+    return _routed(delivery, PULL_REQUEST_HEAD, ref=ref, head_sha=sha,
+                   key=head_key(ref, sha), pull_request=True)
+
+
 _Handler = Callable[[Delivery, RouterConfig], "Delivery | Dropped"]
 
 #: Handlers keyed by ``event.action`` (gidgethub/probot style).
@@ -301,6 +327,9 @@ ROUTES: Mapping[str, _Handler] = {
     "issue_comment.edited": _comment_edited,
     "issue_comment.deleted": _comment_deleted,
     "issues.labeled": _issue_labeled,
+    "pull_request.opened": _pull_request_head,
+    "pull_request.synchronize": _pull_request_head,
+    "pull_request.reopened": _pull_request_head,
 }
 
 

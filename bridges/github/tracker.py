@@ -32,12 +32,18 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TypeVar
 
-from bridges.github.app import TokenSource, token_source_from_config
+from bridges.github.app import (
+    AppInstallations,
+    TokenSource,
+    repository_scope,
+    token_source_from_config,
+)
 from bridges.github.client import GitHubClient
 from bridges.github.errors import BridgeError, CredentialsError, GitHubApiError, RateLimited
 from bridges.github.graphql import GraphQLClient
 from engine.errors import ConfigError
 from engine.identity import Actor
+from engine.mergegate import CHECK_NAME, PENDING
 from engine.ports import Comment, CommentEdits, IssueInfo, PullRequest, TrackerError
 from engine.refs import WorkItemRef
 
@@ -158,6 +164,8 @@ class GitHubTracker:
             node id is unknown.
         branch_pattern: ``github.branchPattern`` (``{number}`` = the issue number), or "".
         clock: monotonic seconds (tests).
+        team_cache_seconds: how long a team membership answer is reused
+            (``github.teamCacheSeconds``).
 
     Attributes:
         failures: how many calls to GitHub failed (tracker and contents store), for
@@ -170,7 +178,8 @@ class GitHubTracker:
 
     def __init__(self, client: GitHubClient, graphql: GraphQLClient, *,
                  repos: Sequence[str] = (), branch_pattern: str = "issue-{number}",
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic,
+                 team_cache_seconds: float = 300.0) -> None:
         self.client = client
         self.graphql = graphql
         self.repos = tuple(repos)
@@ -180,6 +189,8 @@ class GitHubTracker:
         self._ids_lock = threading.Lock()
         self._prefetched = _Prefetched(PREFETCH_TTL, clock)
         self._pr_items: dict[tuple[str, int], tuple[list[int], float]] = {}
+        self._teams: dict[tuple[str, str, str], tuple[bool, float]] = {}
+        self.team_cache_seconds = team_cache_seconds
         self._clock = clock
 
     @classmethod
@@ -202,7 +213,8 @@ class GitHubTracker:
         graphql = GraphQLClient(section.get("graphqlUrl") or "https://api.github.com/graphql",
                                 auth=source)
         return cls(client, graphql, repos=section.get("repos") or (),
-                   branch_pattern=section.get("branchPattern") or "")
+                   branch_pattern=section.get("branchPattern") or "",
+                   team_cache_seconds=float(section.get("teamCacheSeconds", 300)))
 
     def bot_identity(self, configured: str = "", cache: Any = None) -> Actor:
         """Who loopgate posts as: ``configured`` (``github.botLogin``) when set, else what
@@ -307,9 +319,11 @@ class GitHubTracker:
         """Title, link, author and state of the item."""
         data = self._guarded(f"read {ref}",
                              lambda: self.client.get_issue(ref.owner, ref.repo, ref.number))
+        assignees = tuple(str(a.get("login") or "") for a in data.get("assignees") or ()
+                          if isinstance(a, dict) and a.get("login"))
         return IssueInfo(ref, str(data.get("title") or ""), str(data.get("html_url") or ""),
                          str((data.get("user") or {}).get("login") or ""),
-                         str(data.get("state") or "open"))
+                         str(data.get("state") or "open"), assignees)
 
     def delivering_pull_requests(self, ref: WorkItemRef) -> list[PullRequest]:
         """Closing references plus branch-pattern matches, oldest first."""
@@ -325,8 +339,123 @@ class GitHubTracker:
                 found.setdefault(number, PullRequest(
                     number, str(raw.get("html_url") or ""),
                     str((raw.get("head") or {}).get("ref") or branch),
-                    str(raw.get("state") or "open")))
+                    str(raw.get("state") or "open"),
+                    str((raw.get("user") or {}).get("login") or ""),
+                    str((raw.get("head") or {}).get("sha") or "")))
         return [found[n] for n in sorted(found)]
+
+    # -- teams (issue 11 §2) ---------------------------------------------------------------
+    def team_membership(self, org: str, team: str, login: str) -> bool:
+        """True when ``login`` is an *active* member of ``org/team`` (a pending invitation
+        is not membership). Answers (member or not) are cached for
+        :attr:`team_cache_seconds`; a failure is never cached.
+
+        Raises:
+            TrackerError: the lookup failed (403: the credentials cannot read the team;
+                5xx; a rate limit) — the caller refuses (fail closed).
+        """
+        key = (org.lower(), team.lower(), login.lower())
+        now = self._clock()
+        with self._ids_lock:
+            cached = self._teams.get(key)
+        if cached is not None and cached[1] > now:
+            return cached[0]
+        with repository_scope(self._repo_in(org)):
+            state = self._guarded(f"membership of {login} in team {org}/{team}",
+                                  lambda: self.client.team_membership(org, team, login))
+        member = state == "active"
+        with self._ids_lock:
+            self._teams[key] = (member, now + self.team_cache_seconds)
+        return member
+
+    def check_team(self, org: str, team: str) -> str:
+        """"" when ``org/team`` exists and loopgate's credentials can read it, else why
+        not (for ``config check`` and ``serve``: issue 11, bad input)."""
+        try:
+            with repository_scope(self._repo_in(org)):
+                self.client.team(org, team)
+        except GitHubApiError as exc:
+            if exc.status in (403, 404):
+                return (f"team {org}/{team} is unknown or loopgate's credentials cannot read "
+                        f"it (GitHub answered {exc.status}; a GitHub App needs the "
+                        "organization permission members: read)")
+            return f"team {org}/{team} could not be read: {exc}"
+        except BridgeError as exc:
+            return f"team {org}/{team} could not be read: {exc}"
+        return ""
+
+    def _repo_in(self, org: str) -> str:
+        # A GitHub App reads an organisation's teams with that organisation's installation:
+        # the one of a watched repository it owns ("" = the default installation).
+        return next((r for r in self.repos if r.split("/", 1)[0].lower() == org.lower()), "")
+
+    # -- the loopgate check (issue 11 §1) ---------------------------------------------------
+    @property
+    def app_mode(self) -> bool:
+        """True when loopgate runs as a GitHub App (check runs), False with a token
+        (commit statuses: the Checks API refuses a token's writes)."""
+        return isinstance(self.client.auth, AppInstallations)
+
+    def publish_check(self, pull: WorkItemRef, check: Any) -> dict[str, Any]:
+        """Publish ``check`` (a :class:`~engine.mergegate.GateCheck`) on pull request
+        ``pull``'s head commit in the base repository (also for a fork's pull request, as
+        GitHub allows), then read the head again: when it moved meanwhile, the new head
+        gets the state too (at most three rounds; later pushes arrive as their own
+        ``synchronize`` events).
+
+        Returns:
+            ``{sha, kind}`` (kind ``check-run`` or ``status``) of the last write.
+
+        Raises:
+            TrackerError: a read or a write failed.
+        """
+        sha = self._head_sha(pull)
+        written: dict[str, Any] = {}
+        for _ in range(3):
+            written = self._guarded(f"loopgate check on {pull}",
+                                    lambda sha=sha: self._write_check(pull, sha, check))
+            newest = self._head_sha(pull)
+            if newest == sha:
+                break
+            sha = newest
+        return written
+
+    def _head_sha(self, pull: WorkItemRef) -> str:
+        data = self._guarded(f"read pull request {pull}", lambda: self.client.get_pull(
+            pull.owner, pull.repo, pull.number))
+        sha = str((data.get("head") or {}).get("sha") or "")
+        if not sha:
+            raise TrackerError(f"pull request {pull} has no head commit", permanent=True)
+        return sha
+
+    def _write_check(self, pull: WorkItemRef, sha: str, check: Any) -> dict[str, Any]:
+        if self.app_mode:
+            self._write_check_run(pull, sha, check)
+            return {"sha": sha, "kind": "check-run"}
+        body = {"state": check.state, "context": CHECK_NAME,
+                "description": check.description}
+        if check.details_url:
+            body["target_url"] = check.details_url
+        self.client.create_status(pull.owner, pull.repo, sha, body)
+        return {"sha": sha, "kind": "status"}
+
+    def _write_check_run(self, pull: WorkItemRef, sha: str, check: Any) -> None:
+        body: dict[str, Any] = {
+            "name": CHECK_NAME, "head_sha": sha,
+            "output": {"title": check.description, "summary": check.summary[:65535]
+                       or check.description}}
+        if check.state == PENDING:
+            body["status"] = "in_progress"
+        else:
+            body.update(status="completed", conclusion=check.state)
+        if check.details_url:
+            body["details_url"] = check.details_url
+        runs = self.client.check_runs(pull.owner, pull.repo, sha, CHECK_NAME)
+        if runs:
+            patch = {k: v for k, v in body.items() if k != "head_sha"}
+            self.client.update_check_run(pull.owner, pull.repo, int(runs[0]["id"]), patch)
+        else:
+            self.client.create_check_run(pull.owner, pull.repo, body)
 
     def branch_for(self, number: int) -> str:
         """The branch name ``github.branchPattern`` gives issue ``number`` ("" if none)."""

@@ -250,6 +250,27 @@ def _warn_set_shadows_node(doc: _Doc) -> None:
             )
 
 
+def _check_approval_rules(doc: _Doc) -> None:
+    # Issue 11 §2: a rule belongs to a human gate, and must read as one.
+    from engine.approvals import ApprovalRule, rule_problem
+    from engine.errors import ConfigError
+
+    for node in doc.nodes:
+        if "approval" not in node:
+            continue
+        if node.get("actor", "agent") != "human":
+            doc.refuse(f"node {node['id']!r}: approval rules belong to human gates "
+                       f"(actor: human), not actor {node.get('actor', 'agent')!r}")
+        try:
+            rule = ApprovalRule.from_json(node["approval"], f"nodes[{node['id']}].approval")
+        except ConfigError as exc:
+            doc.refuse(str(exc))
+        hooks = [_hook_ref(h).name for h in node.get("exit") or []]
+        problem = rule_problem(rule, hooks)
+        if problem:
+            doc.refuse(f"node {node['id']!r}: approval: {problem}")
+
+
 _CHECKS: tuple[Callable[[_Doc], None], ...] = (
     _check_has_nodes,
     _check_unique_ids,
@@ -257,6 +278,7 @@ _CHECKS: tuple[Callable[[_Doc], None], ...] = (
     _check_opt_in_not_required,
     _check_required_not_skippable,
     _check_artifact_names,
+    _check_approval_rules,
     _check_hooks_registered,
     _check_hook_params,
     _check_edges_declared,
@@ -341,6 +363,7 @@ def _build_node(data: Mapping[str, Any]) -> Node:
         terminal=bool(data.get("terminal", False)),
         entry=tuple(_hook_ref(h) for h in data.get("entry") or []),
         exit=tuple(_hook_ref(h) for h in data.get("exit") or []),
+        approval=frozen_mapping(data.get("approval") or {}),
     )
 
 

@@ -78,6 +78,8 @@ class Node:
         terminal: reaching this node ends the walk.
         entry: hooks run when the node is entered.
         exit: hooks that gate leaving the node.
+        approval: the human gate's approval rule document (issue 11 §2; read with
+            :meth:`engine.approvals.ApprovalRule.from_json`), empty for the default.
     """
 
     id: str
@@ -97,6 +99,7 @@ class Node:
     terminal: bool = False
     entry: tuple[HookRef, ...] = ()
     exit: tuple[HookRef, ...] = ()
+    approval: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def is_human(self) -> bool:
@@ -130,6 +133,7 @@ class Node:
             "validates": ["|".join(alts) for alts in self.validates],
             "entry": [_hook_mapping(h) for h in self.entry],
             "exit": [_hook_mapping(h) for h in self.exit],
+            **({"approval": _thaw(self.approval)} if self.approval else {}),
         }
 
 

@@ -10,9 +10,10 @@ a performer, so a failed write is never lost.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from engine.approvals import ApprovalRule, People, Verdict, authorize
 from engine.effects import AddLabel, Notify, PostComment, RemoveLabel, quiz_record
 from engine.evidence import assignment_lines, record_kind
 from engine.graph.model import Graph, HookRef, Node
@@ -26,6 +27,7 @@ from engine.hooks.markers import (
     with_self_marker,
 )
 from engine.ports import SELF_MARKER, Comment, TrackerError
+from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
 from engine.state import ItemState
 
@@ -41,6 +43,12 @@ __all__ = [
     "authorized_comments",
     "latest",
     "trusted_skipped_ids",
+    "rule_for",
+    "people_for",
+    "gate_rule",
+    "gate_people",
+    "team_lookup",
+    "authorize_person",
     "node_entered",
     "has_marker",
     "assignment_text",
@@ -130,6 +138,89 @@ def latest(comments: Sequence[Comment]) -> Comment | None:
         return None
     indexed = sorted(enumerate(comments), key=lambda pair: (pair[1].created_at or "", pair[0]))
     return indexed[-1][1]
+
+
+# -- authorization (issue 11 §2) ----------------------------------------------------------
+def rule_for(graph: Graph, settings: EngineSettings, node_id: str) -> ApprovalRule:
+    """The approval rule of ``node_id``: loopgate.yaml's ``gates.<node>``, else the graph
+    node's ``approval``, else one approval from ``authorizedUsers`` (issue 11 §2). The
+    Slack side calls it too, for its pre-check.
+
+    Raises:
+        ConfigError: the graph's rule does not read (the compiler refuses that first).
+    """
+    configured = settings.gate_rules.get(node_id)
+    if isinstance(configured, ApprovalRule):
+        return configured
+    if graph.has_node(node_id) and graph.node(node_id).approval:
+        return ApprovalRule.from_json(graph.node(node_id).approval, f"nodes[{node_id}].approval")
+    return ApprovalRule()
+
+
+def gate_rule(ctx: HookContext, node_id: str | None = None) -> ApprovalRule:
+    """:func:`rule_for` the hook's node (or ``node_id``)."""
+    return rule_for(ctx.graph, ctx.settings, node_id or ctx.node.id)
+
+
+def people_for(tracker: Any, ref: WorkItemRef, node_id: str, rule: ApprovalRule,
+               settings: EngineSettings, *, attesting: bool = False) -> People:
+    """Whose work gate ``node_id`` judges, read through ``tracker`` only when the rule
+    needs it (``preventSelfApproval``, or the ``assignee-or-author`` attester rule). At
+    the merge gate (``mergeGate.after``) and at ``human-approval`` the delivering pull
+    requests' authors count too, since the code is theirs (issue 11 §2).
+
+    Raises:
+        TrackerError: the item or its pull requests could not be read (callers fail
+            closed: the decision does not count yet).
+    """
+    needs_item = rule.prevent_self_approval or (attesting and rule.attester != "any")
+    if not needs_item:
+        return People()
+    info = tracker.issue_info(ref)
+    pulls: tuple[tuple[str, str], ...] = ()
+    merge_gate = node_id in {settings.merge_gate_after, "human-approval"}
+    if rule.prevent_self_approval and not attesting and merge_gate:
+        pulls = tuple((pr.author, f"{ref.owner}/{ref.repo}#{pr.number}")
+                      for pr in tracker.delivering_pull_requests(ref) if pr.author)
+    return People(info.author, tuple(getattr(info, "assignees", ()) or ()), pulls)
+
+
+def gate_people(ctx: HookContext, rule: ApprovalRule, *, attesting: bool = False) -> People:
+    """:func:`people_for` the hook's item and node."""
+    return people_for(ctx.ports.tracker, ctx.ref, ctx.node.id, rule, ctx.settings,
+                      attesting=attesting)
+
+
+def team_lookup(ctx: HookContext) -> Callable[[str, str, str], bool]:
+    """Team membership through the tracker port (``team_membership``); a failure is
+    logged (``graph.team_lookup_failed``) and re-raised, so the person is refused."""
+    def member(org: str, team: str, login: str) -> bool:
+        lookup = getattr(ctx.ports.tracker, "team_membership", None)
+        if lookup is None:
+            raise TrackerError("this tracker cannot look teams up")
+        try:
+            return bool(lookup(org, team, login))
+        except Exception as exc:
+            log.warning("team lookup %s/%s for %s failed on %s: %s", org, team, login,
+                        ctx.ref, exc)
+            ctx.log("graph.team_lookup_failed", {"node": ctx.node.id, "team": f"{org}/{team}",
+                                                 "login": login, "error": str(exc)[:200]})
+            raise
+    return member
+
+
+def authorize_person(ctx: HookContext, login: str | None, *,
+                     attesting: bool = False) -> Verdict:
+    """Whether ``login`` may answer this gate under its rule (see
+    :func:`engine.approvals.authorize`); a tracker failure while reading whose work it
+    is refuses with that reason (fail closed)."""
+    rule = gate_rule(ctx)
+    try:
+        people = gate_people(ctx, rule, attesting=attesting)
+    except TrackerError as exc:
+        return Verdict(False, f"could not read who authored the work ({exc})")
+    return authorize(login, rule, authorized_users=ctx.settings.authorized_users,
+                     people=people, membership=team_lookup(ctx), attesting=attesting)
 
 
 def trusted_skipped_ids(graph: Graph, state: ItemState) -> set[str]:
@@ -280,7 +371,7 @@ def assignment_text(ctx: HookContext) -> str:
     node = ctx.node
     phase = f" (phase `{node.phase}`)" if node.phase else ""
     if node.is_human:
-        who = ", ".join(at_login(u) for u in ctx.settings.authorized_users) or "an authorized user"
+        who = gate_rule(ctx).who(ctx.settings.authorized_users)
         return (
             f"🧑‍⚖️ **`{node.id}`{phase} — human gate: do not claim.**\n\n"
             f"No session works this node. It waits for {who} to answer on this thread."
@@ -322,7 +413,9 @@ def deliver_assignment(ctx: HookContext) -> HookResult:
 def review_text(ctx: HookContext) -> str:
     """The review-request comment body for ``ctx.node`` (without markers)."""
     node = ctx.node
-    who = ", ".join(at_login(u) for u in ctx.settings.authorized_users) or "Reviewers"
+    rule = gate_rule(ctx)
+    names = rule.approvers or ctx.settings.authorized_users
+    who = ", ".join(at_login(u) for u in names) or "Reviewers"
     subject = ", ".join(_alternatives(node.validates)) if node.validates else "the work so far"
     return "\n".join(
         [
@@ -335,8 +428,22 @@ def review_text(ctx: HookContext) -> str:
             "- `changes requested` — followed by what to change",
             "",
             "Only replies from authorized users count.",
+            *_rule_lines(rule, node.id in {ctx.settings.merge_gate_after, "human-approval"}),
         ]
     )
+
+
+def _rule_lines(rule: ApprovalRule, merge_gate: bool) -> list[str]:
+    # Issue 11 §2: say the gate's rule where people are asked to answer it.
+    lines = []
+    if rule.approvals > 1:
+        lines.append(f"This gate needs {rule.approvals} approvals from different people "
+                     "(a `changes requested` starts the count again).")
+    if rule.prevent_self_approval:
+        whose = ("The work item's author and the pull request's author" if merge_gate
+                 else "The work item's author")
+        lines.append(f"{whose} cannot approve their own work.")
+    return lines
 
 
 @hook("request-review")

@@ -19,29 +19,41 @@ latest decisive one wins.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
+from engine.approvals import (
+    VIA_REPLY,
+    VIA_SLACK,
+    Approval,
+    Refusal,
+    Tally,
+    evaluate,
+    tally,
+)
+from engine.effects import PostComment
 from engine.hooks.base import HookContext, HookResult, hook
 from engine.hooks.common import (
     at_login,
     authorized_comments,
     event_comments,
+    gate_people,
+    gate_rule,
     is_self_authored,
     latest,
+    team_lookup,
 )
-from engine.hooks.slack_decision import (
-    VIA_SLACK,
-    from_slack,
-    mirror_slack_decision,
-    reply_words,
-)
+from engine.hooks.markers import with_self_marker
+from engine.hooks.slack_decision import from_slack, mirror_slack_decision, reply_words
 from engine.outcomes import APPROVED, APPROVED_WITH_COMMENTS, CHANGES_REQUESTED
-from engine.ports import Comment
+from engine.ports import Comment, TrackerError
 from engine.records import ReviewDecision
+from engine.settings import normalize_login
 
 __all__ = [
     "Feedback", "classify_text", "latest_feedback", "classify_feedback", "record_feedback",
-    "unauthorized_deciders",
+    "unauthorized_deciders", "event_decisions", "gate_tally", "GateCount",
 ]
 
 # Bullets, emphasis and headings may precede the words; a quoted line ("> approved")
@@ -73,12 +85,10 @@ class Feedback:
     outcome: str
     comment: Comment
 
-    def decision(self, at: str, via: str = "") -> ReviewDecision:
-        """The gate's :class:`~engine.records.ReviewDecision` (``by`` is ``@login``;
-        ``via`` is ``slack`` for a Slack click, whose words are kept as ``text``)."""
-        words = reply_words(self.comment.body) if via else ""
+    def decision(self, at: str) -> ReviewDecision:
+        """The gate's :class:`~engine.records.ReviewDecision` (``by`` is ``@login``)."""
         return ReviewDecision(at_login(self.comment.author), at, self.outcome,
-                              self.comment.url, self.comment.id, via, words)
+                              self.comment.url, self.comment.id)
 
 
 def classify_text(body: str | None) -> str | None:
@@ -96,7 +106,9 @@ def classify_text(body: str | None) -> str | None:
 
 
 def latest_feedback(ctx: HookContext) -> Feedback | None:
-    """The latest decisive, authorized, non-self-authored comment of the event, or None."""
+    """The latest decisive, authorized, non-self-authored comment of the event, or None
+    (the plain ``authorizedUsers`` reading; the gate itself counts through
+    :func:`gate_tally`)."""
     decisive = [c for c in authorized_comments(ctx) if classify_text(c.body)]
     chosen = latest(decisive)
     if chosen is None:
@@ -106,15 +118,125 @@ def latest_feedback(ctx: HookContext) -> Feedback | None:
     return Feedback(outcome, chosen)
 
 
-def _waiting_reason(ctx: HookContext) -> str:
-    who = ", ".join(at_login(u) for u in ctx.settings.authorized_users) or "an authorized user"
-    reason = (
-        f"waiting for {who} to reply on {ctx.node.id}: "
-        "approved, approved with comments, or changes requested"
-    )
-    ignored = unauthorized_deciders(ctx)
-    if ignored:
-        reason += f" (ignored {', '.join(ignored)}: not authorized)"
+# -- the gate's approvals (issue 11 §2) ----------------------------------------------------
+
+
+def event_decisions(ctx: HookContext) -> list[Approval]:
+    """The event's decisions, oldest first: decisive replies that are not loopgate's own.
+
+    A reply of an event with ``via: slack`` is a Slack click, fed by the bot as a reply by
+    the clicker's linked login (issue 12 §1): it is recorded ``via: slack`` with no comment
+    id (it exists only in Slack), and otherwise decided exactly like a GitHub reply."""
+    slack = from_slack(ctx)
+    out = []
+    for c in event_comments(ctx):
+        outcome = classify_text(c.body)
+        if outcome and not is_self_authored(c, ctx.settings):
+            out.append(Approval(normalize_login(c.author), outcome, c.created_at or ctx.now_iso(),
+                                VIA_SLACK if slack else VIA_REPLY, "" if slack else c.url,
+                                None if slack else c.id, c.body))
+    indexed = sorted(enumerate(out), key=lambda pair: (pair[1].at, pair[0]))
+    return [a for _, a in indexed]
+
+
+def _stored(ctx: HookContext) -> dict[str, Any]:
+    # This entry's record: a re-entered gate (after changes requested) starts from zero.
+    rec = ctx.state.nodes.get(ctx.node.id)
+    entered = rec.entered_at if rec is not None else ""
+    entry = (ctx.state.surface.get("approvals") or {}).get(ctx.node.id)
+    if isinstance(entry, Mapping) and entry.get("enteredAt") == entered:
+        return {"enteredAt": entered, "approvals": list(entry.get("approvals") or ()),
+                "refused": list(entry.get("refused") or ())}
+    return {"enteredAt": entered, "approvals": [], "refused": []}
+
+
+@dataclass
+class GateCount:
+    """What :func:`gate_tally` found: the tally, the entry to store, who was refused now,
+    and whether whose-work-it-is could not be read (the event must be offered again)."""
+
+    tally: Tally
+    entry: dict[str, Any]
+    refused_now: list[Refusal]
+    unverified: str = ""
+    counted_now: list[Approval] = field(default_factory=list)
+
+
+def _seen(entry: Mapping[str, Any], decision: Approval) -> bool:
+    if decision.comment_id is None:
+        return False
+    ids = {a.get("commentId") for a in entry["approvals"]}
+    ids |= {r.get("commentId") for r in entry["refused"]}
+    return decision.comment_id in ids
+
+
+def gate_tally(ctx: HookContext) -> GateCount:
+    """Count the event's decisions into this gate entry's approvals under its rule
+    (:func:`engine.approvals.evaluate` for each, oldest first).
+
+    Returns:
+        A :class:`GateCount`; ``unverified`` says why nothing was counted when the work's
+        authors could not be read (fail closed; the ingress retries).
+    """
+    rule = gate_rule(ctx)
+    entry = _stored(ctx)
+    approvals = tuple(Approval.from_json(a) for a in entry["approvals"])
+    decisions = [d for d in event_decisions(ctx) if not _seen(entry, d)]
+    changes: Approval | None = None
+    refused: list[Refusal] = []
+    counted: list[Approval] = []
+    if not decisions:
+        return GateCount(tally(rule, approvals), entry, refused)
+    try:
+        people = gate_people(ctx, rule)
+    except TrackerError as exc:
+        return GateCount(tally(rule, approvals), entry, refused,
+                         unverified=f"could not read who authored the work ({exc})")
+    membership = team_lookup(ctx)
+    for decision in decisions:
+        result = evaluate(rule, approvals, decision, authorized_users=ctx.settings.authorized_users,
+                          people=people, membership=membership)
+        if not result.verdict.allowed:
+            refused.append(Refusal(decision.by, result.verdict.reason, decision.at, decision.via,
+                                   decision.comment_id))
+            continue
+        counted.append(decision)
+        approvals, changes = result.tally.approvals, result.tally.changes
+    entry["approvals"] = [a.to_json() for a in approvals]
+    entry["refused"] = [*entry["refused"], *(r.to_json() for r in refused)]
+    return GateCount(tally(rule, approvals, changes), entry, refused, counted_now=counted)
+
+
+def _mirror_slack(ctx: HookContext, counted: list[Approval]) -> None:
+    # A counted Slack decision exists only in Slack: the gate posts it on the issue as a
+    # marked comment so the GitHub thread stays the record (issue 12 §1). A refused one is
+    # said there already by _tell_refused.
+    for a in counted:
+        if a.via == VIA_SLACK:
+            mirror_slack_decision(ctx, a.outcome, Comment(0, a.by, a.body))
+
+
+def _refusal_note(reason: str) -> str:
+    # The default wording of someone simply not on the list stays short.
+    return "not authorized" if " is not among the approvers" in reason and ";" not in reason \
+        else reason
+
+
+def _waiting_reason(ctx: HookContext, count: GateCount | None = None) -> str:
+    rule = gate_rule(ctx)
+    who = rule.who(ctx.settings.authorized_users)
+    reason = (f"waiting for {who} to reply on {ctx.node.id}: "
+              "approved, approved with comments, or changes requested")
+    if count is not None and (rule.approvals > 1 or count.tally.approvals):
+        reason = f"{count.tally.summary()} — {reason}"
+    refused: dict[str, str] = {}
+    counted = {a.by for a in count.tally.approvals} if count is not None else set()
+    for r in (count.entry["refused"] if count is not None else ()):
+        if r.get("by") not in counted:  # refused once, counted since (a lookup came back)
+            refused[f"@{r.get('by') or 'unknown'}"] = _refusal_note(str(r.get("reason") or ""))
+    if refused:
+        reason += " (ignored " + "; ".join(f"{who}: {why}" for who, why in sorted(
+            refused.items())) + ")"
     return reason
 
 
@@ -136,54 +258,112 @@ def unauthorized_deciders(ctx: HookContext) -> list[str]:
     })
 
 
+def _tell_refused(ctx: HookContext, refused: list[Refusal]) -> None:
+    # Issue 11: a refused approval is said on the thread, with the reason, once per reply.
+    for r in refused:
+        ctx.log("graph.approval_refused", {"node": ctx.node.id, "by": f"@{r.by}",
+                                           "via": r.via, "reason": r.reason})
+        body = (f"🚫 **Not counted — `{ctx.node.id}`**: the decision by @{r.by} "
+                f"({'Slack' if r.via == VIA_SLACK else 'reply'}) does not count: {r.reason}.")
+        key = r.comment_id if r.comment_id is not None else f"{r.via}-{r.at}"
+        ctx.emit(PostComment(ctx.ref, with_self_marker(
+            body, f"<!-- the-loop:approval-refused {ctx.node.id} {r.by} {key} -->")))
+
+
+def _decision(ctx: HookContext, count: GateCount) -> ReviewDecision:
+    chosen = count.tally.changes or count.tally.approvals[-1]
+    return ReviewDecision(at_login(chosen.by), ctx.now_iso(), count.tally.outcome,
+                          chosen.comment, chosen.comment_id or 0, via=chosen.via,
+                          text=reply_words(chosen.body) if chosen.via == VIA_SLACK else "",
+                          approvers=tuple(at_login(a.by) for a in count.tally.approvals)
+                          if count.tally.needed > 1 else ())
+
+
 @hook("classify-feedback")
 def classify_feedback(ctx: HookContext) -> HookResult:
-    """Route a human gate by the latest authorized reply.
+    """Route a human gate by its approvals under the gate's rule (issue 11 §2).
+
+    Each decision of the event (GitHub replies; a Slack click) is authorized by
+    :func:`engine.approvals.evaluate` and recorded in ``surface.approvals[node]``
+    (``{enteredAt, approvals: [{by, at, via, outcome, ...}], refused: [...]}``); a refusal
+    is logged and said on the thread with its reason. The latest counted
+    ``changes-requested`` decides at once (the count resets); otherwise the gate passes
+    once ``approvals`` distinct people approved.
 
     Returns:
         pass with ``outcome`` and ``decision {by, at, outcome, comment, commentId}``, or
-        wait naming what is awaited.
+        wait naming the tally and who is awaited (``unverified`` when whose work it is
+        could not be read).
     """
-    feedback = latest_feedback(ctx)
-    if feedback is None:
-        return HookResult.wait(_waiting_reason(ctx))
-    via = VIA_SLACK if from_slack(ctx) else ""
-    if via:  # a Slack click is mirrored on the issue: GitHub stays the record (issue 12 §1)
-        mirror_slack_decision(ctx, feedback.outcome, feedback.comment)
+    count = gate_tally(ctx)
+    if count.unverified:
+        return HookResult.wait(f"{_waiting_reason(ctx, count)} ({count.unverified})",
+                               unverified=True)
+    _tell_refused(ctx, count.refused_now)
+    _mirror_slack(ctx, count.counted_now)
+    surface = {"approvals": {**(ctx.state.surface.get("approvals") or {}),
+                             ctx.node.id: count.entry}}
+    if not count.tally.passed:
+        return HookResult.wait(_waiting_reason(ctx, count), surface=surface)
+    done = dict(count.entry, approvals=[] if count.tally.changes else count.entry["approvals"])
+    surface["approvals"][ctx.node.id] = done
+    decision = _decision(ctx, count)
     return HookResult.passed(
-        f"{feedback.outcome} by {at_login(feedback.comment.author)}",
-        outcome=feedback.outcome,
-        decision=feedback.decision(ctx.now_iso(), via),
-    )
+        f"{count.tally.outcome} by {decision.by}"
+        + (f" ({count.tally.summary()})" if count.tally.needed > 1 else ""),
+        outcome=count.tally.outcome, decision=decision, surface=surface)
 
 
 @hook("record-feedback")
 def record_feedback(ctx: HookContext) -> HookResult:
-    """On ``approved-with-comments`` append the reply, attributed, to
-    ``state.surface["reviewComments"]`` (append-only; loopgate has no repository write
+    """On ``approved-with-comments`` append each counted reply with comments, attributed,
+    to ``state.surface["reviewComments"]`` (append-only; loopgate has no repository write
     access, so the comments live with the item's state).
 
-    Other outcomes pass unchanged; with no decisive reply it waits like
-    ``classify-feedback`` (it never passes a gate on its own).
+    It reads what ``classify-feedback`` recorded before it in the chain; without that
+    (the hook alone), the event's latest authorized reply. Other outcomes pass
+    unchanged; with no decision it waits like ``classify-feedback`` (it never passes a
+    gate on its own).
     """
+    entries = _commented_approvals(ctx)
+    if entries is None:
+        return HookResult.wait(_waiting_reason(ctx))
+    outcome, commented = entries
+    if outcome != APPROVED_WITH_COMMENTS:
+        return HookResult.passed(outcome=outcome)
+    existing = [dict(e) for e in ctx.state.surface.get("reviewComments") or ()]
+    known = {e.get("commentId") for e in existing}
+    new = [e for e in commented if e["commentId"] not in known]
+    if not new:
+        return HookResult.passed("review comments already recorded", outcome=outcome)
+    return HookResult.passed(
+        "recorded review comments by " + ", ".join(e["by"] for e in new),
+        outcome=outcome,
+        surface={"reviewComments": [*existing, *new]},
+    )
+
+
+def _commented_approvals(ctx: HookContext) -> tuple[str, list[dict[str, Any]]] | None:
+    # (outcome, review-comment entries) of the decided gate, or None when undecided.
+    # classify-feedback recorded this entry's approvals just before (same chain).
+    entry = _stored(ctx)
+    if entry["approvals"]:
+        rule = gate_rule(ctx)
+        approvals = [Approval.from_json(a) for a in entry["approvals"]]
+        t = tally(rule, approvals)
+        if not t.passed:
+            return None
+        return t.outcome, [_review_entry(ctx, a) for a in approvals
+                           if a.outcome == APPROVED_WITH_COMMENTS]
     feedback = latest_feedback(ctx)
     if feedback is None:
-        return HookResult.wait(_waiting_reason(ctx))
-    if feedback.outcome != APPROVED_WITH_COMMENTS:
-        return HookResult.passed(outcome=feedback.outcome)
-    existing = [dict(e) for e in ctx.state.surface.get("reviewComments") or ()]
-    if any(e.get("commentId") == feedback.comment.id for e in existing):
-        return HookResult.passed("review comments already recorded", outcome=feedback.outcome)
-    entry = {
-        "node": ctx.node.id,
-        "by": at_login(feedback.comment.author),
-        "at": feedback.comment.created_at or ctx.now_iso(),
-        "comment": feedback.comment.url,
-        "commentId": feedback.comment.id,
-        "body": feedback.comment.body,
-    }
-    return HookResult.passed(
-        f"recorded review comments by {entry['by']}",
-        outcome=feedback.outcome,
-        surface={"reviewComments": [*existing, entry]},
-    )
+        return None
+    c = feedback.comment
+    return feedback.outcome, [{"node": ctx.node.id, "by": at_login(c.author),
+                               "at": c.created_at or ctx.now_iso(), "comment": c.url,
+                               "commentId": c.id, "body": c.body}]
+
+
+def _review_entry(ctx: HookContext, a: Approval) -> dict[str, Any]:
+    return {"node": ctx.node.id, "by": at_login(a.by), "at": a.at, "comment": a.comment,
+            "commentId": a.comment_id, "body": a.body}

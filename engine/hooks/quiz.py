@@ -26,7 +26,7 @@ from engine.hooks.artifacts import split_alternatives
 from engine.hooks.base import PASS, WAIT, HookContext, HookResult, hook
 from engine.hooks.common import (
     at_login,
-    authorized_comments,
+    authorize_person,
     degrade,
     event_comments,
     is_self_authored,
@@ -494,8 +494,11 @@ def _check_attestation(
         return _refused(ctx, node, editor, edits.body, "loopgate itself")
     if editor_type == "Bot":  # issue 9 §1: a Bot never attests, whatever the allow-list
         return _refused(ctx, node, editor, edits.body, "a bot")
-    if not ctx.settings.is_authorized(editor):
-        return _refused(ctx, node, editor, edits.body, "who is not authorized")
+    verdict = authorize_person(ctx, editor, attesting=True)
+    if not verdict.allowed:  # issue 11 §2: the gate's attester rule (teams, assignee-or-author)
+        why = ("who is not authorized" if " is not among the approvers" in verdict.reason
+               and ";" not in verdict.reason else f"who may not attest: {verdict.reason}")
+        return _refused(ctx, node, editor, edits.body, why)
     attestation = Attestation(at=ctx.now_iso(), attested_by=at_login(editor),
                               attested_at=edited_at, comment=edits.url,
                               comment_id=comment_id, via="tick")
@@ -505,8 +508,10 @@ def _check_attestation(
 def _typed(ctx: HookContext, node: str) -> HookResult | None:
     kind = quiz_kind(node)
     # A Bot never attests, typed or ticked, whatever the allow-list says (issue 9 §1).
-    typed = [c for c in authorized_comments(ctx)
-             if attestation_ticked(c.body, kind) and not c.actor.is_bot]
+    typed = [c for c in event_comments(ctx)
+             if attestation_ticked(c.body, kind) and not c.actor.is_bot
+             and not is_self_authored(c, ctx.settings)
+             and authorize_person(ctx, c.author, attesting=True).allowed]
     comment = latest(typed)
     if comment is None:
         return None

@@ -66,6 +66,8 @@ class MemoryTracker:
         self._labels: dict[WorkItemRef, list[str]] = {}
         self._prs: dict[WorkItemRef, list[PullRequest]] = {}
         self._issues: dict[WorkItemRef, IssueInfo] = {}
+        self.teams: dict[str, set[str]] = {}
+        self.checks: dict[WorkItemRef, list[object]] = {}
         self._next_id = 1001
         self._tick = 0
         self._lock = threading.RLock()
@@ -138,6 +140,27 @@ class MemoryTracker:
                           if (ref.owner, ref.repo) == (owner, repo)
                           and any(pr.number == number for pr in prs))
 
+    def team_membership(self, org: str, team: str, login: str) -> bool:
+        """Membership set with :meth:`set_team`; an unknown team raises (as GitHub's 404
+        for a team the credentials cannot see)."""
+        with self._lock:
+            self._enter("team_membership", org, team, login)
+            members = self.teams.get(f"{org}/{team}".lower())
+            if members is None:
+                raise TrackerError(f"team {org}/{team} not found")
+            return login.lower() in members
+
+    def publish_check(self, pull: WorkItemRef, check: object) -> dict[str, str]:
+        """Record the check in :attr:`checks` (``pull -> [GateCheck]``)."""
+        with self._lock:
+            self._enter("publish_check", pull)
+            self.checks.setdefault(pull, []).append(check)
+            return {"kind": "memory"}
+
+    def set_team(self, team: str, members: Sequence[str]) -> None:
+        """Declare team ``org/team`` with ``members`` (logins)."""
+        self.teams[team.lower()] = {m.lower() for m in members}
+
     def issue_info(self, ref: WorkItemRef) -> IssueInfo:
         """The info set with :meth:`set_issue`, or a generated one."""
         with self._lock:
@@ -194,18 +217,20 @@ class MemoryTracker:
         return self._comments[comment_id].comment
 
     def add_pull_request(
-        self, ref: WorkItemRef, number: int, head_branch: str = "", state: str = "open"
+        self, ref: WorkItemRef, number: int, head_branch: str = "", state: str = "open",
+        author: str = "",
     ) -> PullRequest:
-        """Register a pull request delivering ``ref``."""
+        """Register a pull request delivering ``ref`` (opened by ``author``)."""
         url = f"https://github.com/{ref.owner}/{ref.repo}/pull/{number}"
-        pr = PullRequest(number, url, head_branch or f"issue-{ref.number}", state)
+        pr = PullRequest(number, url, head_branch or f"issue-{ref.number}", state, author)
         with self._lock:
             self._prs.setdefault(ref, []).append(pr)
         return pr
 
-    def set_issue(self, ref: WorkItemRef, title: str, author: str = "octocat") -> IssueInfo:
-        """Set the item's title and author."""
-        info = IssueInfo(ref, title, self._issue_url(ref), author)
+    def set_issue(self, ref: WorkItemRef, title: str, author: str = "octocat",
+                  assignees: Sequence[str] = ()) -> IssueInfo:
+        """Set the item's title, author and assignees."""
+        info = IssueInfo(ref, title, self._issue_url(ref), author, assignees=tuple(assignees))
         with self._lock:
             self._issues[ref] = info
         return info

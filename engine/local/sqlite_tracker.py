@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.ports import Comment, CommentEdit, CommentEdits, IssueInfo, PullRequest
+from engine.ports import Comment, CommentEdit, CommentEdits, IssueInfo, PullRequest, TrackerError
 from engine.refs import WorkItemRef
 from engine.store.memory import utc_now_iso
 from engine.store.sqlite import SqliteStore
@@ -97,6 +97,15 @@ class LocalTracker:
                     int(p["number"]) == number for p in prs):
                 found.append(ref.number)
         return sorted(found)
+
+    def team_membership(self, org: str, team: str, login: str) -> bool:
+        """The offline thread knows no teams: every lookup fails (a team in a gate's
+        approvers then refuses, fail closed; name people by login offline)."""
+        raise TrackerError(f"team {org}/{team}: the offline tracker cannot look teams up")
+
+    def publish_check(self, pull: WorkItemRef, check: object) -> dict[str, str]:
+        """Offline there is no pull request to publish on: nothing is written."""
+        return {"kind": "none"}
 
     def issue_info(self, ref: WorkItemRef) -> IssueInfo:
         """A local item has no title of its own: it is named by its reference."""

@@ -17,8 +17,9 @@ def _observed(world: GitHubWorld) -> list[int]:
     return seen
 
 
-def test_a_quiet_repository_costs_two_conditional_requests_and_nothing_counted(
+def test_a_quiet_repository_costs_three_conditional_requests_and_nothing_counted(
         world: GitHubWorld) -> None:
+    # Issue 11 §1 added the third stream: open pull requests' heads (the loopgate check).
     ref = world.issue()
     world.comment(ref, "hello")
     world.poll()
@@ -26,12 +27,12 @@ def test_a_quiet_repository_costs_two_conditional_requests_and_nothing_counted(
     world.fake.reset_log()
     for _ in range(3):
         report = world.poll()
-        assert report.requests == 2
-        assert report.repos[0].not_modified == 2
-    assert world.fake.count() == 6
-    assert world.fake.count(status=304) == 6
+        assert report.requests == 3
+        assert report.repos[0].not_modified == 3
+    assert world.fake.count() == 9
+    assert world.fake.count(status=304) == 9
     assert world.fake.count(counted=True) == 0
-    assert {r.route for r in world.fake.requests} == {"repo-comments", "repo-issues"}
+    assert {r.route for r in world.fake.requests} == {"repo-comments", "repo-issues", "pulls"}
     assert all(r.conditional for r in world.fake.requests)
 
 
@@ -206,4 +207,5 @@ def test_a_window_larger_than_a_page_never_hides_new_comments_behind_a_304(
     world.fake.reset_log()
     world.poll()  # the window has shrunk to one page again: back to free 304s
     assert seen[-1] == quiet.id and len(seen) == 5
-    assert world.fake.count(status=304) == 2 and world.fake.count(counted=True) == 0
+    # comments, labels and (issue 11) open pull requests: three free 304s
+    assert world.fake.count(status=304) == 3 and world.fake.count(counted=True) == 0

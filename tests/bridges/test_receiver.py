@@ -39,7 +39,7 @@ EXPECTED = {
     "issue_comment.deleted.payload.json": (200, "ignored"),
     "issues.opened.payload.json": (200, "ignored"),
     "issues.labeled.payload.json": (200, "ignored"),
-    "pull_request.opened.payload.json": (200, "ignored"),
+    "pull_request.opened.payload.json": (202, "queued"),  # issue 11: a new head commit
     "ping.payload.json": (200, "ignored"),
 }
 

@@ -11,6 +11,7 @@ import pytest
 
 from bridges.github.router import (
     COMMENT,
+    PULL_REQUEST_HEAD,
     QUIZ_ATTESTATION,
     START,
     Dropped,
@@ -168,7 +169,20 @@ def test_ping_and_unhandled_events_are_dropped(fixtures_dir: Path) -> None:
     pull = _payload(fixtures_dir, "pull_request.opened.payload.json")
     assert route(_delivery("ping", ping), CFG) == Dropped("ping")
     assert route(_delivery("issues", opened), CFG) == Dropped("unhandled-event")
-    assert route(_delivery("pull_request", pull), CFG) == Dropped("unhandled-event")
+    closed = {**pull, "action": "closed"}
+    assert route(_delivery("pull_request", closed), CFG) == Dropped("unhandled-event")
+
+
+def test_a_pull_request_head_commit_is_routed_with_its_sha(fixtures_dir: Path) -> None:
+    # Issue 11 §1: opened / synchronize / reopened publish the loopgate check again.
+    pull = _payload(fixtures_dir, "pull_request.opened.payload.json")
+    sha = pull["pull_request"]["head"]["sha"]
+    for action in ("opened", "synchronize", "reopened"):
+        routed = route(_delivery("pull_request", {**pull, "action": action}), CFG)
+        assert isinstance(routed, Delivery) and routed.event == PULL_REQUEST_HEAD
+        assert routed.data["ref"] == WorkItemRef("Codertocat", "Hello-World", 2)
+        assert routed.data["key"] == f"head:codertocat/hello-world#2@{sha}"
+        assert routed.data["head_sha"] == sha
 
 
 def test_a_repository_not_watched_is_dropped(fixtures_dir: Path) -> None:

@@ -69,7 +69,8 @@ def test_poll_once_runs_one_cycle_and_reports_it(home: Path, fake: FakeGitHub,
     fake.add_comment(REPO, number, "the-loop start", as_user="alice")
     result = run(home, "poll", "--once")
     assert result.exit_code == 0, result.output
-    assert result.output.startswith(f"{REPO}: requests=2 not_modified=0 deliveries=1 "
+    # comments, labels and (issue 11) open pull requests' heads
+    assert result.output.startswith(f"{REPO}: requests=3 not_modified=0 deliveries=1 "
                                     "(handled=1) retries=0")
     check = run(home, "check", f"{REPO}#{number}", "--format", "json")
     assert '"currentNode": "phase-selection"' in check.output

@@ -520,3 +520,39 @@ def test_offline_the_wait_names_the_line_to_reply_with() -> None:
         f"{SPEC_TICK}")
     typed = h.tracker.add_comment_as(REF, "alice", SPEC_TICK)
     assert h.run("spec-quiz", "quiz-attested", event={"comments": [typed]}).kind == "pass"
+
+
+# -- issue 11 §2: the quiz gates' attester rule -------------------------------------------
+def _assignee_rule(h: Harness) -> None:
+    from engine.approvals import ApprovalRule
+
+    h.settings = replace(h.settings, gate_rules={
+        "spec-quiz": ApprovalRule(attester="assignee-or-author")})
+    h.tracker.set_issue(REF, "Widgets", author="carol", assignees=["bob"])
+
+
+def test_attester_assignee_or_author_refuses_another_authorized_ticker() -> None:
+    h = Harness()
+    _assignee_rule(h)
+    _spec(h)
+    comment = _post_spec_quiz(h)
+    _tick(h, comment, "alice")  # authorized, but neither assignee nor author
+    result = _attest(h, comment)
+    assert result.kind == "wait"
+    assert ("@alice is neither an assignee nor the author of this work item "
+            "(attester: assignee-or-author)") in result.reason
+    _tick(h, comment, "bob")  # the assignee
+    assert _attest(h, comment).kind == "pass"
+
+
+def test_attester_assignee_or_author_admits_the_author_typing_the_line() -> None:
+    h = Harness()
+    _assignee_rule(h)
+    _spec(h)
+    _post_spec_quiz(h)
+    alice = h.tracker.add_comment_as(REF, "alice", SPEC_TICK)
+    assert h.run("spec-quiz", "quiz-attested", event={"comments": [alice]}).kind == "wait"
+    carol = h.tracker.add_comment_as(REF, "carol", SPEC_TICK)  # the author, not on the list
+    result = h.run("spec-quiz", "quiz-attested", event={"comments": [carol]})
+    assert result.kind == "pass"
+    assert result.data["decision"].to_json()["attestedBy"] == "@carol"

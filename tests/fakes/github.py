@@ -210,6 +210,8 @@ class FakeIssue:
     is_pr: bool = False
     head_branch: str = ""
     closes: list[int] = field(default_factory=list)
+    head_sha: str = ""  # a pull request's head commit (changes on push)
+    head_repo: str = ""  # a fork's full name ("" = the base repository)
 
 
 @dataclass
@@ -291,6 +293,16 @@ def _routes() -> list[_Route]:
         ("GET", "pulls", rf"/repos/{seg}/pulls"),
         ("GET", "pull", rf"/repos/{seg}/pulls/(?P<number>\d+)"),
         ("GET", "contents", rf"/repos/{seg}/contents(?:/(?P<path>.*))?"),
+        # Issue 11: commit statuses, check runs, team membership (GitHub REST shapes).
+        ("POST", "status-create", rf"/repos/{seg}/statuses/(?P<sha>[0-9a-fA-F]+)"),
+        ("GET", "combined-status", rf"/repos/{seg}/commits/(?P<ref>[^/]+)/status"),
+        ("GET", "statuses", rf"/repos/{seg}/commits/(?P<ref>[^/]+)/statuses"),
+        ("POST", "check-run-create", rf"/repos/{seg}/check-runs"),
+        ("PATCH", "check-run-update", rf"/repos/{seg}/check-runs/(?P<id>\d+)"),
+        ("GET", "commit-check-runs", rf"/repos/{seg}/commits/(?P<ref>[^/]+)/check-runs"),
+        ("GET", "team", r"/orgs/(?P<org>[^/]+)/teams/(?P<team>[^/]+)"),
+        ("GET", "team-membership",
+         r"/orgs/(?P<org>[^/]+)/teams/(?P<team>[^/]+)/memberships/(?P<login>[^/]+)"),
         *APP_ROUTES,  # answered by the FakeApp, when there is one (tests/fakes/github_app.py)
     ]
     return [(m, name, re.compile(f"^{pattern}/?$"), name) for m, name, pattern in table]
@@ -341,6 +353,14 @@ class FakeGitHub(LoopbackServer):
         self._graphql_limits: list[str] = []
         self._core_used = 0
         self._graphql_used = 0
+        #: ``(repo, sha) -> [status]``, oldest first (POST .../statuses/{sha}).
+        self.statuses: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        #: check run id -> the run (POST/PATCH .../check-runs).
+        self.check_runs: dict[int, dict[str, Any]] = {}
+        #: ``(org, team_slug) -> {"members": {login: state}, "visible": bool}``.
+        self.teams: dict[tuple[str, str], dict[str, Any]] = {}
+        self._next_check_run = 4_000_000_000
+        self._old_commits: dict[str, set[str]] = {}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -423,6 +443,51 @@ class FakeGitHub(LoopbackServer):
                                          closes=list(closes))
             r.files.setdefault(head_branch, dict(r.files.get(r.default_branch, {})))
             return number
+
+    def head_sha(self, repo: str, number: int) -> str:
+        """Pull request ``number``'s head commit (40 hex characters)."""
+        with self.lock:
+            pr = self._repo(repo).issues[number]
+            return pr.head_sha or hashlib.sha1(f"{repo}:{pr.head_branch}".encode()).hexdigest()
+
+    def push(self, repo: str, number: int) -> str:
+        """A new commit on pull request ``number``'s head branch; returns its SHA (send
+        the ``pull_request.synchronize`` webhook yourself, as GitHub would)."""
+        with self.lock:
+            pr = self._repo(repo).issues[number]
+            old = self.head_sha(repo, number)
+            self._old_commits.setdefault(repo, set()).add(old)  # still a commit of the repo
+            pr.head_sha = hashlib.sha1(f"{old}:next".encode()).hexdigest()
+            pr.updated_at = _iso(self.now())
+            return pr.head_sha
+
+    def set_fork(self, repo: str, number: int, fork: str) -> None:
+        """Make pull request ``number`` come from the fork ``fork`` (``owner/name``)."""
+        with self.lock:
+            self._repo(repo).issues[number].head_repo = fork
+
+    def add_team(self, org: str, slug: str, members: Iterable[str] = (), *,
+                 visible: bool = True, pending: Iterable[str] = ()) -> None:
+        """A team ``org/slug``; ``visible=False``: loopgate's credentials cannot see it
+        (GitHub then answers 404 for the team and every membership)."""
+        with self.lock:
+            states = {m.lower(): "active" for m in members}
+            states.update({m.lower(): "pending" for m in pending})
+            self.teams[(org.lower(), slug.lower())] = {"members": states, "visible": visible}
+
+    def commit_state(self, repo: str, sha: str, context: str = "loopgate") -> str | None:
+        """The latest state of ``context`` on ``sha``: a commit status's ``state``, or a
+        check run's ``conclusion`` (``in_progress``/``queued`` while not completed)."""
+        with self.lock:
+            found = [st for st in self.statuses.get((repo, sha), ()) if st["context"] == context]
+            if found:
+                return str(found[-1]["state"])
+            runs = [r for r in self.check_runs.values()
+                    if r["_repo"] == repo and r["head_sha"] == sha and r["name"] == context]
+            if not runs:
+                return None
+            run = runs[-1]
+            return str(run["conclusion"] if run["status"] == "completed" else run["status"])
 
     def add_comment(self, repo: str, number: int, body: str, *, as_user: str = "octocat",
                     user_type: str = "User") -> FakeComment:
@@ -512,7 +577,7 @@ class FakeGitHub(LoopbackServer):
                 comment_id: int | None = None, label: str | None = None,
                 sender: str = "octocat", secret: str | None = None,
                 delivery_id: str | None = None,
-                previous_body: str = "") -> tuple[dict[str, str], bytes]:
+                previous_body: str = "", before_sha: str = "") -> tuple[dict[str, str], bytes]:
         """A webhook delivery as GitHub would send it about the fake's current data.
 
         The body starts from the matching payload of ../shared/fixtures/github/webhooks
@@ -530,6 +595,8 @@ class FakeGitHub(LoopbackServer):
             secret: sign with it (``X-Hub-Signature-256``); None leaves it unsigned.
             delivery_id: ``X-GitHub-Delivery`` (a fresh GUID when None).
             previous_body: ``changes.body.from`` of an edit.
+            before_sha: ``before`` of a ``pull_request.synchronize`` (``after`` is the
+                pull request's current head).
 
         Returns:
             ``(headers, body bytes)``.
@@ -539,11 +606,22 @@ class FakeGitHub(LoopbackServer):
 
         with self.lock:
             r = self._repo(repo)
-            payload = json.loads((FIXTURES / "webhooks" / f"{event}.{action}.payload.json")
-                                 .read_text("utf-8"))
+            fixture = FIXTURES / "webhooks" / f"{event}.{action}.payload.json"
+            if event == "pull_request" and not fixture.exists():
+                # Only pull_request.opened is in the fixtures; synchronize and reopened
+                # share its shape (action, number, pull_request, repository, sender).
+                fixture = FIXTURES / "webhooks" / "pull_request.opened.payload.json"
+            payload = json.loads(fixture.read_text("utf-8"))
             payload["repository"] = {**payload.get("repository", {}), **self._repo_json(r),
                                      "owner": self._user(r.owner, "Organization")}
-            payload["issue"] = self._issue_json(r, r.issues[number])
+            if event == "pull_request":
+                payload.update(action=action, number=number,
+                               pull_request=self._pull_json(r, r.issues[number]))
+                if action == "synchronize":
+                    payload["after"] = self.head_sha(repo, number)
+                    payload["before"] = before_sha or "0" * 40
+            else:
+                payload["issue"] = self._issue_json(r, r.issues[number])
             if comment_id is not None:
                 payload["comment"] = self._comment_json(self.comments[comment_id])
             if label is not None:
@@ -851,7 +929,12 @@ class FakeGitHub(LoopbackServer):
                 "default_branch": repo.default_branch}
 
     def _pull_json(self, repo: FakeRepo, pr: FakeIssue) -> dict[str, Any]:
-        head_sha = hashlib.sha1(f"{repo.full_name}:{pr.head_branch}".encode()).hexdigest()
+        head_sha = self.head_sha(repo.full_name, pr.number)
+        head_repo = self._repo_json(repo)
+        if pr.head_repo:
+            owner, _, name = pr.head_repo.partition("/")
+            head_repo = {**head_repo, "full_name": pr.head_repo, "name": name, "fork": True,
+                         "owner": self._user(owner)}
         return {"id": repo.id * 100000 + pr.number, "node_id": pr.node_id, "number": pr.number,
                 "state": pr.state, "title": pr.title, "body": pr.body,
                 "url": f"{self.api_url}/repos/{repo.full_name}/pulls/{pr.number}",
@@ -859,7 +942,8 @@ class FakeGitHub(LoopbackServer):
                 "user": self._user(pr.author), "created_at": pr.created_at,
                 "updated_at": pr.updated_at, "merged_at": None, "draft": False,
                 "head": {"ref": pr.head_branch, "sha": head_sha,
-                         "label": f"{repo.owner}:{pr.head_branch}", "repo": self._repo_json(repo)},
+                         "label": f"{(pr.head_repo or repo.full_name).split('/')[0]}:"
+                                  f"{pr.head_branch}", "repo": head_repo},
                 "base": {"ref": repo.default_branch, "sha": "0" * 40,
                          "label": f"{repo.owner}:{repo.default_branch}",
                          "repo": self._repo_json(repo)}}
@@ -1052,6 +1136,178 @@ class FakeGitHub(LoopbackServer):
             raise _NotFound(p["number"])
         return _Response(200, self._pull_json(repo, issue), conditional_ok=True)
 
+    # -- commit statuses and check runs (issue 11 §1) -------------------------------------
+    def _known_sha(self, repo: FakeRepo, ref: str) -> str:
+        # A commit of the repository's network: a pull request head (forks included, as
+        # GitHub keeps refs/pull/N/head in the base repository) or a branch name.
+        for issue in repo.issues.values():
+            if issue.is_pr:
+                sha = self.head_sha(repo.full_name, issue.number)
+                if ref in (sha, issue.head_branch):
+                    return sha
+        if ref in self._old_commits.get(repo.full_name, ()):
+            return ref
+        raise _NotFound(ref)
+
+    def _r_status_create(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                         h: Any) -> _Response:
+        repo = self._repo(f"{p['owner']}/{p['repo']}")
+        try:
+            sha = self._known_sha(repo, p["sha"])
+        except _NotFound:
+            return _Response(422, {"message": f"No commit found for SHA: {p['sha']}",
+                                   "documentation_url": "https://docs.github.com/rest"})
+        data = json.loads(body or b"{}")
+        if data.get("state") not in ("error", "failure", "pending", "success"):
+            return _Response(422, {"message": "Validation Failed", "errors": [
+                {"resource": "Status", "field": "state", "code": "custom"}]})
+        now = _iso(self.now())
+        login, kind = self._api_actor(h)
+        status = {"url": f"{self.api_url}/repos/{repo.full_name}/statuses/{sha}",
+                  "id": len(self.statuses.get((repo.full_name, sha), ())) + 1 + repo.id * 1000,
+                  "node_id": _node_id("StatusContext", repo.id),
+                  "state": data["state"], "description": data.get("description"),
+                  "target_url": data.get("target_url"),
+                  "context": data.get("context") or "default", "created_at": now,
+                  "updated_at": now, "creator": self._user(login, kind)}
+        self.statuses.setdefault((repo.full_name, sha), []).append(status)
+        return _Response(201, status)
+
+    def _r_statuses(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                    h: Any) -> _Response:
+        repo = self._repo(f"{p['owner']}/{p['repo']}")
+        sha = self._known_sha(repo, p["ref"])
+        items = list(reversed(self.statuses.get((repo.full_name, sha), [])))  # newest first
+        return self._page(items, q, self._full_path(h))
+
+    def _r_combined_status(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                           h: Any) -> _Response:
+        repo = self._repo(f"{p['owner']}/{p['repo']}")
+        sha = self._known_sha(repo, p["ref"])
+        latest: dict[str, dict[str, Any]] = {}
+        for status in self.statuses.get((repo.full_name, sha), []):
+            latest[status["context"].lower()] = status
+        states = [st["state"] for st in latest.values()]
+        base = f"{self.api_url}/repos/{repo.full_name}"
+        state = ("failure" if any(x in ("failure", "error") for x in states)
+                 else "pending" if not states or "pending" in states else "success")
+        return _Response(200, {"state": state, "statuses": list(latest.values()), "sha": sha,
+                               "total_count": len(latest), "repository": self._repo_json(repo),
+                               "commit_url": f"{base}/commits/{sha}",
+                               "url": f"{base}/commits/{sha}/status"},
+                         conditional_ok=True)
+
+    def _require_app(self) -> _Response | None:
+        # The Checks API writes are for GitHub Apps only: a personal token gets 403.
+        if self.app is None or self.app.api_actor() is None:
+            return _Response(403, {"message": "You must authenticate via a GitHub App.",
+                                   "documentation_url": "https://docs.github.com/rest/checks/runs"})
+        return None
+
+    def _check_run_json(self, run: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in run.items() if not k.startswith("_")}
+
+    def _apply_run(self, run: dict[str, Any], data: dict[str, Any]) -> _Response | None:
+        status = data.get("status", run.get("status") or "queued")
+        conclusion = data.get("conclusion", run.get("conclusion"))
+        if conclusion is not None and "status" not in data:
+            status = "completed"  # GitHub: giving a conclusion completes the run
+        if status not in ("queued", "in_progress", "completed"):
+            return _Response(422, {"message": f"Invalid status: {status}"})
+        if status == "completed" and conclusion not in (
+                "action_required", "cancelled", "failure", "neutral", "success", "skipped",
+                "stale", "timed_out"):
+            return _Response(422, {"message": "Conclusion must be given when completed"})
+        now = _iso(self.now())
+        run.update(status=status, conclusion=conclusion if status == "completed" else None,
+                   completed_at=now if status == "completed" else None)
+        for key in ("details_url", "external_id", "name"):
+            if key in data:
+                run[key] = data[key]
+        if "output" in data:
+            out = data["output"] or {}
+            run["output"] = {"title": out.get("title"), "summary": out.get("summary"),
+                             "text": out.get("text"), "annotations_count": 0,
+                             "annotations_url": f"{run['url']}/annotations"}
+        return None
+
+    def _r_check_run_create(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                            h: Any) -> _Response:
+        refused = self._require_app()
+        if refused is not None:
+            return refused
+        repo = self._repo(f"{p['owner']}/{p['repo']}")
+        data = json.loads(body or b"{}")
+        if not data.get("name") or not data.get("head_sha"):
+            return _Response(422, {"message": "Invalid request: name and head_sha are required"})
+        try:
+            sha = self._known_sha(repo, str(data["head_sha"]))
+        except _NotFound:
+            return _Response(422, {"message": "No commit found for SHA: " + str(data["head_sha"])})
+        self._next_check_run += 1
+        rid = self._next_check_run
+        run: dict[str, Any] = {
+            "id": rid, "node_id": _node_id("CheckRun", rid), "head_sha": sha,
+            "external_id": "", "name": data["name"], "status": "queued", "conclusion": None,
+            "url": f"{self.api_url}/repos/{repo.full_name}/check-runs/{rid}",
+            "html_url": f"{HTML_BASE}/{repo.full_name}/runs/{rid}",
+            "details_url": None, "started_at": _iso(self.now()), "completed_at": None,
+            "output": {"title": None, "summary": None, "text": None, "annotations_count": 0,
+                       "annotations_url": ""},
+            "check_suite": {"id": rid // 10}, "app": self.app.app_json() if self.app else None,
+            "pull_requests": [], "_repo": repo.full_name}
+        bad = self._apply_run(run, data)
+        if bad is not None:
+            return bad
+        self.check_runs[rid] = run
+        return _Response(201, self._check_run_json(run))
+
+    def _r_check_run_update(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                            h: Any) -> _Response:
+        refused = self._require_app()
+        if refused is not None:
+            return refused
+        run = self.check_runs.get(int(p["id"]))
+        if run is None or run["_repo"] != f"{p['owner']}/{p['repo']}":
+            raise _NotFound(p["id"])
+        bad = self._apply_run(run, json.loads(body or b"{}"))
+        return bad or _Response(200, self._check_run_json(run))
+
+    def _r_commit_check_runs(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                             h: Any) -> _Response:
+        repo = self._repo(f"{p['owner']}/{p['repo']}")
+        sha = self._known_sha(repo, p["ref"])
+        runs = [self._check_run_json(r) for r in reversed(list(self.check_runs.values()))
+                if r["_repo"] == repo.full_name and r["head_sha"] == sha
+                and (not q.get("check_name") or r["name"] == q["check_name"])]
+        return _Response(200, {"total_count": len(runs), "check_runs": runs},
+                         conditional_ok=True)
+
+    # -- teams (issue 11 §2) -----------------------------------------------------------------
+    def _team(self, p: dict[str, str]) -> dict[str, Any]:
+        team = self.teams.get((p["org"].lower(), p["team"].lower()))
+        if team is None or not team["visible"]:
+            raise _NotFound(p["team"])  # unknown and hidden look the same, as on GitHub
+        return team
+
+    def _r_team(self, p: dict[str, str], q: dict[str, str], body: bytes, h: Any) -> _Response:
+        self._team(p)
+        slug = p["team"].lower()
+        return _Response(200, {"id": abs(hash(slug)) % 10**7, "node_id": _node_id("Team", 1),
+                               "slug": slug, "name": slug, "privacy": "closed",
+                               "url": f"{self.api_url}/orgs/{p['org']}/teams/{slug}",
+                               "organization": self._user(p["org"], "Organization")})
+
+    def _r_team_membership(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                           h: Any) -> _Response:
+        team = self._team(p)
+        state = team["members"].get(unquote(p["login"]).lower())
+        if state is None:
+            raise _NotFound(p["login"])  # not a member: 404
+        return _Response(200, {"url": f"{self.api_url}/orgs/{p['org']}/teams/{p['team']}/"
+                                      f"memberships/{p['login']}",
+                               "role": "member", "state": state})
+
     def _r_contents(self, p: dict[str, str], q: dict[str, str], body: bytes,
                     h: Any) -> _Response:
         repo = self._repo(f"{p['owner']}/{p['repo']}")
@@ -1209,6 +1465,8 @@ class FakeGitHub(LoopbackServer):
         return {"__typename": "PullRequest", "id": pr.node_id, "number": pr.number,
                 "url": f"{HTML_BASE}/{repo.full_name}/pull/{pr.number}",
                 "headRefName": pr.head_branch, "baseRefName": repo.default_branch,
+                "headRefOid": self.head_sha(repo.full_name, pr.number),
+                "author": self._actor(pr.author, "User"),
                 "state": pr.state.upper(), "title": pr.title, "createdAt": pr.created_at,
                 "closed": pr.state != "open", "merged": False,
                 "closingIssuesReferences": lambda info, **_: self._connection(

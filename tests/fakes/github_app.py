@@ -64,7 +64,7 @@ NOT_FOR_INTEGRATIONS = "Resource not accessible by integration"
 #: Longest JWT lifetime GitHub accepts (seconds).
 MAX_JWT_SECONDS = 600
 PERMISSIONS = {"issues": "write", "pull_requests": "write", "contents": "read",
-               "metadata": "read"}
+               "metadata": "read", "checks": "write", "members": "read"}
 EVENTS = ["issues", "issue_comment", "pull_request"]
 
 #: ``(method, route name, pattern)`` of the App endpoints, for the fake's route table.
@@ -76,6 +76,7 @@ APP_ROUTES = (
 )
 _JWT_ROUTES = frozenset({"app", "app-token", "repo-installation"})
 _REPO_PATH = re.compile(r"^/repos/([^/]+)/([^/]+)")
+_ORG_PATH = re.compile(r"^/orgs/([^/]+)")
 
 
 @lru_cache(maxsize=4)
@@ -279,6 +280,10 @@ class FakeApp:
         match = _REPO_PATH.match(rel_path)
         if not graphql and match and not self.can_see(f"{match.group(1)}/{match.group(2)}"):
             return 404, "Not Found"
+        org = _ORG_PATH.match(rel_path)
+        account = self.installations[token.installation_id].account.lower()
+        if not graphql and org and org.group(1).lower() != account:
+            return 404, "Not Found"  # an installation reads only its own organisation
         return None
 
     # -- App endpoints (FakeGitHub routes them here) -------------------------------------

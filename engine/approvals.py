@@ -1,0 +1,455 @@
+"""Approval rules of human gates (issue 11 §2): who may approve, how many must, and
+whether the people whose work is judged may judge it.
+
+Pure: no port is called here. Team membership is asked through the ``membership``
+callable the caller passes (the tracker's :meth:`team_membership`, cached with a TTL by the
+GitHub bridge); a lookup that raises means *not authorized* (fail closed), and the reason
+says which lookup failed.
+
+Both ingresses share this module: a GitHub reply (``classify-feedback``) and a Slack
+Approve / Request-changes click (an event ``{"comments": [reply by the clicker's linked
+login], "via": "slack", "expectNode": node}`` handed to ``Runtime.advance``). The Slack
+side may pre-check a click with the same function the gate decides with, so both say the
+same thing::
+
+    rule = engine.hooks.common.rule_for(graph, settings, node)
+    people = engine.hooks.common.people_for(tracker, ref, node, rule, settings)
+    result = evaluate(rule, recorded_approvals(state, node), Approval(login, outcome, now,
+                      VIA_SLACK), authorized_users=settings.authorized_users,
+                      people=people, membership=tracker.team_membership)
+    # result.verdict.allowed / .reason; result.tally.summary()
+
+Rule shape (``gates.<node>`` in loopgate.yaml, or ``approval`` on a graph node; the
+config wins):
+
+* ``approvals`` — how many distinct authorized people must approve (default 1);
+* ``approvers`` — logins and GitHub teams ``org/team-slug`` (default: ``authorizedUsers``);
+* ``preventSelfApproval`` — the work item's author (and, at the merge gate, the
+  delivering pull requests' authors) cannot be one of the approvers (GitHub
+  environments' "prevent self-review" is the model);
+* ``attester`` (quiz gates) — ``any`` authorized user (default) or
+  ``assignee-or-author``: only the item's assignees or author, since the quiz attests
+  *their* understanding.
+
+Counting: one approval per person (a second approval by the same person replaces the
+first); a counted ``changes-requested`` resets the count (the gate routes back).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from engine.errors import ConfigError
+from engine.outcomes import APPROVED, APPROVED_WITH_COMMENTS, CHANGES_REQUESTED
+from engine.settings import normalize_login
+
+__all__ = [
+    "ATTESTER_ANY",
+    "ATTESTER_ASSIGNEE",
+    "VIA_REPLY",
+    "VIA_SLACK",
+    "ApprovalRule",
+    "People",
+    "Verdict",
+    "Approval",
+    "Refusal",
+    "Tally",
+    "Evaluation",
+    "Membership",
+    "authorize",
+    "record_approval",
+    "tally",
+    "evaluate",
+    "rule_teams",
+    "recorded_approvals",
+    "rule_problem",
+]
+
+ATTESTER_ANY = "any"
+ATTESTER_ASSIGNEE = "assignee-or-author"
+_ATTESTERS = (ATTESTER_ANY, ATTESTER_ASSIGNEE)
+VIA_REPLY = "reply"
+VIA_SLACK = "slack"
+
+#: ``(org, team_slug, login) -> bool``: True when ``login`` is an active member. Raises
+#: (any exception) when the lookup failed: the caller refuses (fail closed).
+Membership = Callable[[str, str, str], bool]
+
+
+@dataclass(frozen=True)
+class ApprovalRule:
+    """One human gate's rule.
+
+    Attributes:
+        approvals: distinct authorized approvers needed (≥ 1).
+        approvers: logins and ``org/team`` names; empty = ``authorizedUsers``.
+        prevent_self_approval: the item's author (and at the merge gate the delivering
+            pull requests' authors) may not approve.
+        attester: quiz gates: :data:`ATTESTER_ANY` or :data:`ATTESTER_ASSIGNEE`.
+    """
+
+    approvals: int = 1
+    approvers: tuple[str, ...] = ()
+    prevent_self_approval: bool = False
+    attester: str = ATTESTER_ANY
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], path: str = "gates") -> ApprovalRule:
+        """Read a rule document (camelCase keys).
+
+        Raises:
+            ConfigError: a bad value; the message names the key path (``path.key``).
+        """
+        if not isinstance(doc, Mapping):
+            raise ConfigError(f"{path}: must be a mapping")
+        known = {"approvals", "approvers", "preventSelfApproval", "attester"}
+        for key in doc:
+            if key not in known:
+                allowed = ", ".join(sorted(known))
+                raise ConfigError(f"{path}.{key}: unknown key (allowed: {allowed})")
+        count = doc.get("approvals", 1)
+        if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+            raise ConfigError(f"{path}.approvals: must be a whole number ≥ 1, got {count!r}")
+        approvers = doc.get("approvers", ())
+        if isinstance(approvers, str) or not all(isinstance(a, str) and a.strip()
+                                                 for a in approvers):
+            raise ConfigError(f"{path}.approvers: must be a list of logins and org/team names")
+        for name in approvers:
+            if name.count("/") > 1 or name.startswith("/") or name.endswith("/"):
+                raise ConfigError(f"{path}.approvers: {name!r} is neither a login nor org/team")
+        attester = doc.get("attester", ATTESTER_ANY)
+        if attester not in _ATTESTERS:
+            raise ConfigError(f"{path}.attester: must be one of {', '.join(_ATTESTERS)}, "
+                              f"got {attester!r}")
+        prevent = doc.get("preventSelfApproval", False)
+        if not isinstance(prevent, bool):
+            raise ConfigError(f"{path}.preventSelfApproval: must be true or false")
+        return cls(count, tuple(a.strip() for a in approvers), prevent, attester)
+
+    def to_json(self) -> dict[str, Any]:
+        """The camelCase document (:meth:`from_json` reads it back)."""
+        return {"approvals": self.approvals, "approvers": list(self.approvers),
+                "preventSelfApproval": self.prevent_self_approval, "attester": self.attester}
+
+    def logins(self, authorized_users: Sequence[str]) -> tuple[str, ...]:
+        """The plain logins allowed (``approvers`` without teams, else ``authorizedUsers``)."""
+        names = self.approvers or tuple(authorized_users)
+        return tuple(normalize_login(n) for n in names if "/" not in n)
+
+    def teams(self) -> tuple[tuple[str, str], ...]:
+        """``(org, team_slug)`` of every team in ``approvers``, lower-cased."""
+        return rule_teams(self.approvers)
+
+    def who(self, authorized_users: Sequence[str]) -> str:
+        """Who may approve, for people: ``@alice, @acme/reviewers``."""
+        names = self.approvers or tuple(authorized_users)
+        return ", ".join(f"@{n.lstrip('@')}" for n in names) or "an authorized user"
+
+
+def rule_teams(approvers: Iterable[str]) -> tuple[tuple[str, str], ...]:
+    """The ``(org, team_slug)`` pairs named in ``approvers`` (``org/team`` entries)."""
+    out = []
+    for name in approvers:
+        if "/" in name:
+            org, _, team = name.strip().lstrip("@").partition("/")
+            out.append((org.lower(), team.lower()))
+    return tuple(dict.fromkeys(out))
+
+
+@dataclass(frozen=True)
+class People:
+    """Whose work a gate judges (for ``preventSelfApproval`` and the attester rule).
+
+    Attributes:
+        item_author: who opened the work item.
+        assignees: the item's assignees.
+        pull_request_authors: ``(login, "owner/repo#N")`` of the delivering pull requests
+            (filled at the merge gate only).
+    """
+
+    item_author: str = ""
+    assignees: tuple[str, ...] = ()
+    pull_request_authors: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether one person's decision counts: ``allowed``, else ``reason`` (one line)."""
+
+    allowed: bool
+    reason: str = ""
+    team: str = ""  # the team that allowed it ("org/team"), "" for a login
+
+
+def _self_reason(login: str, people: People) -> str:
+    if login == normalize_login(people.item_author):
+        return (f"@{login} opened this work item, and this gate has preventSelfApproval: "
+                "the author cannot approve their own work")
+    for author, pull in people.pull_request_authors:
+        if login == normalize_login(author):
+            return (f"@{login} opened {pull}, which delivers this work item, and this gate "
+                    "has preventSelfApproval: the author cannot approve their own work")
+    return ""
+
+
+def authorize(login: str | None, rule: ApprovalRule, *, authorized_users: Sequence[str],
+              people: People, membership: Membership | None = None,
+              attesting: bool = False) -> Verdict:
+    """Decide whether ``login`` may answer a gate governed by ``rule``.
+
+    Args:
+        login: the person (a GitHub login; a Slack click is mapped to one first).
+        rule: the gate's rule.
+        authorized_users: ``authorizedUsers`` (the default approvers).
+        people: whose work it is.
+        membership: team lookups (see :data:`Membership`); None = no team can be asked.
+        attesting: a quiz attestation (the ``attester`` rule applies, not
+            ``preventSelfApproval``: the quiz is the author's own understanding).
+
+    Returns:
+        A :class:`Verdict`; never raises (a failed team lookup refuses, naming the team).
+    """
+    name = normalize_login(login)
+    if not name:
+        return Verdict(False, "the decision names nobody")
+    if attesting and rule.attester == ATTESTER_ASSIGNEE:
+        own = {normalize_login(people.item_author), *map(normalize_login, people.assignees)}
+        if name in own - {""}:
+            return Verdict(True)
+        return Verdict(False, f"@{name} is neither an assignee nor the author of this work "
+                              "item (attester: assignee-or-author)")
+    if rule.prevent_self_approval and not attesting:
+        why = _self_reason(name, people)
+        if why:
+            return Verdict(False, why)
+    if name in rule.logins(authorized_users):
+        return Verdict(True)
+    return _by_team(name, rule, authorized_users, membership)
+
+
+def _by_team(name: str, rule: ApprovalRule, authorized_users: Sequence[str],
+             membership: Membership | None) -> Verdict:
+    failed: list[str] = []
+    for org, team in rule.teams():
+        if membership is None:
+            failed.append(f"{org}/{team} (no team lookup available)")
+            continue
+        try:
+            if membership(org, team, name):
+                return Verdict(True, team=f"{org}/{team}")
+        except Exception as exc:  # noqa: BLE001 -- any failed lookup refuses (fail closed)
+            failed.append(f"{org}/{team} ({_short(exc)})")
+    reason = f"@{name} is not among the approvers of this gate ({rule.who(authorized_users)})"
+    if failed:
+        reason += "; the membership lookup failed for " + ", ".join(failed)
+    return Verdict(False, reason)
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+@dataclass(frozen=True)
+class Approval:
+    """One recorded decision.
+
+    Attributes:
+        by: the login (no ``@``, lower-cased).
+        outcome: ``approved`` | ``approved-with-comments`` | ``changes-requested``.
+        at: ISO-8601 UTC when it was given.
+        via: :data:`VIA_REPLY` (a GitHub reply) or :data:`VIA_SLACK`.
+        comment: the reply's URL ("" for Slack).
+        comment_id: the reply's id, or None.
+        body: the reply's text (kept for ``approved-with-comments``).
+        team: the team that authorized ``by`` ("" for a login).
+    """
+
+    by: str
+    outcome: str
+    at: str
+    via: str = VIA_REPLY
+    comment: str = ""
+    comment_id: int | None = None
+    body: str = ""
+    team: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored camelCase document."""
+        doc: dict[str, Any] = {"by": self.by, "outcome": self.outcome, "at": self.at,
+                               "via": self.via}
+        if self.comment:
+            doc["comment"] = self.comment
+        if self.comment_id is not None:
+            doc["commentId"] = self.comment_id
+        if self.body and self.outcome == APPROVED_WITH_COMMENTS:
+            doc["body"] = self.body
+        if self.team:
+            doc["team"] = self.team
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Approval:
+        """Read :meth:`to_json` back (unknown keys ignored)."""
+        cid = doc.get("commentId")
+        return cls(str(doc.get("by") or ""), str(doc.get("outcome") or ""),
+                   str(doc.get("at") or ""), str(doc.get("via") or VIA_REPLY),
+                   str(doc.get("comment") or ""), cid if isinstance(cid, int) else None,
+                   str(doc.get("body") or ""), str(doc.get("team") or ""))
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A decision that did not count: who, why, and which reply (for the thread)."""
+
+    by: str
+    reason: str
+    at: str
+    via: str = VIA_REPLY
+    comment_id: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored camelCase document."""
+        doc: dict[str, Any] = {"by": self.by, "reason": self.reason, "at": self.at,
+                               "via": self.via}
+        if self.comment_id is not None:
+            doc["commentId"] = self.comment_id
+        return doc
+
+
+def record_approval(recorded: Sequence[Approval], new: Approval) -> tuple[Approval, ...]:
+    """The approvals after ``new`` (already authorized) is counted.
+
+    A ``changes-requested`` resets the count (returns ``()``); an approval by someone who
+    approved before replaces their earlier one (counted once per person).
+    """
+    if new.outcome == CHANGES_REQUESTED:
+        return ()
+    kept = tuple(a for a in recorded if a.by != new.by)
+    return (*kept, new)
+
+
+@dataclass(frozen=True)
+class Tally:
+    """Where a gate's approvals stand.
+
+    Attributes:
+        needed: approvals the rule asks for.
+        approvals: the counted approvals (one per person), oldest first.
+        changes: the counted ``changes-requested`` that decided the gate, or None.
+    """
+
+    needed: int
+    approvals: tuple[Approval, ...] = ()
+    changes: Approval | None = None
+
+    @property
+    def count(self) -> int:
+        """Distinct people who approved."""
+        return len({a.by for a in self.approvals})
+
+    @property
+    def passed(self) -> bool:
+        """True when the gate is decided (enough approvals, or changes requested)."""
+        return self.changes is not None or self.count >= self.needed
+
+    @property
+    def outcome(self) -> str:
+        """``changes-requested``; ``approved-with-comments`` when a counted approval had
+        comments; else ``approved`` (meaningful once :attr:`passed`)."""
+        if self.changes is not None:
+            return CHANGES_REQUESTED
+        if any(a.outcome == APPROVED_WITH_COMMENTS for a in self.approvals):
+            return APPROVED_WITH_COMMENTS
+        return APPROVED
+
+    def summary(self) -> str:
+        """``1 of 2 approvals: @alice`` (``0 of 2 approvals`` when none)."""
+        noun = "approval" if self.needed == 1 else "approvals"
+        text = f"{self.count} of {self.needed} {noun}"
+        if self.approvals:
+            text += ": " + ", ".join(f"@{a.by}" for a in self.approvals)
+        return text
+
+
+def tally(rule: ApprovalRule, approvals: Sequence[Approval],
+          changes: Approval | None = None) -> Tally:
+    """The :class:`Tally` of ``approvals`` under ``rule``."""
+    return Tally(rule.approvals, tuple(approvals), changes)
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """What one decision does to a gate (:func:`evaluate`).
+
+    Attributes:
+        verdict: whether the decision counts, and why not.
+        tally: the gate's tally after it (unchanged when refused).
+    """
+
+    verdict: Verdict
+    tally: Tally
+
+
+def evaluate(rule: ApprovalRule, recorded: Sequence[Approval], decision: Approval, *,
+             authorized_users: Sequence[str], people: People,
+             membership: Membership | None = None) -> Evaluation:
+    """Apply one decision to a gate's recorded approvals: the one function both
+    ingresses (GitHub replies, Slack clicks) use, also for a pre-check.
+
+    Args:
+        rule: the gate's rule.
+        recorded: the approvals counted so far at this entry of the gate.
+        decision: the new decision (``by``, ``outcome``, ``at``, ``via`` ...).
+        authorized_users: ``authorizedUsers``.
+        people: whose work it is.
+        membership: team lookups; a failure refuses.
+
+    Returns:
+        The :class:`Evaluation`: refused → the tally of ``recorded``; counted → the tally
+        after it (``changes`` set for a ``changes-requested``).
+    """
+    verdict = authorize(decision.by, rule, authorized_users=authorized_users, people=people,
+                        membership=membership)
+    if not verdict.allowed:
+        return Evaluation(verdict, tally(rule, recorded))
+    counted = Approval(normalize_login(decision.by), decision.outcome, decision.at,
+                       decision.via, decision.comment, decision.comment_id, decision.body,
+                       verdict.team)
+    after = record_approval(recorded, counted)
+    changes = counted if counted.outcome == CHANGES_REQUESTED else None
+    return Evaluation(verdict, tally(rule, after, changes))
+
+
+
+def recorded_approvals(state: Any, node_id: str) -> tuple[Approval, ...]:
+    """The approvals counted so far at the current entry of gate ``node_id`` of an item
+    (``state``: an :class:`~engine.state.ItemState`; ``surface.approvals[node]``, written
+    by ``classify-feedback``); ``()`` for a gate entered since (a new entry starts from
+    zero)."""
+    record = state.nodes.get(node_id)
+    entered = record.entered_at if record is not None else ""
+    entry = (state.surface.get("approvals") or {}).get(node_id)
+    if not isinstance(entry, Mapping) or entry.get("enteredAt") != entered:
+        return ()
+    return tuple(Approval.from_json(a) for a in entry.get("approvals") or ()
+                 if isinstance(a, Mapping))
+
+
+def rule_problem(rule: ApprovalRule, exit_hooks: Sequence[str]) -> str:
+    """Why ``rule`` cannot govern a gate whose exit chain runs ``exit_hooks`` ("" when it
+    can): approvals, approvers and ``preventSelfApproval`` belong to review gates
+    (``classify-feedback``); ``attester`` and approvers to quiz gates (``quiz-attested``),
+    which one attestation passes."""
+    if "classify-feedback" in exit_hooks:
+        if rule.attester != ATTESTER_ANY:
+            return "attester applies to quiz gates (quiz-attested), not to a review gate"
+        return ""
+    if "quiz-attested" in exit_hooks:
+        if rule.approvals != 1 or rule.prevent_self_approval:
+            return ("a quiz gate passes on one attestation: approvals and "
+                    "preventSelfApproval apply to review gates (classify-feedback)")
+        return ""
+    return "only review gates (classify-feedback) and quiz gates (quiz-attested) take rules"
