@@ -141,8 +141,8 @@ def test_approve_with_comments_records_the_review_comments(world: SlackWorld) ->
 @pytest.mark.parametrize(("user", "expected"), [
     ("UEVE", "Your Slack account is not linked to a GitHub login, so nothing was decided. "
              "Run `/loop link <github-login>` first."),
-    ("UBOB", "@bob may not answer `requirements-approval` of acme/widgets#7, so nothing was "
-             "decided."),
+    ("UBOB", "@bob may not answer `requirements-approval` of acme/widgets#7 (@bob is not "
+             "among the approvers of this gate (@alice, @carol)), so nothing was decided."),
 ])
 def test_an_unlinked_or_unauthorized_click_gets_an_ephemeral_and_changes_nothing(
         world: SlackWorld, user: str, expected: str, caplog: pytest.LogCaptureFixture) -> None:
