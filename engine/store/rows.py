@@ -19,7 +19,8 @@ from engine.store.memory import StoreTransaction, json_text, utc_now_iso
 
 __all__ = [
     "ENTRY_TABLES", "CHILD_TABLES", "ITEM_COLUMNS", "Query", "read_state", "write_statements",
-    "stream_states", "SELECT_EVENTS", "SELECT_REFS",
+    "stream_states", "SELECT_EVENTS", "SELECT_REFS", "KV_GET", "KV_SET", "KV_DELETE",
+    "KV_ITEMS",
 ]
 
 #: ``query(sql, params)`` -> rows as tuples (a driver's ``execute``, placeholders converted).
@@ -56,6 +57,12 @@ _INSERT_FORCED = ('INSERT INTO forced_moves (item, ord, from_node, to_node, "by"
 _INSERT_EVENT = "INSERT INTO events (item, at, kind, data) VALUES (?, ?, ?, ?)"
 SELECT_EVENTS = "SELECT seq, at, kind, data FROM events WHERE item = ? ORDER BY seq"
 SELECT_REFS = "SELECT owner, repo, number FROM items ORDER BY owner, repo, number"
+KV_GET = "SELECT value FROM kv WHERE namespace = ? AND key = ?"
+KV_SET = ("INSERT INTO kv (namespace, key, value, updated_at) VALUES (?, ?, ?, ?) "
+          "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, "
+          "updated_at = excluded.updated_at")
+KV_DELETE = "DELETE FROM kv WHERE namespace = ? AND key = ?"
+KV_ITEMS = "SELECT key, value FROM kv WHERE namespace = ? ORDER BY key"
 
 
 # -- row <-> state -----------------------------------------------------------------------

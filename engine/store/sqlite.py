@@ -34,6 +34,10 @@ from engine.state import ItemState
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
 from engine.store.migrations import MIGRATIONS
 from engine.store.rows import (
+    KV_DELETE,
+    KV_GET,
+    KV_ITEMS,
+    KV_SET,
     SELECT_EVENTS,
     SELECT_REFS,
     Query,
@@ -262,32 +266,23 @@ class SqliteStore:
     # -- kv (bridges) ------------------------------------------------------------------
     def kv_get(self, namespace: str, key: str, default: Any = None) -> Any:
         """The JSON value stored under ``(namespace, key)``, or ``default``."""
-        row = self.db().conn.execute(
-            "SELECT value FROM kv WHERE namespace = ? AND key = ?", (namespace, key)
-        ).fetchone()
+        row = self.db().conn.execute(KV_GET, (namespace, key)).fetchone()
         return default if row is None else json.loads(row[0])
 
     def kv_set(self, namespace: str, key: str, value: Any) -> None:
         """Store JSON ``value`` under ``(namespace, key)`` (joins an open transaction)."""
         text = json_text(value)
         with self.writing() as db:
-            db.conn.execute(
-                "INSERT INTO kv (namespace, key, value, updated_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, "
-                "updated_at = excluded.updated_at",
-                (namespace, key, text, utc_now_iso()),
-            )
+            db.conn.execute(KV_SET, (namespace, key, text, utc_now_iso()))
 
     def kv_delete(self, namespace: str, key: str) -> None:
         """Remove ``(namespace, key)``; absent is not an error."""
         with self.writing() as db:
-            db.conn.execute("DELETE FROM kv WHERE namespace = ? AND key = ?", (namespace, key))
+            db.conn.execute(KV_DELETE, (namespace, key))
 
     def kv_items(self, namespace: str) -> dict[str, Any]:
         """Every ``key -> value`` of ``namespace``, sorted by key."""
-        rows = self.db().conn.execute(
-            "SELECT key, value FROM kv WHERE namespace = ? ORDER BY key", (namespace,)
-        )
+        rows = self.db().conn.execute(KV_ITEMS, (namespace,))
         return {k: json.loads(v) for k, v in rows}
 
 
