@@ -300,12 +300,17 @@ class MemoryInbox:
 
 
 def webhook_inbox(store: Any) -> WebhookInbox:
-    """The inbox beside ``store``: a :class:`SqliteInbox` next to a file-backed store
-    (one with a ``path``), else a :class:`MemoryInbox`.
+    """The inbox beside ``store``: the PostgreSQL store's own tables
+    (:class:`bridges.postgres.inbox.PostgresInbox`), a :class:`SqliteInbox` next to a
+    file-backed store (one with a ``path``), else a :class:`MemoryInbox`.
 
     Raises:
         InboxError: the inbox file cannot be opened or migrated.
     """
+    if getattr(store, "backend", "") == "postgresql":  # shared by replicas (issue 15)
+        from bridges.postgres.inbox import PostgresInbox
+
+        return PostgresInbox(store)
     path = getattr(store, "path", None)
     if isinstance(path, Path):
         return SqliteInbox(inbox_path(path))
@@ -326,7 +331,7 @@ def adopt_legacy_inbox(store: Any, inbox: WebhookInbox) -> int:
     Returns:
         How many deliveries were moved.
     """
-    if not callable(getattr(store, "db", None)):
+    if not callable(getattr(store, "db", None)) or getattr(store, "backend", "") != "sqlite":
         return 0
     db = store.db()
     if not db["github_inbox"].exists():

@@ -247,7 +247,12 @@ class MemoryBridgeState:
 
 
 def bridge_state(store: Any) -> BridgeState:
-    """The bridge state living beside ``store``: SQLite when the store has ``db()``."""
+    """The bridge state living beside ``store``: PostgreSQL on the PostgreSQL store
+    (issue 15), SQLite when the store has ``db()``, else in memory."""
+    if getattr(store, "backend", "") == "postgresql":
+        from bridges.postgres.bridge_state import PostgresBridgeState
+
+        return PostgresBridgeState(store)
     if callable(getattr(store, "db", None)):
         return SqliteBridgeState(store)
     return MemoryBridgeState()

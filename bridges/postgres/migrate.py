@@ -16,7 +16,8 @@ from dataclasses import dataclass
 
 import psycopg
 
-__all__ = ["Migration", "MigrationSet", "ENGINE", "apply", "applied"]
+__all__ = ["Migration", "MigrationSet", "ENGINE", "GITHUB", "INBOX", "SLACK", "ALL", "apply",
+           "applied"]
 
 # pg_advisory_xact_lock key for "migrating" (any constant unique to loopgate).
 _MIGRATE_LOCK = 0x6C6F6F70_6D696772 & 0x7FFFFFFFFFFFFFFF
@@ -122,3 +123,67 @@ ENGINE = MigrationSet("loopgate-engine", (
         "CREATE INDEX effects_status ON effects (status, id)",
     )),
 ))
+
+
+#: The GitHub bridge's state (bridges/github/persistence.py): poll cursors and ETags, seen
+#: keys, handled deliveries. ``n`` orders rows as SQLite's rowid does (oldest forgotten).
+GITHUB = MigrationSet("loopgate-github", (
+    Migration("0001_poll_seen_deliveries", (
+        "CREATE TABLE github_poll (repo TEXT NOT NULL, stream TEXT NOT NULL, cursor TEXT, "
+        "etag TEXT, etag_since TEXT, updated_at TEXT, PRIMARY KEY (repo, stream))",
+        "CREATE TABLE github_seen (n BIGSERIAL UNIQUE, scope TEXT NOT NULL, kind TEXT NOT NULL, "
+        "key TEXT NOT NULL, at TEXT, PRIMARY KEY (scope, kind, key))",
+        "CREATE INDEX github_seen_order ON github_seen (scope, kind, n)",
+        "CREATE TABLE github_deliveries (n BIGSERIAL UNIQUE, key TEXT PRIMARY KEY, status TEXT, "
+        "at TEXT)",
+    )),
+    # Shared GitHub write pacing and rate-limit state (issue 15 §3): one row per budget.
+    Migration("0002_write_budget", (
+        "CREATE TABLE github_write_budget (name TEXT PRIMARY KEY, next_at DOUBLE PRECISION "
+        "NOT NULL DEFAULT 0, paused_until DOUBLE PRECISION NOT NULL DEFAULT 0, "
+        "updated_at TEXT)",
+    )),
+))
+
+#: The webhook inbox (bridges/github/inbox.py): a row per acknowledged delivery, claimed by
+#: the replica handling it (``claimed_by``/``claimed_until``) so no two replicas replay it.
+INBOX = MigrationSet("loopgate-inbox", (
+    Migration("0001_inbox", (
+        "CREATE TABLE inbox (n BIGSERIAL UNIQUE, delivery_id TEXT PRIMARY KEY, event TEXT, "
+        "body BYTEA, received_at TEXT, handled_at TEXT, status TEXT, "
+        "claimed_by TEXT NOT NULL DEFAULT '', claimed_until TEXT NOT NULL DEFAULT '')",
+        "CREATE INDEX inbox_owed ON inbox (n) WHERE handled_at IS NULL",
+    )),
+))
+
+#: The Slack bot's tables (bot/notifier.py: outbox, threads, messages, links, codes), the
+#: same columns as SQLite's ``loopgate-slack`` set, plus the outbox claim.
+SLACK = MigrationSet("loopgate-slack", (
+    Migration("m001_outbox_threads_identity", (
+        "CREATE TABLE slack_outbox (id BIGSERIAL PRIMARY KEY, item TEXT NOT NULL, "
+        "event TEXT NOT NULL, data TEXT NOT NULL, created_at TEXT NOT NULL, "
+        "attempts INTEGER NOT NULL DEFAULT 0, next_attempt_at TEXT NOT NULL, "
+        "sent_at TEXT, failed_at TEXT, last_error TEXT NOT NULL DEFAULT '')",
+        "CREATE INDEX slack_outbox_pending ON slack_outbox (sent_at, next_attempt_at)",
+        "CREATE TABLE slack_threads (item TEXT PRIMARY KEY, channel TEXT NOT NULL, "
+        "ts TEXT NOT NULL, revision INTEGER NOT NULL DEFAULT 0, kind TEXT NOT NULL, "
+        "node TEXT NOT NULL DEFAULT '', author TEXT NOT NULL DEFAULT '', "
+        "updated_at TEXT NOT NULL)",
+        "CREATE TABLE slack_messages (item TEXT NOT NULL, node TEXT NOT NULL, "
+        "kind TEXT NOT NULL, slack_user TEXT NOT NULL DEFAULT '', channel TEXT NOT NULL, "
+        "ts TEXT NOT NULL, revision INTEGER NOT NULL DEFAULT 0, data TEXT NOT NULL, "
+        "PRIMARY KEY (item, node, kind, slack_user))",
+        "CREATE TABLE slack_links (slack_user TEXT PRIMARY KEY, github_login TEXT NOT NULL, "
+        "linked_at TEXT NOT NULL, via TEXT NOT NULL)",
+        "CREATE TABLE slack_link_codes (code TEXT PRIMARY KEY, slack_user TEXT NOT NULL, "
+        "github_login TEXT NOT NULL, created_at TEXT NOT NULL, expires_at TEXT NOT NULL, "
+        "used_at TEXT)",
+    )),
+    Migration("m002_outbox_claims", (
+        "ALTER TABLE slack_outbox ADD COLUMN claimed_by TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE slack_outbox ADD COLUMN claimed_until TEXT NOT NULL DEFAULT ''",
+    )),
+))
+
+#: Every set, applied by :class:`bridges.postgres.store.PostgresStore` at open.
+ALL = (ENGINE, GITHUB, INBOX, SLACK)

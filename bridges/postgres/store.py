@@ -27,7 +27,7 @@ import logging
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Any
 
 import psycopg
@@ -37,6 +37,7 @@ from psycopg_pool import ConnectionPool
 
 from bridges.postgres import migrate
 from bridges.postgres.effects import PostgresEffectQueue
+from bridges.postgres.session import PgSession
 from bridges.postgres.sql import to_pg
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
@@ -89,7 +90,12 @@ class _Local(threading.local):
 
 
 class PostgresStore:
-    """Work item state, event log, kv and the effect outbox in one PostgreSQL database.
+    """Work item state, event log, kv and the effect outbox in one PostgreSQL database
+    (and, through :meth:`db`/:meth:`writing`, the bridges' and the Slack bot's tables).
+
+    Attributes:
+        backend: ``"postgresql"`` (what callers choosing an implementation ask).
+        where: ``user@host:port/db`` — how logs and errors name the database.
 
     Args:
         conninfo: a libpq URL or conninfo string (``postgresql://user@host:port/db``); the
@@ -99,7 +105,8 @@ class PostgresStore:
         min_size, max_size: the connection pool's bounds.
         lock_timeout_ms: the longest wait for an item's row lock (milliseconds).
         connect_timeout_s: how long opening waits for the server (seconds).
-        migration_sets: further migration histories to apply at open (the bridges').
+        migration_sets: the migration histories applied at open (default: the engine's,
+            the GitHub bridge's, the inbox's and the Slack bot's, :data:`migrate.ALL`).
 
     Raises:
         StoreError: the server cannot be reached, the login is refused, or the schema
@@ -109,7 +116,7 @@ class PostgresStore:
     def __init__(self, conninfo: str, *, password: str | None = None, min_size: int = 1,
                  max_size: int = 10, lock_timeout_ms: int = 30_000,
                  connect_timeout_s: int = 10,
-                 migration_sets: Sequence[migrate.MigrationSet] = ()) -> None:
+                 migration_sets: Sequence[migrate.MigrationSet] = migrate.ALL) -> None:
         self.where = describe(conninfo)
         self._conninfo = conninfo
         self._kwargs: dict[str, Any] = {
@@ -127,12 +134,27 @@ class PostgresStore:
         self._pool = self._open_pool()
         try:
             with self._pool.connection() as conn:
-                migrate.apply(conn, (migrate.ENGINE, *migration_sets))
+                migrate.apply(conn, migration_sets)
         except psycopg.Error as exc:
             self._pool.close()
             raise StoreError(f"{self.where}: migrating failed: {_reason(exc)}") from None
         #: The outbox of effects (:class:`~engine.store.effect_queue.EffectQueue`).
         self.effects = PostgresEffectQueue(self._read, self._write)
+
+    backend = "postgresql"
+
+    # -- portable SQL (the bot's tables) -------------------------------------------------
+    def db(self) -> PgSession:
+        """A session for one statement at a time: inside this thread's open transaction
+        it runs there (its writes commit with the transaction), else autocommit."""
+        return PgSession(self._read)
+
+    @contextmanager
+    def writing(self) -> Iterator[PgSession]:
+        """A write scope (joins the thread's open transaction as a savepoint, else one
+        transaction committed on normal exit), as a :class:`PgSession`."""
+        with self._write() as conn:
+            yield PgSession(lambda: nullcontext(conn))
 
     # -- connections -------------------------------------------------------------------
     def connect(self) -> psycopg.Connection:

@@ -82,6 +82,9 @@ class SqliteStore:
         StoreError: the file cannot be opened or migrated.
     """
 
+    #: Which implementation this is (callers choosing a bridge-state backend ask).
+    backend = "sqlite"
+
     def __init__(
         self,
         path: str | os.PathLike[str],

@@ -157,3 +157,43 @@ def test_describe_names_host_port_database_and_user_only() -> None:
     url = "postgresql://bot:s3cret@db.example:6543/loopgate?sslmode=require"
     assert describe(url) == "bot@db.example:6543/loopgate"
     assert "s3cret" not in describe("host=h password=s3cret dbname=d user=u")
+
+
+def test_a_delivery_is_replayed_by_one_replica_only_until_its_lease_runs_out(
+        store: PostgresStore) -> None:
+    from bridges.postgres.inbox import PostgresInbox
+
+    first, second = PostgresInbox(store, "replica-1"), PostgresInbox(store, "replica-2")
+    assert first.put("guid-1", "issues", b"{}") == "new"
+    assert second.put("guid-1", "issues", b"{}") == "owed"  # a redelivery to another replica
+    assert second.owed() == []  # replica-1 holds it
+    assert [e.delivery_id for e in first.owed()] == ["guid-1"]
+    store.db().execute("UPDATE inbox SET claimed_until = '2000-01-01T00:00:00.000000Z'")
+    assert [e.delivery_id for e in second.owed()] == ["guid-1"]  # replica-1 died: taken over
+    assert first.owed() == []
+    second.done("guid-1", "handled")
+    assert first.put("guid-1", "issues", b"{}") == "handled"
+
+
+def test_replicas_replaying_together_split_the_owed_deliveries(pg_database: str) -> None:
+    from bridges.postgres.inbox import PostgresInbox
+
+    stores = [PostgresStore(pg_database) for _ in range(3)]
+    inboxes = [PostgresInbox(s, f"replica-{i}") for i, s in enumerate(stores)]
+    for n in range(200):
+        inboxes[0].put(f"guid-{n}", "issues", b"{}")
+    stores[0].db().execute("UPDATE inbox SET claimed_by = '', claimed_until = ''")
+    taken: list[list[str]] = [[] for _ in inboxes]
+
+    def replay(i: int) -> None:
+        taken[i] = [e.delivery_id for e in inboxes[i].owed()]
+
+    threads = [threading.Thread(target=replay, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    everything = [d for part in taken for d in part]
+    assert sorted(everything) == sorted(f"guid-{n}" for n in range(200))  # each exactly once
+    for pg in stores:
+        pg.close()

@@ -1,0 +1,88 @@
+"""The GitHub bridge's state on PostgreSQL: :class:`bridges.github.persistence.BridgeState`
+(poll cursors and ETags, seen keys, handled deliveries), shared by every replica.
+
+The caps keep the newest rows as SQLite's rowid order does, through the ``n`` column.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from bridges.github.persistence import DELIVERY_CAP, SEEN_CAP, PollCursor
+
+__all__ = ["PostgresBridgeState"]
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+class PostgresBridgeState:
+    """:class:`~bridges.github.persistence.BridgeState` in the PostgreSQL store.
+
+    Args:
+        store: a :class:`~bridges.postgres.store.PostgresStore` (its tables are migrated
+            when it opens).
+    """
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def get_cursor(self, repo: str, stream: str) -> PollCursor:
+        """The stored cursor of ``repo``/``stream`` (empty when never polled)."""
+        row = self.store.db().execute(
+            "SELECT cursor, etag, etag_since FROM github_poll WHERE repo = ? AND stream = ?",
+            (repo, stream)).fetchone()
+        return PollCursor(*row) if row else PollCursor()
+
+    def set_cursor(self, repo: str, stream: str, cursor: PollCursor) -> None:
+        """Store the cursor of ``repo``/``stream``."""
+        with self.store.writing() as db:
+            db.execute(
+                "INSERT INTO github_poll (repo, stream, cursor, etag, etag_since, updated_at) "
+                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (repo, stream) DO UPDATE SET "
+                "cursor = excluded.cursor, etag = excluded.etag, "
+                "etag_since = excluded.etag_since, updated_at = excluded.updated_at",
+                (repo, stream, cursor.cursor, cursor.etag, cursor.etag_since, _now()))
+
+    def seen(self, scope: str, kind: str, keys: Iterable[str]) -> set[str]:
+        """Which of ``keys`` are marked seen under ``scope``/``kind``."""
+        wanted = list(dict.fromkeys(keys))
+        if not wanted:
+            return set()
+        rows = self.store.db().execute(
+            "SELECT key FROM github_seen WHERE scope = ? AND kind = ? AND key = ANY(?)",
+            (scope, kind, wanted))
+        return {r[0] for r in rows}
+
+    def mark_seen(self, scope: str, kind: str, keys: Iterable[str], cap: int = SEEN_CAP) -> None:
+        """Mark ``keys`` seen, then keep only the newest ``cap`` of ``scope``/``kind``."""
+        rows = [(scope, kind, k, _now()) for k in dict.fromkeys(keys)]
+        if not rows:
+            return
+        with self.store.writing() as db:
+            db.executemany("INSERT INTO github_seen (scope, kind, key, at) VALUES (?, ?, ?, ?) "
+                           "ON CONFLICT DO NOTHING", rows)
+            db.execute(
+                "DELETE FROM github_seen WHERE scope = ? AND kind = ? AND n < "
+                "(SELECT COALESCE(MIN(n), 0) FROM (SELECT n FROM github_seen WHERE scope = ? "
+                "AND kind = ? ORDER BY n DESC LIMIT ?) newest)",
+                (scope, kind, scope, kind, cap))
+
+    def handled(self, key: str) -> bool:
+        """True when a dispatcher (any replica) recorded ``key``."""
+        row = self.store.db().execute(
+            "SELECT 1 FROM github_deliveries WHERE key = ?", (key,)).fetchone()
+        return row is not None
+
+    def mark_handled(self, key: str, status: str) -> None:
+        """Record ``key`` with ``status``; the oldest beyond :data:`DELIVERY_CAP` go."""
+        with self.store.writing() as db:
+            db.execute(
+                "INSERT INTO github_deliveries (key, status, at) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET status = excluded.status, at = excluded.at",
+                (key, status, _now()))
+            db.execute("DELETE FROM github_deliveries WHERE n <= "
+                       "(SELECT MAX(n) FROM github_deliveries) - ?", (DELIVERY_CAP,))
