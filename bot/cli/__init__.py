@@ -39,7 +39,7 @@ def database_in_use(ctx: click.Context) -> str:
     Returns:
         The path, or a sentence saying why it cannot be told (an invalid config file).
     """
-    from bot.config import default_db_path, load_config
+    from bot.config import load_config
     from engine.errors import LoopgateError
 
     try:
@@ -47,7 +47,12 @@ def database_in_use(ctx: click.Context) -> str:
     except LoopgateError as exc:
         return f"unknown until the config is fixed ({exc})"
     explicit = ctx.params.get("db_path") or os.environ.get("LOOPGATE_DB") or None
-    return str(default_db_path(config, explicit))
+    try:
+        from bot.database import describe_database
+
+        return describe_database(config, explicit)  # a PostgreSQL URL: never the password
+    except LoopgateError as exc:
+        return f"unknown until the config is fixed ({exc})"
 
 
 class _DbOption(click.Option):

@@ -202,10 +202,14 @@ def _build(supervisor: Supervisor, services: Any, secret: str | None,
     return http
 
 
-def _hold_database(ctx: CliContext) -> ServerLock:
-    """Take the database's server lock, or exit 2 naming the process holding it."""
+def _hold_database(ctx: CliContext) -> ServerLock | None:
+    """Take the database's server lock, or exit 2 naming the process holding it. On
+    PostgreSQL there is none: replicas share the database (issue 15 §3)."""
     from bot.config import default_db_path
+    from bot.database import database_url
 
+    if database_url(ctx.config, ctx.db_path) is not None:
+        return None
     lock = ServerLock(default_db_path(ctx.config, ctx.db_path))
     try:
         lock.acquire()
@@ -223,7 +227,8 @@ def _serve(ctx: CliContext, insecure_webhooks: bool) -> None:
     try:
         _supervise(ctx, secret, insecure_webhooks)
     finally:
-        lock.release()
+        if lock is not None:
+            lock.release()
 
 
 def _supervise(ctx: CliContext, secret: str | None, insecure_webhooks: bool) -> None:
