@@ -99,6 +99,13 @@ def _poller_loop(services: Any, dispatcher: Any) -> Callable[[threading.Event], 
     from bridges.github.poller import Poller
 
     poller = Poller.from_services(services, dispatcher)
+    if getattr(services.store, "backend", "") == "postgresql":
+        # Replicas: only the one holding the poller's advisory lock polls (issue 15 §3).
+        from bridges.postgres.replicas import Leadership
+
+        leader = Leadership(services.store, "poller")
+        return lambda stop: leader.run(stop, interval,
+                                       lambda s: poller.cycle(s, interval))
     return lambda stop: poller.run(interval, stop)
 
 
@@ -168,8 +175,11 @@ def _add_effects_worker(supervisor: Supervisor, services: Any) -> None:
     if not services.config.has("github"):
         return  # the offline thread is SQLite: carried out right after each commit
     from bridges.github.effects_worker import EffectWorker
+    from bridges.postgres.replicas import share_github_limits, shared_write_budget
 
-    worker = EffectWorker(services.store, services.ports, services.settings)
+    share_github_limits(services)  # on PostgreSQL replicas share pacing and limits
+    worker = EffectWorker(services.store, services.ports, services.settings,
+                          budget=shared_write_budget(services.store))
     services.perform_with(worker.wake)
     supervisor.add_loop("github-effects", worker.run, timeout=30)
 

@@ -202,11 +202,17 @@ class Poller:
         """Poll every ``interval`` seconds until ``stop`` is set (a rate limit waits for
         its reset instead). A cycle in hand is finished before returning."""
         while not stop.is_set():
-            report = self.poll_once(stop)
-            wait = interval
-            if report.limited_until is not None:
-                wait = max(wait, (report.limited_until - self._clock()).total_seconds())
-            stop.wait(max(wait, 0.0))
+            stop.wait(self.cycle(stop, interval))
+
+    def cycle(self, stop: threading.Event, interval: float) -> float:
+        """One :meth:`poll_once`; returns the seconds to wait before the next one
+        (``interval``, or longer until a rate limit resets). Replicas on PostgreSQL run
+        this only on the replica leading the poller (issue 15 §3)."""
+        report = self.poll_once(stop)
+        wait = interval
+        if report.limited_until is not None:
+            wait = max(wait, (report.limited_until - self._clock()).total_seconds())
+        return max(wait, 0.0)
 
     def poll_once(self, stop: threading.Event | None = None) -> CycleReport:
         """One cycle over every repository (stops between repositories when ``stop`` is set).

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import psycopg
 
-__all__ = ["Migration", "MigrationSet", "ENGINE", "GITHUB", "INBOX", "SLACK", "ALL", "apply",
-           "applied"]
+__all__ = ["Migration", "MigrationSet", "ENGINE", "GITHUB", "INBOX", "SLACK", "REPLICAS",
+           "ALL", "apply", "applied"]
 
 # pg_advisory_xact_lock key for "migrating" (any constant unique to loopgate).
 _MIGRATE_LOCK = 0x6C6F6F70_6D696772 & 0x7FFFFFFFFFFFFFFF
@@ -137,12 +137,6 @@ GITHUB = MigrationSet("loopgate-github", (
         "CREATE TABLE github_deliveries (n BIGSERIAL UNIQUE, key TEXT PRIMARY KEY, status TEXT, "
         "at TEXT)",
     )),
-    # Shared GitHub write pacing and rate-limit state (issue 15 §3): one row per budget.
-    Migration("0002_write_budget", (
-        "CREATE TABLE github_write_budget (name TEXT PRIMARY KEY, next_at DOUBLE PRECISION "
-        "NOT NULL DEFAULT 0, paused_until DOUBLE PRECISION NOT NULL DEFAULT 0, "
-        "updated_at TEXT)",
-    )),
 ))
 
 #: The webhook inbox (bridges/github/inbox.py): a row per acknowledged delivery, claimed by
@@ -185,5 +179,21 @@ SLACK = MigrationSet("loopgate-slack", (
     )),
 ))
 
+#: What replicas share besides the work (issue 15 §3): GitHub writes sent (the write
+#: budget and spacing), rate-limit guards, and which replica leads a role (the poller).
+#: Times are the server's clock (epoch seconds), so replicas agree on them.
+REPLICAS = MigrationSet("loopgate-replicas", (
+    Migration("0001_pacing_leaders", (
+        "CREATE TABLE github_writes (n BIGSERIAL PRIMARY KEY, at DOUBLE PRECISION NOT NULL)",
+        "CREATE INDEX github_writes_at ON github_writes (at)",
+        "CREATE TABLE github_rate_guard (resource TEXT PRIMARY KEY, "
+        "until_epoch DOUBLE PRECISION NOT NULL)",
+        "CREATE TABLE loopgate_leaders (role TEXT PRIMARY KEY, holder TEXT NOT NULL, "
+        "since TEXT NOT NULL)",
+        "CREATE TABLE loopgate_leader_log (n BIGSERIAL PRIMARY KEY, role TEXT NOT NULL, "
+        "holder TEXT NOT NULL, at TEXT NOT NULL)",
+    )),
+))
+
 #: Every set, applied by :class:`bridges.postgres.store.PostgresStore` at open.
-ALL = (ENGINE, GITHUB, INBOX, SLACK)
+ALL = (ENGINE, GITHUB, INBOX, SLACK, REPLICAS)
