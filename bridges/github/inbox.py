@@ -41,6 +41,7 @@ __all__ = [
     "NEW",
     "OWED",
     "HANDLED",
+    "HELD",
     "HANDLED_CAP",
     "InboxEntry",
     "InboxError",
@@ -59,6 +60,10 @@ logger = logging.getLogger(__name__)
 NEW = "new"
 OWED = "owed"
 HANDLED = "handled"
+#: Kept, not handled yet, and in hand at another replica sharing the database (issue 15):
+#: answered as a duplicate; that replica finishes it, or its lease runs out and the replay
+#: takes it.
+HELD = "held"
 
 #: A handled delivery is remembered for de-duplication while it is among the newest this
 #: many arrivals (an owed one is never forgotten); GitHub keeps a delivery redeliverable
@@ -102,7 +107,8 @@ class WebhookInbox(Protocol):
         """Keep a delivery; a second put of the same id keeps the first.
 
         Returns:
-            :data:`NEW`, :data:`OWED` (kept before, not handled yet) or :data:`HANDLED`.
+            :data:`NEW`, :data:`OWED` (kept before, not handled yet), :data:`HANDLED`,
+            or (replicas only) :data:`HELD`.
         """
         ...
 

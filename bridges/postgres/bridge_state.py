@@ -7,6 +7,7 @@ The caps keep the newest rows as SQLite's rowid order does, through the ``n`` co
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
@@ -29,6 +30,13 @@ class PostgresBridgeState:
 
     def __init__(self, store: Any) -> None:
         self.store = store
+
+    def exclusive(self, key: str) -> AbstractContextManager[None]:
+        """Handle the delivery ``key`` names on one replica at a time (a PostgreSQL
+        advisory lock on the key), so a delivery sent to two replicas, or seen by the
+        poller of one and the webhook of another, is handled once: the second holder
+        finds it recorded as handled."""
+        return self.store.exclusive(f"delivery-key:{key}")
 
     def get_cursor(self, repo: str, stream: str) -> PollCursor:
         """The stored cursor of ``repo``/``stream`` (empty when never polled)."""

@@ -17,7 +17,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from bridges.github import inbox as inbox_module
-from bridges.github.inbox import HANDLED, NEW, OWED, InboxEntry, InboxError
+from bridges.github.inbox import HANDLED, HELD, NEW, OWED, InboxEntry, InboxError
 
 __all__ = ["PostgresInbox", "LEASE_SECONDS"]
 
@@ -49,7 +49,8 @@ class PostgresInbox:
         """Keep the raw delivery, leased to this replica; a second put keeps the first.
 
         Returns:
-            :data:`NEW`, :data:`OWED` or :data:`HANDLED`.
+            :data:`NEW`; :data:`OWED` (kept before, not handled, and now leased here);
+            :data:`HELD` (another replica's live lease has it); or :data:`HANDLED`.
 
         Raises:
             InboxError: the row could not be written (the receiver must not answer 2xx).
@@ -62,12 +63,18 @@ class PostgresInbox:
                 (delivery_id, event, bytes(body), now, self.owner, until)).rowcount
             if inserted:
                 return NEW
+            taken = self.store.db().execute(
+                "UPDATE inbox SET claimed_by = ?, claimed_until = ? WHERE delivery_id = ? "
+                "AND handled_at IS NULL AND (claimed_until < ? OR claimed_by = ?)",
+                (self.owner, until, delivery_id, now, self.owner)).rowcount
+            if taken:
+                return OWED
             row = self.store.db().execute("SELECT handled_at FROM inbox WHERE delivery_id = ?",
                                           (delivery_id,)).fetchone()
         except Exception as exc:  # noqa: BLE001 - psycopg or StoreError: not kept
             raise InboxError(f"cannot keep delivery {delivery_id}: "
                              f"{type(exc).__name__}") from None
-        return HANDLED if row is not None and row[0] else OWED
+        return HANDLED if row is not None and row[0] else HELD
 
     def owed(self) -> list[InboxEntry]:
         """Lease and return every unhandled delivery that no other replica's live lease

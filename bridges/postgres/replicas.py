@@ -232,9 +232,13 @@ class SharedRateGuard(RateGuard):
 
 
 def shared_write_budget(store: Any) -> Any:
-    """The write budget for ``store``: shared on PostgreSQL, else the process's own."""
+    """The write budget for ``store``: shared on PostgreSQL (spaced as the GitHub client
+    spaces writes, ``LOOPGATE_GITHUB_WRITE_INTERVAL`` for test rigs), else the process's
+    own."""
     if getattr(store, "backend", "") == "postgresql":
-        return SharedWriteBudget(store)
+        from bridges.github.tracker import _write_interval
+
+        return SharedWriteBudget(store, spacing=_write_interval())
     return WriteBudget()
 
 

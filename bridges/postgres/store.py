@@ -156,6 +156,19 @@ class PostgresStore:
         with self._write() as conn:
             yield PgSession(lambda: nullcontext(conn))
 
+    @contextmanager
+    def exclusive(self, name: str) -> Iterator[None]:
+        """Hold a session-level advisory lock on ``name`` (hashed to 64 bits) for the
+        block, on a pool connection of its own: across replicas, one holder at a time.
+        Unlike an item transaction this may span network calls; it locks no row."""
+        self._for_this_process()
+        with _store_errors(self.where), self._pool.connection() as conn:
+            conn.execute("SELECT pg_advisory_lock(hashtextextended(%s, 0))", (name,))
+            try:
+                yield
+            finally:
+                conn.execute("SELECT pg_advisory_unlock(hashtextextended(%s, 0))", (name,))
+
     # -- connections -------------------------------------------------------------------
     def connect(self) -> psycopg.Connection:
         """A new autocommit connection outside the pool (the caller closes it): for what

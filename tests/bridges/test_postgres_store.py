@@ -165,7 +165,7 @@ def test_a_delivery_is_replayed_by_one_replica_only_until_its_lease_runs_out(
 
     first, second = PostgresInbox(store, "replica-1"), PostgresInbox(store, "replica-2")
     assert first.put("guid-1", "issues", b"{}") == "new"
-    assert second.put("guid-1", "issues", b"{}") == "owed"  # a redelivery to another replica
+    assert second.put("guid-1", "issues", b"{}") == "held"  # redelivered to another replica
     assert second.owed() == []  # replica-1 holds it
     assert [e.delivery_id for e in first.owed()] == ["guid-1"]
     store.db().execute("UPDATE inbox SET claimed_until = '2000-01-01T00:00:00.000000Z'")
