@@ -16,7 +16,15 @@ import os
 
 import click
 
-from bot.cli import config_cmd, effects_cmd, explainer_cmd, graph_cmd, item_cmd, serve_cmd
+from bot.cli import (
+    config_cmd,
+    db_cmd,
+    effects_cmd,
+    explainer_cmd,
+    graph_cmd,
+    item_cmd,
+    serve_cmd,
+)
 from bot.cli.context import CliContext
 
 __all__ = ["main", "cli"]
@@ -87,7 +95,8 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
     ctx.call_on_close(ctx.obj.close)
 
 
-for _module in (graph_cmd, item_cmd, effects_cmd, explainer_cmd, serve_cmd, config_cmd):
+for _module in (graph_cmd, item_cmd, effects_cmd, explainer_cmd, serve_cmd, config_cmd,
+                db_cmd):
     _module.register(cli)
 
 

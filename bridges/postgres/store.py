@@ -29,6 +29,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors as pg_errors
@@ -62,7 +63,7 @@ from engine.store.sqlite_effects import (
     finish_values,
 )
 
-__all__ = ["PostgresStore", "describe"]
+__all__ = ["PostgresStore", "describe", "without_password"]
 
 logger = logging.getLogger(__name__)
 
@@ -77,6 +78,16 @@ def describe(conninfo: str) -> str:
     host = parts.get("host") or "localhost"
     port = parts.get("port") or "5432"
     return f"{parts.get('user') or ''}@{host}:{port}/{parts.get('dbname') or ''}"
+
+
+def without_password(url: str) -> str:
+    """``url`` with any password taken out of its user part (what may be printed)."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = parts.netloc.rsplit("@", 1)[1]
+    user = parts.username or ""
+    return urlunsplit(parts._replace(netloc=f"{user}@{netloc}" if user else netloc))
 
 
 class _Local(threading.local):
