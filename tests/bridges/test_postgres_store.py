@@ -197,3 +197,33 @@ def test_replicas_replaying_together_split_the_owed_deliveries(pg_database: str)
     assert sorted(everything) == sorted(f"guid-{n}" for n in range(200))  # each exactly once
     for pg in stores:
         pg.close()
+
+
+def test_exclusive_is_held_by_one_replica_at_a_time(pg_database: str) -> None:
+    one, two = PostgresStore(pg_database), PostgresStore(pg_database)
+    entered, release, order = threading.Event(), threading.Event(), []
+
+    def first() -> None:
+        with one.exclusive("execute:acme/widgets#7"):
+            entered.set()
+            release.wait(10)
+            order.append("first")
+
+    def second() -> None:
+        with two.exclusive("execute:acme/widgets#7"):
+            order.append("second")
+
+    a = threading.Thread(target=first)
+    a.start()
+    assert entered.wait(10)
+    b = threading.Thread(target=second)
+    b.start()
+    _wait(lambda: _lock_waiters(pg_database) == 1)  # the second replica waits
+    with two.exclusive("execute:acme/widgets#8"):  # another key is free
+        pass
+    release.set()
+    a.join(10)
+    b.join(10)
+    assert order == ["first", "second"]
+    one.close()
+    two.close()
