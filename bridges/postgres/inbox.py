@@ -23,6 +23,16 @@ __all__ = ["PostgresInbox", "LEASE_SECONDS"]
 
 #: How long a replica holds a delivery it took (the replay runs every 60 s).
 LEASE_SECONDS = 60
+#: Overrides :data:`LEASE_SECONDS` — test rigs only (a fault test need not wait a minute).
+LEASE_ENV = "LOOPGATE_INBOX_LEASE_SECONDS"
+
+
+def _lease_seconds() -> float:
+    raw = os.environ.get(LEASE_ENV, "").strip()
+    try:
+        return max(1.0, float(raw)) if raw else float(LEASE_SECONDS)
+    except ValueError:
+        return float(LEASE_SECONDS)
 
 
 def _at(moment: datetime) -> str:
@@ -43,7 +53,7 @@ class PostgresInbox:
 
     def _lease(self) -> tuple[str, str]:
         now = datetime.now(UTC)
-        return _at(now), _at(now + timedelta(seconds=LEASE_SECONDS))
+        return _at(now), _at(now + timedelta(seconds=_lease_seconds()))
 
     def put(self, delivery_id: str, event: str, body: bytes) -> str:
         """Keep the raw delivery, leased to this replica; a second put keeps the first.

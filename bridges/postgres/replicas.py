@@ -32,7 +32,7 @@ import psycopg
 from bridges.github.client import RateGuard
 from bridges.github.effects_worker import PER_HOUR, PER_MINUTE, WriteBudget
 
-__all__ = ["Leadership", "SharedWriteBudget", "SharedRateGuard", "POLLER_LOCK",
+__all__ = ["Leadership", "SharedWriteBudget", "SharedRateGuard", "POLLER_LOCK", "BUDGET_ENV",
            "shared_write_budget", "share_github_limits", "leader_log"]
 
 logger = logging.getLogger(__name__)
@@ -231,15 +231,34 @@ class SharedRateGuard(RateGuard):
         return error
 
 
+#: Overrides GitHub's content-creation budget, ``PER_MINUTE/PER_HOUR`` — test rigs only
+#: (a bench of 1,000 deliveries would otherwise wait hours for GitHub's real budget).
+BUDGET_ENV = "LOOPGATE_GITHUB_WRITE_BUDGET"
+
+
+def _budget_limits() -> tuple[int, int]:
+    raw = os.environ.get(BUDGET_ENV, "").strip()
+    if not raw:
+        return PER_MINUTE, PER_HOUR
+    try:
+        minute, hour = (int(x) for x in raw.split("/"))
+    except ValueError:
+        from engine.errors import ConfigError
+
+        raise ConfigError(f"{BUDGET_ENV} must be PER_MINUTE/PER_HOUR, got {raw!r}") from None
+    return minute, hour
+
+
 def shared_write_budget(store: Any) -> Any:
     """The write budget for ``store``: shared on PostgreSQL (spaced as the GitHub client
     spaces writes, ``LOOPGATE_GITHUB_WRITE_INTERVAL`` for test rigs), else the process's
-    own."""
+    own; ``LOOPGATE_GITHUB_WRITE_BUDGET`` overrides the limits for test rigs."""
+    minute, hour = _budget_limits()
     if getattr(store, "backend", "") == "postgresql":
         from bridges.github.tracker import _write_interval
 
-        return SharedWriteBudget(store, spacing=_write_interval())
-    return WriteBudget()
+        return SharedWriteBudget(store, minute, hour, spacing=_write_interval())
+    return WriteBudget(minute, hour)
 
 
 def share_github_limits(services: Any) -> None:
