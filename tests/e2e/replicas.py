@@ -48,9 +48,13 @@ from tests.e2e.stack import (
 from tests.fakes.github import FakeGitHub
 from tests.fakes.slack import FakeSlack
 
-__all__ = ["Cluster", "Script", "normalized", "DELIVERIES_PER_ITEM"]
+__all__ = ["Cluster", "Script", "normalized", "settled", "run_script", "Outcome",
+           "DELIVERIES_PER_ITEM", "SETTLED_AT"]
 
 DELIVERIES_PER_ITEM = 5
+#: Where the script leaves every item: the execute reply keeps the checklist's default
+#: selection, so the item waits at the first agent node.
+SETTLED_AT = "brainstorming"
 _COMMENT_ID = re.compile(r"issuecomment-\d+")
 _TIMESTAMP_KEYS = {"at", "enteredAt", "exitedAt", "startedAt", "updatedAt", "frozenAt",
                    "createdAt", "decidedAt"}
@@ -245,3 +249,53 @@ def normalized(doc: Any, numbers: list[int]) -> Any:
 
     items = doc if isinstance(doc, list) else doc.get("items", [])
     return sorted((clean(i) for i in items), key=lambda i: json.dumps(i, sort_keys=True))
+
+
+@dataclass
+class Outcome:
+    """One run of the script: the script (acks, counts), ``check --all`` at the end, and
+    the seconds from the first delivery until every item settled with nothing owed."""
+
+    script: Script
+    doc: Any
+    seconds: float
+
+    @property
+    def per_second(self) -> float:
+        """Deliveries handled per second (sent ÷ time until settled)."""
+        return self.script.sent / self.seconds
+
+
+def run_script(cluster: Cluster, gh: FakeGitHub, items: int, *, kill_at: float | None = None,
+               restart_after: float = 0.0, settle_timeout: float = 600) -> Outcome:
+    """Run the script against ``cluster``; with ``kill_at`` (a fraction of the
+    deliveries), SIGKILL the first replica (the poller's leader) then and start it again
+    ``restart_after`` seconds later."""
+    script = Script(gh, cluster.urls, items)
+    restarts: list[threading.Thread] = []
+    kill_turn = int(items * DELIVERIES_PER_ITEM * kill_at) if kill_at is not None else -1
+
+    def maybe_kill(turn: int) -> None:
+        if turn != kill_turn:
+            return
+        leader = cluster.servers[0]
+        leader.kill()
+        died = time.monotonic()
+
+        def restart() -> None:
+            # Its deliveries in hand stay leased until the lease runs out; restarted after
+            # that, its own replay at start takes them (as would the others' later).
+            while time.monotonic() - died < restart_after:
+                time.sleep(0.1)
+            leader.start()
+
+        restarts.append(threading.Thread(target=restart))
+        restarts[-1].start()
+
+    script.on_delivery = maybe_kill
+    started = time.perf_counter()
+    script.run()
+    for thread in restarts:
+        thread.join(120)
+    doc = settled(cluster.homes[-1], script, SETTLED_AT, settle_timeout)
+    return Outcome(script, doc, time.perf_counter() - started)

@@ -8,15 +8,13 @@ run with its figures is bench/replicas_bench.py."""
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
 import pytest
 
-from tests.e2e.replicas import DELIVERIES_PER_ITEM, Cluster, Script, normalized, settled
+from tests.e2e.replicas import DELIVERIES_PER_ITEM, Cluster, normalized, run_script
 from tests.e2e.stack import REPO
 from tests.fakes.github import FakeGitHub
 from tests.fakes.slack import FakeSlack
@@ -37,44 +35,13 @@ def fakes() -> Iterator[tuple[FakeGitHub, FakeSlack]]:
         yield gh, slack
 
 
-def _run(cluster: Cluster, gh: FakeGitHub, kill: bool) -> tuple[Script, object]:
-    script = Script(gh, cluster.urls, ITEMS)
-    killer: list[threading.Thread] = []
-
-    def kill_the_leader(turn: int) -> None:
-        if turn != ITEMS * DELIVERIES_PER_ITEM * 2 // 5:  # 40% into the run
-            return
-        leader = cluster.servers[0]  # started first: it took the poller
-        leader.kill()
-        died = time.monotonic()
-
-        def restart() -> None:
-            # Its deliveries in hand stay leased until the lease runs out; restarting
-            # after that, the restart's own replay takes them (as would the others').
-            while time.monotonic() - died < LEASE_S + 0.5:
-                time.sleep(0.1)
-            leader.start()
-
-        killer.append(threading.Thread(target=restart))
-        killer[0].start()
-
-    if kill:
-        script.on_delivery = kill_the_leader
-    took = script.run()
-    print(f"script: {script.sent} deliveries in {took:.1f}s, p99 ack {script.p99_ms():.1f} ms")
-    for thread in killer:
-        thread.join(60)
-    doc = settled(cluster.homes[-1], script, "brainstorming")
-    return script, doc
-
-
 def test_three_replicas_with_a_sigkill_end_exactly_as_one_sqlite_process(
         tmp_path: Path, pg_server: PgServer, fakes: tuple[FakeGitHub, FakeSlack]) -> None:
     with FakeGitHub() as gh_single, FakeSlack() as slack_single:
         gh_single.create_repo(REPO)
         single = Cluster(tmp_path / "sqlite", gh_single, slack_single, 1, env=RIG).start()
         try:
-            alone, alone_doc = _run(single, gh_single, kill=False)
+            alone_run = run_script(single, gh_single, ITEMS)
         finally:
             single.stop()
     gh, slack = fakes
@@ -82,7 +49,7 @@ def test_three_replicas_with_a_sigkill_end_exactly_as_one_sqlite_process(
     cluster = Cluster(tmp_path / "pg", gh, slack, 3, database_url=pg_server.url(name),
                       password=PASSWORD, env=RIG).start()
     try:
-        replicated, doc = _run(cluster, gh, kill=True)
+        run = run_script(cluster, gh, ITEMS, kill_at=0.4, restart_after=LEASE_S + 0.5)
         with psycopg.connect(pg_server.conninfo(name)) as conn:
             holders = [r[0] for r in conn.execute(
                 "SELECT holder FROM loopgate_leader_log WHERE role = 'poller' ORDER BY n")]
@@ -90,8 +57,10 @@ def test_three_replicas_with_a_sigkill_end_exactly_as_one_sqlite_process(
         codes = cluster.stop()
         print(cluster.logs())
         pg_server.drop_database(name)
+    replicated, doc, alone, alone_doc = run.script, run.doc, alone_run.script, alone_run.doc
     assert replicated.sent == alone.sent == ITEMS * DELIVERIES_PER_ITEM
     assert replicated.duplicates > 0
+    assert cluster.servers[0].earlier, "the leader was killed and started again"
     assert normalized(doc, replicated.numbers) == normalized(alone_doc, alone.numbers)
     markers = replicated.markers()
     assert markers == alone.markers()  # the same comments, item by item
