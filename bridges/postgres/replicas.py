@@ -69,6 +69,8 @@ class Leadership:
         self.holder = holder or _holder()
         self._conn: psycopg.Connection | None = None
         self.leading = threading.Event()
+        #: Attempts to take the lock so far (one per interval while another leads).
+        self.tries = 0
 
     def run(self, stop: threading.Event, interval: float,
             cycle: Callable[[threading.Event], float]) -> None:
@@ -85,6 +87,7 @@ class Leadership:
             self._release()
 
     def _take(self) -> bool:
+        self.tries += 1
         try:
             conn = self.store.connect()
             held = conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,)).fetchone()[0]

@@ -75,7 +75,8 @@ def test_exactly_one_of_three_replicas_polls(store: PostgresStore) -> None:
         polling = [r for r in replicas if r.polls]
         assert len(polling) == 1
         assert sum(r.leader.leading.is_set() for r in replicas) == 1
-    assert [h for h, _ in leader_log(store)] == [polling[0].leader.holder]
+        # read before the exits: a leader that stops hands the poller on
+        assert [h for h, _ in leader_log(store)] == [polling[0].leader.holder]
 
 
 def test_a_replica_whose_session_is_cut_stops_polling_and_another_takes_over(
@@ -91,9 +92,11 @@ def test_a_replica_whose_session_is_cut_stops_polling_and_another_takes_over(
                     "locktype = 'advisory' AND objid = %s AND granted",
                     (POLLER_LOCK & 0xFFFFFFFF,)).fetchone()
             assert cut is True
-            cut_at = time.monotonic()
+            tries = r2.leader.tries
             _wait(lambda: r2.polls >= 1)
-            assert time.monotonic() - cut_at < INTERVAL * 4
+            # taken at its next try (or the one after, had that try raced the session's
+            # end): within one poll interval of the lock's release
+            assert r2.leader.tries - tries <= 2
             _wait(lambda: not r1.leader.leading.is_set())
             before = r1.polls
             time.sleep(INTERVAL * 2)
@@ -129,9 +132,9 @@ def test_poller_leadership_moves_within_one_interval_when_its_process_is_killed(
             assert survivor.polls == 0
             os.kill(holder.pid, signal.SIGKILL)
             holder.wait(10)
-            killed_at = time.monotonic()
+            tries = survivor.leader.tries
             _wait(lambda: survivor.polls >= 1)
-            assert time.monotonic() - killed_at < INTERVAL * 4  # within one interval (+slack)
+            assert survivor.leader.tries - tries <= 2  # within one poll interval
     finally:
         if holder.poll() is None:
             holder.kill()
@@ -155,8 +158,9 @@ def test_the_write_budget_counts_every_replicas_writes(pg_database: str) -> None
 
 def test_writes_are_spaced_a_second_apart_across_replicas(pg_database: str) -> None:
     one, two = PostgresStore(pg_database), PostgresStore(pg_database)
-    SharedWriteBudget(one).spend()
-    assert 0.5 < SharedWriteBudget(two).wait() <= 1.0
+    # a long spacing, so the check holds however slowly this machine runs
+    SharedWriteBudget(one, spacing=60.0).spend()
+    assert 50.0 < SharedWriteBudget(two, spacing=60.0).wait() <= 60.0
     one.close()
     two.close()
 
