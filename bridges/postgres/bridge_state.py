@@ -1,7 +1,8 @@
 """The GitHub bridge's state on PostgreSQL: :class:`bridges.github.persistence.BridgeState`
 (poll cursors and ETags, seen keys, handled deliveries), shared by every replica.
 
-The caps keep the newest rows as SQLite's rowid order does, through the ``n`` column.
+Cursor and delivery statements are the SQLite state's own (:mod:`bridges.github.persistence`);
+the caps keep the newest rows as SQLite's rowid order does, through the ``n`` column.
 """
 
 from __future__ import annotations
@@ -11,7 +12,15 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any
 
-from bridges.github.persistence import DELIVERY_CAP, SEEN_CAP, PollCursor
+from bridges.github.persistence import (
+    DELIVERY_CAP,
+    GET_CURSOR,
+    IS_HANDLED,
+    MARK_HANDLED,
+    SEEN_CAP,
+    SET_CURSOR,
+    PollCursor,
+)
 
 __all__ = ["PostgresBridgeState"]
 
@@ -40,20 +49,14 @@ class PostgresBridgeState:
 
     def get_cursor(self, repo: str, stream: str) -> PollCursor:
         """The stored cursor of ``repo``/``stream`` (empty when never polled)."""
-        row = self.store.db().execute(
-            "SELECT cursor, etag, etag_since FROM github_poll WHERE repo = ? AND stream = ?",
-            (repo, stream)).fetchone()
+        row = self.store.db().execute(GET_CURSOR, (repo, stream)).fetchone()
         return PollCursor(*row) if row else PollCursor()
 
     def set_cursor(self, repo: str, stream: str, cursor: PollCursor) -> None:
         """Store the cursor of ``repo``/``stream``."""
         with self.store.writing() as db:
-            db.execute(
-                "INSERT INTO github_poll (repo, stream, cursor, etag, etag_since, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (repo, stream) DO UPDATE SET "
-                "cursor = excluded.cursor, etag = excluded.etag, "
-                "etag_since = excluded.etag_since, updated_at = excluded.updated_at",
-                (repo, stream, cursor.cursor, cursor.etag, cursor.etag_since, _now()))
+            db.execute(SET_CURSOR, (repo, stream, cursor.cursor, cursor.etag,
+                                    cursor.etag_since, _now()))
 
     def seen(self, scope: str, kind: str, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` are marked seen under ``scope``/``kind``."""
@@ -81,16 +84,12 @@ class PostgresBridgeState:
 
     def handled(self, key: str) -> bool:
         """True when a dispatcher (any replica) recorded ``key``."""
-        row = self.store.db().execute(
-            "SELECT 1 FROM github_deliveries WHERE key = ?", (key,)).fetchone()
+        row = self.store.db().execute(IS_HANDLED, (key,)).fetchone()
         return row is not None
 
     def mark_handled(self, key: str, status: str) -> None:
         """Record ``key`` with ``status``; the oldest beyond :data:`DELIVERY_CAP` go."""
         with self.store.writing() as db:
-            db.execute(
-                "INSERT INTO github_deliveries (key, status, at) VALUES (?, ?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET status = excluded.status, at = excluded.at",
-                (key, status, _now()))
+            db.execute(MARK_HANDLED, (key, status, _now()))
             db.execute("DELETE FROM github_deliveries WHERE n <= "
                        "(SELECT MAX(n) FROM github_deliveries) - ?", (DELIVERY_CAP,))
