@@ -18,9 +18,16 @@ from bot.identity import (
     slack_users_for_login,
     unlink,
 )
-from bot.notifier import OutboxNotifier, claim_outbox_row, load_thread, save_thread
+from bot.notifier import (
+    OutboxNotifier,
+    claim_outbox_row,
+    ensure_slack_tables,
+    load_thread,
+    save_thread,
+)
 from engine.ports import Comment
 from engine.refs import WorkItemRef
+from engine.store.base import SqlSession, SqlTables
 from engine.store.sqlite import SqliteStore
 
 REF = WorkItemRef("acme", "widgets", 7)
@@ -40,6 +47,17 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
     sqlite = SqliteStore(tmp_path / "loopgate.db")
     yield sqlite
     sqlite.close()
+
+
+def test_both_stores_offer_the_declared_sql_tables_protocol(store: Any) -> None:
+    assert isinstance(store, SqlTables) and isinstance(store.db(), SqlSession)
+    ensure_slack_tables(store)
+    with store.writing() as db:
+        assert isinstance(db, SqlSession)
+        db.execute("INSERT INTO slack_links (slack_user, github_login, linked_at, via) "
+                   "VALUES (?, ?, ?, ?)", ("U1", "alice", NOW, "test"))
+    assert store.db().execute("SELECT github_login FROM slack_links WHERE slack_user = ?",
+                              ("U1",)).fetchone() == ("alice",)
 
 
 def _outbox(store: Any) -> list[tuple[Any, ...]]:
