@@ -300,6 +300,9 @@ class Health:
         now = self.clock()
         if interval is None:
             return Check("poller", False, "the poll loop is not running")
+        leadership = getattr(self.poller, "leadership", None)
+        if leadership is not None and not leadership.leading.is_set():
+            return Check("poller", True, "standby: another replica holds the poller lock")
         limit = 3 * max(float(interval), 1.0)
         due = self.poller.next_cycle_at
         if last is None:

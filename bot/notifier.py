@@ -33,6 +33,7 @@ __all__ = [
     "iso",
     "load_thread",
     "save_thread",
+    "claim_outbox_row",
 ]
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,36 @@ def m001_outbox_threads_identity(db: Database) -> None:
     )
 
 
+@SLACK_MIGRATIONS()
+def m002_outbox_claims(db: Database) -> None:
+    """A claim per outbox row (issue 15 §3): the worker that sends an event holds it, so
+    workers of several replicas never send one event twice."""
+    db.execute("ALTER TABLE slack_outbox ADD COLUMN claimed_by TEXT NOT NULL DEFAULT ''")
+    db.execute("ALTER TABLE slack_outbox ADD COLUMN claimed_until TEXT NOT NULL DEFAULT ''")
+
+
+_CLAIM_WHERE = ("sent_at IS NULL AND failed_at IS NULL "
+                "AND (claimed_until < ? OR claimed_by = ?)")
+
+
+def claim_outbox_row(store: Any, row_id: int, owner: str, until: str, now: str) -> bool:
+    """Take outbox row ``row_id`` for ``owner`` until ``until`` (ISO-8601 UTC).
+
+    False when the row is sent, set aside, or another worker holds a live claim. On
+    PostgreSQL the row is taken ``FOR UPDATE SKIP LOCKED`` (issue 15 §3), so a worker
+    never waits on another replica's claim; on SQLite the write lock serializes claims.
+    """
+    with write_scope(store) as db:
+        if getattr(db, "dialect", "sqlite") == "postgresql":
+            sql = ("UPDATE slack_outbox SET claimed_by = ?, claimed_until = ? WHERE id = "
+                   f"(SELECT id FROM slack_outbox WHERE id = ? AND {_CLAIM_WHERE} "
+                   "FOR UPDATE SKIP LOCKED)")
+        else:
+            sql = ("UPDATE slack_outbox SET claimed_by = ?, claimed_until = ? "
+                   f"WHERE id = ? AND {_CLAIM_WHERE}")
+        return db.execute(sql, (owner, until, row_id, now, owner)).rowcount == 1
+
+
 def iso(moment: datetime | None = None) -> str:
     """ISO-8601 UTC with seconds precision (``2026-01-02T03:04:05Z``); sorts as text."""
     return (moment or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -106,8 +137,8 @@ def ensure_slack_tables(store: Any) -> None:
     Args:
         store: a store with ``db()`` (``SqliteStore``), or a ``sqlite_utils.Database``.
     """
-    if store in _READY:
-        return
+    if store in _READY or getattr(store, "backend", "") == "postgresql":
+        return  # the PostgreSQL store migrates its Slack tables when it opens
     if isinstance(store, Database):
         SLACK_MIGRATIONS.apply(store)
     else:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bot.config import Config, default_db_path
+from bot.config import Config
 from engine.graph.model import Graph
 from engine.identity import Actor
 from engine.ports import ArtifactStore, Notifier, Ports, Tracker
@@ -217,11 +217,11 @@ class Services:
         Raises:
             LoopgateError: a graph, config or credential problem (message names it).
         """
+        from bot.database import open_store
         from engine.runtime import Runtime
-        from engine.store.sqlite import SqliteStore
 
         graph = load_graph(config)
-        store = SqliteStore(default_db_path(config, db_path))
+        store = open_store(config, db_path)  # SQLite, or PostgreSQL for a URL (issue 15)
         credentials = _credentials(config)
         tracker = _tracker(config, store, credentials)
         ports = Ports(tracker=tracker, artifacts=_artifacts(config, tracker))

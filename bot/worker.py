@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import socket
 import threading
 import time
 from collections.abc import Mapping
@@ -48,7 +49,14 @@ from bot.blocks.notices import (
 from bot.home import homes_to_refresh, publish_home
 from bot.identity import slack_users_for_login
 from bot.listeners.actions.approve import rewrite_message
-from bot.notifier import ensure_slack_tables, iso, load_thread, save_thread, write_scope
+from bot.notifier import (
+    claim_outbox_row,
+    ensure_slack_tables,
+    iso,
+    load_thread,
+    save_thread,
+    write_scope,
+)
 from bot.routing import channel_for
 from engine.ports import IssueInfo, SystemClock
 from engine.refs import WorkItemRef
@@ -61,6 +69,9 @@ log = logging.getLogger(__name__)
 PACE_ENV = "LOOPGATE_SLACK_PACE_SECONDS"
 #: After this many attempts an event Slack keeps *refusing* (not an outage) is set aside.
 MAX_ATTEMPTS = 8
+#: How long a worker holds an outbox row it is sending (seconds); a replica that dies
+#: mid-send leaves it to another after this (issue 15 §3).
+CLAIM_SECONDS = 120
 # Slack error codes that are worth retrying (everything else is a refusal).
 _TRANSIENT = {"ratelimited", "service_unavailable", "internal_error", "fatal_error",
               "request_timeout", "team_added_to_org"}
@@ -124,6 +135,8 @@ class SlackWorker:
         self.sent = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        # This worker's name in outbox claims (replicas share the outbox, issue 15 §3).
+        self._owner = f"{socket.gethostname()}:{os.getpid()}:{id(self):x}"
         ensure_slack_tables(services.store)
 
     # -- lifecycle ---------------------------------------------------------------------
@@ -179,6 +192,9 @@ class SlackWorker:
                 break
             if item in held or due > now:
                 held.add(item)  # keep the item's events in order behind this one
+                continue
+            if not self._claim(row_id, now):  # another replica's worker has it
+                held.add(item)
                 continue
             if self._deliver(row_id, item, event, data, attempts):
                 handled += 1
@@ -306,9 +322,14 @@ class SlackWorker:
                    (attempts, due, error))
         return False
 
+    def _claim(self, row_id: int, now: str) -> bool:
+        until = iso(self._now() + timedelta(seconds=CLAIM_SECONDS))
+        return claim_outbox_row(self.services.store, row_id, self._owner, until, now)
+
     def _mark(self, row_id: int, assignments: str, params: tuple[Any, ...]) -> None:
-        with write_scope(self.services.store) as db:
-            db.execute(f"UPDATE slack_outbox SET {assignments} WHERE id = ?", (*params, row_id))
+        with write_scope(self.services.store) as db:  # every mark gives the claim back
+            db.execute(f"UPDATE slack_outbox SET {assignments}, claimed_by = '', "
+                       "claimed_until = '' WHERE id = ?", (*params, row_id))
 
     def _now(self) -> Any:
         return self._clock.now()

@@ -49,6 +49,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -365,7 +366,7 @@ class Dispatcher:
             ``failed``/``retry`` and is not recorded, so it can be tried again).
         """
         started = time.perf_counter()
-        with self._handle_lock:
+        with self._handle_lock, self._exclusive(delivery):
             result = self._handle_once(delivery)
             self.handled += 1
         seconds = time.perf_counter() - started
@@ -380,6 +381,14 @@ class Dispatcher:
                    "result": result.status,
                    "ms": round(ms, 1), "source": delivery.source, "kind": delivery.event})
         return result
+
+    def _exclusive(self, delivery: Delivery) -> AbstractContextManager[Any]:
+        # Replicas sharing PostgreSQL (issue 15 §3): a delivery's content key (else its id)
+        # is handled by one replica at a time; in one process the handle lock suffices.
+        exclusive = getattr(self.state, "exclusive", None)
+        if exclusive is None:
+            return nullcontext()
+        return exclusive(str(delivery.data.get("key") or f"delivery:{delivery.delivery_id}"))
 
     def _handle_once(self, delivery: Delivery) -> DispatchResult:
         id_key = f"delivery:{delivery.delivery_id}"

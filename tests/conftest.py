@@ -25,3 +25,27 @@ def fixtures_dir() -> Path:
 def repo_root() -> Path:
     """The repository checkout."""
     return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def pg_server():  # noqa: ANN201 - tests.pgserver.PgServer, imported lazily
+    """A real PostgreSQL server for the session (issue 15 §2), from the machine's binaries;
+    the tests that use it are skipped only when no PostgreSQL binaries exist."""
+    from tests.pgserver import find_bindir, start_server
+
+    bindir = find_bindir()
+    if bindir is None:
+        pytest.skip("no PostgreSQL binaries (initdb) under /usr/lib/postgresql/*/bin or on "
+                    "PATH: apt-get install -y postgresql (.ci/run does)")
+    server = start_server(bindir)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def pg_database(pg_server):  # noqa: ANN001, ANN201
+    """A fresh, empty database on the session's server: its conninfo (with the password);
+    dropped after the test."""
+    name = pg_server.create_database()
+    yield pg_server.conninfo(name)
+    pg_server.drop_database(name)

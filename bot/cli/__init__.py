@@ -19,6 +19,7 @@ import click
 
 from bot.cli import (
     config_cmd,
+    db_cmd,
     effects_cmd,
     explainer_cmd,
     graph_cmd,
@@ -55,7 +56,7 @@ def database_in_use(ctx: click.Context) -> str:
     Returns:
         The path, or a sentence saying why it cannot be told (an invalid config file).
     """
-    from bot.config import default_db_path, load_config
+    from bot.config import load_config
     from engine.errors import LoopgateError
 
     try:
@@ -65,7 +66,12 @@ def database_in_use(ctx: click.Context) -> str:
         first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         return f"unknown until the config is fixed ({first}; see `loopgate config check`)"
     explicit = ctx.params.get("db_path") or os.environ.get("LOOPGATE_DB") or None
-    return str(default_db_path(config, explicit))
+    try:
+        from bot.database import describe_database
+
+        return describe_database(config, explicit)  # a PostgreSQL URL: never the password
+    except LoopgateError as exc:
+        return f"unknown until the config is fixed ({exc})"
 
 
 class _DbOption(click.Option):
@@ -108,7 +114,7 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
 
 
 for _module in (graph_cmd, item_cmd, effects_cmd, explainer_cmd, serve_cmd, config_cmd,
-                ops_cmd):
+                ops_cmd, db_cmd):
     _module.register(cli)
 register_slack(cli)  # slack preview approval|home (issue 12)
 

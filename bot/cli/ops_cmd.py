@@ -238,7 +238,7 @@ def pending_migrations(config: Any, db_path: Path) -> list[tuple[str, str, str]]
 
 @click.group("db", cls=HelpGroup)
 def db_group() -> None:
-    """The state database: migrations.
+    """The state database: migrations, and a copy onto PostgreSQL.
 
     \b
     Example:

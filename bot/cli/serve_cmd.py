@@ -117,7 +117,13 @@ def _poller(services: Any, dispatcher: Any) -> Any:
         return None
     from bridges.github.poller import Poller
 
-    return Poller.from_services(services, dispatcher)
+    poller = Poller.from_services(services, dispatcher)
+    if getattr(services.store, "backend", "") == "postgresql":
+        # Replicas: only the one holding the poller's advisory lock polls (issue 15 §3).
+        from bridges.postgres.replicas import Leadership
+
+        poller.leadership = Leadership(services.store, "poller")
+    return poller
 
 
 class _SocketMode:
@@ -198,8 +204,11 @@ def _add_effects_worker(supervisor: Supervisor, services: Any) -> dict[str, Call
     if not services.config.has("github"):
         return {}  # the offline thread is SQLite: carried out right after each commit
     from bridges.github.effects_worker import EffectWorker
+    from bridges.postgres.replicas import share_github_limits, shared_write_budget
 
-    worker = EffectWorker(services.store, services.ports, services.settings)
+    share_github_limits(services)  # on PostgreSQL replicas share pacing and limits
+    worker = EffectWorker(services.store, services.ports, services.settings,
+                          budget=shared_write_budget(services.store))
     services.perform_with(worker.wake)
     supervisor.add_loop("github-effects", worker.run, timeout=30)
     return {"github_effects": lambda: worker.performed}
@@ -265,10 +274,14 @@ def _build(supervisor: Supervisor, services: Any, secret: str | None,
     return http
 
 
-def _hold_database(ctx: CliContext) -> ServerLock:
-    """Take the database's server lock, or exit 2 naming the process holding it."""
+def _hold_database(ctx: CliContext) -> ServerLock | None:
+    """Take the database's server lock, or exit 2 naming the process holding it. On
+    PostgreSQL there is none: replicas share the database (issue 15 §3)."""
     from bot.config import default_db_path
+    from bot.database import database_url
 
+    if database_url(ctx.config, ctx.db_path) is not None:
+        return None
     lock = ServerLock(default_db_path(ctx.config, ctx.db_path))
     try:
         lock.acquire()
@@ -324,7 +337,8 @@ def _serve(ctx: CliContext, insecure_webhooks: bool) -> None:
         _check_database(ctx)
         _supervise(ctx, secret, insecure_webhooks)
     finally:
-        lock.release()
+        if lock is not None:
+            lock.release()
 
 
 def _supervise(ctx: CliContext, secret: str | None, insecure_webhooks: bool) -> None:

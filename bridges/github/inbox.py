@@ -41,6 +41,7 @@ __all__ = [
     "NEW",
     "OWED",
     "HANDLED",
+    "HELD",
     "HANDLED_CAP",
     "InboxEntry",
     "InboxError",
@@ -59,6 +60,10 @@ logger = logging.getLogger(__name__)
 NEW = "new"
 OWED = "owed"
 HANDLED = "handled"
+#: Kept, not handled yet, and in hand at another replica sharing the database (issue 15):
+#: answered as a duplicate; that replica finishes it, or its lease runs out and the replay
+#: takes it.
+HELD = "held"
 
 #: A handled delivery is remembered for de-duplication while it is among the newest this
 #: many arrivals (an owed one is never forgotten); GitHub keeps a delivery redeliverable
@@ -102,7 +107,8 @@ class WebhookInbox(Protocol):
         """Keep a delivery; a second put of the same id keeps the first.
 
         Returns:
-            :data:`NEW`, :data:`OWED` (kept before, not handled yet) or :data:`HANDLED`.
+            :data:`NEW`, :data:`OWED` (kept before, not handled yet), :data:`HANDLED`,
+            or (replicas only) :data:`HELD`.
         """
         ...
 
@@ -311,12 +317,17 @@ class MemoryInbox:
 
 
 def webhook_inbox(store: Any) -> WebhookInbox:
-    """The inbox beside ``store``: a :class:`SqliteInbox` next to a file-backed store
-    (one with a ``path``), else a :class:`MemoryInbox`.
+    """The inbox beside ``store``: the PostgreSQL store's own tables
+    (:class:`bridges.postgres.inbox.PostgresInbox`), a :class:`SqliteInbox` next to a
+    file-backed store (one with a ``path``), else a :class:`MemoryInbox`.
 
     Raises:
         InboxError: the inbox file cannot be opened or migrated.
     """
+    if getattr(store, "backend", "") == "postgresql":  # shared by replicas (issue 15)
+        from bridges.postgres.inbox import PostgresInbox
+
+        return PostgresInbox(store)
     path = getattr(store, "path", None)
     if isinstance(path, Path):
         return SqliteInbox(inbox_path(path))
@@ -337,7 +348,7 @@ def adopt_legacy_inbox(store: Any, inbox: WebhookInbox) -> int:
     Returns:
         How many deliveries were moved.
     """
-    if not callable(getattr(store, "db", None)):
+    if not callable(getattr(store, "db", None)) or getattr(store, "backend", "") != "sqlite":
         return 0
     db = store.db()
     if not db["github_inbox"].exists():

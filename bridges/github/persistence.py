@@ -68,6 +68,18 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+# Statements both backends run as written (the PostgreSQL state converts placeholders).
+GET_CURSOR = ("SELECT cursor, etag, etag_since FROM github_poll WHERE repo = ? "
+              "AND stream = ?")
+SET_CURSOR = ("INSERT INTO github_poll (repo, stream, cursor, etag, etag_since, updated_at) "
+              "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (repo, stream) DO UPDATE SET "
+              "cursor = excluded.cursor, etag = excluded.etag, "
+              "etag_since = excluded.etag_since, updated_at = excluded.updated_at")
+IS_HANDLED = "SELECT 1 FROM github_deliveries WHERE key = ?"
+MARK_HANDLED = ("INSERT INTO github_deliveries (key, status, at) VALUES (?, ?, ?) "
+                "ON CONFLICT (key) DO UPDATE SET status = excluded.status, at = excluded.at")
+
+
 @dataclass(frozen=True)
 class PollCursor:
     """Where one poll stream of one repository stands.
@@ -132,20 +144,14 @@ class SqliteBridgeState:
 
     def get_cursor(self, repo: str, stream: str) -> PollCursor:
         """The stored cursor of ``repo``/``stream`` (empty when never polled)."""
-        row = self.store.db().conn.execute(
-            "SELECT cursor, etag, etag_since FROM github_poll WHERE repo = ? AND stream = ?",
-            (repo, stream)).fetchone()
+        row = self.store.db().conn.execute(GET_CURSOR, (repo, stream)).fetchone()
         return PollCursor(*row) if row else PollCursor()
 
     def set_cursor(self, repo: str, stream: str, cursor: PollCursor) -> None:
         """Store the cursor of ``repo``/``stream`` (one write transaction)."""
         with self._writing() as db:
-            db.conn.execute(
-                "INSERT INTO github_poll (repo, stream, cursor, etag, etag_since, updated_at) "
-                "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (repo, stream) DO UPDATE SET "
-                "cursor = excluded.cursor, etag = excluded.etag, "
-                "etag_since = excluded.etag_since, updated_at = excluded.updated_at",
-                (repo, stream, cursor.cursor, cursor.etag, cursor.etag_since, _now()))
+            db.conn.execute(SET_CURSOR, (repo, stream, cursor.cursor, cursor.etag,
+                                         cursor.etag_since, _now()))
 
     def seen(self, scope: str, kind: str, keys: Iterable[str]) -> set[str]:
         """Which of ``keys`` are marked seen under ``scope``/``kind``."""
@@ -177,17 +183,13 @@ class SqliteBridgeState:
 
     def handled(self, key: str) -> bool:
         """True when the dispatcher recorded ``key`` (a delivery id or content key)."""
-        row = self.store.db().conn.execute(
-            "SELECT 1 FROM github_deliveries WHERE key = ?", (key,)).fetchone()
+        row = self.store.db().conn.execute(IS_HANDLED, (key,)).fetchone()
         return row is not None
 
     def mark_handled(self, key: str, status: str) -> None:
         """Record ``key`` with ``status``; the oldest beyond :data:`DELIVERY_CAP` go."""
         with self._writing() as db:
-            db.conn.execute(
-                "INSERT INTO github_deliveries (key, status, at) VALUES (?, ?, ?) "
-                "ON CONFLICT (key) DO UPDATE SET status = excluded.status, at = excluded.at",
-                (key, status, _now()))
+            db.conn.execute(MARK_HANDLED, (key, status, _now()))
             db.conn.execute(
                 "DELETE FROM github_deliveries WHERE rowid <= "
                 "(SELECT MAX(rowid) FROM github_deliveries) - ?", (DELIVERY_CAP,))
@@ -247,7 +249,12 @@ class MemoryBridgeState:
 
 
 def bridge_state(store: Any) -> BridgeState:
-    """The bridge state living beside ``store``: SQLite when the store has ``db()``."""
+    """The bridge state living beside ``store``: PostgreSQL on the PostgreSQL store
+    (issue 15), SQLite when the store has ``db()``, else in memory."""
+    if getattr(store, "backend", "") == "postgresql":
+        from bridges.postgres.bridge_state import PostgresBridgeState
+
+        return PostgresBridgeState(store)
     if callable(getattr(store, "db", None)):
         return SqliteBridgeState(store)
     return MemoryBridgeState()

@@ -212,6 +212,10 @@ class Poller:
         #: ``time.monotonic()`` the next cycle is due (later than one interval while a
         #: rate limit is waited out): such a wait is no stalled poller.
         self.next_cycle_at: float | None = None
+        #: Replicas on PostgreSQL (issue 15 §3): a ``Leadership`` whose ``run(stop,
+        #: interval, cycle)`` polls only while this replica holds the poller's advisory
+        #: lock, and whose ``leading`` event says so; None: this process always polls.
+        self.leadership: Any = None
 
     @classmethod
     def from_services(cls, services: Any, dispatcher: Dispatcher, **kwargs: Any) -> Poller:
@@ -227,18 +231,29 @@ class Poller:
     # -- the loop --------------------------------------------------------------------------
     def run(self, interval: float, stop: threading.Event) -> None:
         """Poll every ``interval`` seconds until ``stop`` is set (a rate limit waits for
-        its reset instead). A cycle in hand is finished before returning."""
+        its reset instead), or, with :attr:`leadership`, only while leading. A cycle in
+        hand is finished before returning."""
         self.interval = interval
         try:
+            if self.leadership is not None:  # replicas: only the lock's holder polls
+                self.leadership.run(stop, interval, lambda s: self.cycle(s, interval))
+                return
             while not stop.is_set():
-                report = self.poll_once(stop)
-                wait = interval
-                if report.limited_until is not None:
-                    wait = max(wait, (report.limited_until - self._clock()).total_seconds())
-                self.next_cycle_at = time.monotonic() + max(wait, 0.0)
-                stop.wait(max(wait, 0.0))
+                stop.wait(self.cycle(stop, interval))
         finally:
             self.interval = None  # readiness: the loop is not running any more
+
+    def cycle(self, stop: threading.Event, interval: float) -> float:
+        """One :meth:`poll_once`; returns the seconds to wait before the next one
+        (``interval``, or longer until a rate limit resets). Replicas on PostgreSQL run
+        this only on the replica leading the poller (issue 15 §3)."""
+        report = self.poll_once(stop)
+        wait = interval
+        if report.limited_until is not None:
+            wait = max(wait, (report.limited_until - self._clock()).total_seconds())
+        wait = max(wait, 0.0)
+        self.next_cycle_at = time.monotonic() + wait
+        return wait
 
     def poll_once(self, stop: threading.Event | None = None) -> CycleReport:
         """One cycle over every repository (stops between repositories when ``stop`` is set).

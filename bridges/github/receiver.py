@@ -32,7 +32,7 @@ from flask import Blueprint, Response, jsonify, request
 
 from bridges.dispatcher import Dispatcher
 from bridges.github.errors import PayloadError, SignatureError
-from bridges.github.inbox import HANDLED, OWED, InboxError, adopt_legacy_inbox
+from bridges.github.inbox import HANDLED, HELD, OWED, InboxError, adopt_legacy_inbox
 from bridges.github.router import Dropped, RouterConfig, route
 from bridges.github.webhook import parse_delivery, verify_signature
 from engine.errors import LoopgateError
@@ -130,7 +130,7 @@ def _receive(dispatcher: Dispatcher, router_config: RouterConfig, body: bytes, *
         logger.error("delivery=%s source=github kind=%s result=refused reason=inbox-error "
                      "error=%s", delivery.delivery_id, routed.event, exc)
         return _answer(503, error="the delivery could not be stored")
-    if kept == HANDLED or (kept == OWED and dispatcher.in_flight(delivery.delivery_id)):
+    if kept in (HANDLED, HELD) or (kept == OWED and dispatcher.in_flight(delivery.delivery_id)):
         logger.info("delivery=%s source=github kind=%s result=duplicate reason=delivery-id",
                     delivery.delivery_id, delivery.route_key)
         return _answer(200, status="duplicate")

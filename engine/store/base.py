@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 from engine.effects import Effect
 from engine.refs import WorkItemRef
 from engine.state import ItemState
 from engine.store.effect_queue import EffectQueue
 
-__all__ = ["Transaction", "Store", "EVENT_KINDS"]
+__all__ = ["Transaction", "Store", "SqlSession", "SqlTables", "EVENT_KINDS"]
 
 #: Event kinds the runtime and hooks append (bridges add ``quiz_*``/``slack.*`` kinds).
 EVENT_KINDS = (
@@ -105,4 +105,37 @@ class Store(Protocol):
 
     def events(self, ref: WorkItemRef) -> list[dict[str, Any]]:
         """The item's event log, oldest first: ``[{seq, at, kind, data}]``."""
+        ...
+
+
+@runtime_checkable
+class SqlSession(Protocol):
+    """One statement at a time on a store's database, in SQL both backends run (``?``
+    placeholders; ``INSERT``/``UPDATE``/``DELETE``/``SELECT``; ``ON CONFLICT … DO
+    UPDATE``). The bot's Slack tables (outbox, threads, messages, links, codes) are kept
+    through it, so one set of statements serves SQLite and PostgreSQL (issue 15 §1)."""
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        """Run ``sql``; the result offers ``fetchone()``, ``fetchall()``, iteration and
+        ``rowcount``. Inside the thread's open write scope it joins that transaction."""
+        ...
+
+
+@runtime_checkable
+class SqlTables(Protocol):
+    """A store whose database also keeps other rooms' tables (SqliteStore, PostgresStore).
+
+    Attributes:
+        backend: ``"sqlite"`` or ``"postgresql"`` (for the one statement that differs).
+    """
+
+    backend: str
+
+    def db(self) -> SqlSession:
+        """The calling thread's session (inside a write scope: that scope's)."""
+        ...
+
+    def writing(self) -> AbstractContextManager[SqlSession]:
+        """A write scope: joins the thread's open transaction, else one transaction
+        committed on normal exit and rolled back on an exception."""
         ...

@@ -21,7 +21,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -30,26 +30,27 @@ from sqlite_utils import Database
 
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
-from engine.state import ItemState, NodeRecord
+from engine.state import ItemState
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
 from engine.store.migrations import MIGRATIONS
+from engine.store.rows import (
+    KV_DELETE,
+    KV_GET,
+    KV_ITEMS,
+    KV_SET,
+    SELECT_EVENTS,
+    SELECT_REFS,
+    Query,
+    read_state,
+    stream_states,
+    write_statements,
+)
 from engine.store.sqlite_effects import SqliteEffectQueue, finish_rows, insert_rows
 
 __all__ = ["SqliteStore"]
 
 logger = logging.getLogger(__name__)
 
-# Tables holding ``node id -> JSON entry`` per item, with the ItemState attribute each fills.
-_ENTRY_TABLES = (
-    ("skips", "skips"),
-    ("opt_ins", "opt_ins"),
-    ("decisions", "decisions"),
-    ("completions", "completions"),
-)
-_ITEM_COLUMNS = (
-    "item, owner, repo, number, loop, current_node, status, parked, surface, "
-    "started_at, revision, updated_at"
-)
 
 
 def _is_lock_error(exc: sqlite3.OperationalError) -> bool:
@@ -80,6 +81,9 @@ class SqliteStore:
     Raises:
         StoreError: the file cannot be opened or migrated.
     """
+
+    #: Which implementation this is (callers choosing a bridge-state backend ask).
+    backend = "sqlite"
 
     def __init__(
         self,
@@ -226,7 +230,7 @@ class SqliteStore:
         local.open_refs.add(ref)
         try:
             with self.writing() as wdb:
-                tx = StoreTransaction(ref, _read_state(wdb.conn, ref))
+                tx = StoreTransaction(ref, read_state(_query(wdb.conn), ref))
                 yield tx
                 _write(wdb.conn, tx)
             if tx.state is not None:
@@ -236,13 +240,11 @@ class SqliteStore:
 
     def load(self, ref: WorkItemRef) -> ItemState | None:
         """A copy of the item's committed state, or None."""
-        return _read_state(self.db().conn, ref)
+        return read_state(_query(self.db().conn), ref)
 
     def refs(self) -> list[WorkItemRef]:
         """Every stored work item, sorted."""
-        rows = self.db().conn.execute(
-            "SELECT owner, repo, number FROM items ORDER BY owner, repo, number"
-        )
+        rows = self.db().conn.execute(SELECT_REFS)
         return [WorkItemRef(o, r, n) for o, r, n in rows]
 
     def load_all(self) -> Iterator[ItemState]:
@@ -255,206 +257,46 @@ class SqliteStore:
         conn = self._connect()
         try:
             conn.execute("BEGIN")
-            yield from _stream_states(conn)
+            yield from stream_states(_query(conn))
         finally:
             conn.close()
 
     def events(self, ref: WorkItemRef) -> list[dict[str, Any]]:
         """The item's event log, oldest first: ``[{seq, at, kind, data}]``."""
-        rows = self.db().conn.execute(
-            "SELECT seq, at, kind, data FROM events WHERE item = ? ORDER BY seq", (str(ref),)
-        )
+        rows = self.db().conn.execute(SELECT_EVENTS, (str(ref),))
         return [{"seq": s, "at": a, "kind": k, "data": json.loads(d)} for s, a, k, d in rows]
 
     # -- kv (bridges) ------------------------------------------------------------------
     def kv_get(self, namespace: str, key: str, default: Any = None) -> Any:
         """The JSON value stored under ``(namespace, key)``, or ``default``."""
-        row = self.db().conn.execute(
-            "SELECT value FROM kv WHERE namespace = ? AND key = ?", (namespace, key)
-        ).fetchone()
+        row = self.db().conn.execute(KV_GET, (namespace, key)).fetchone()
         return default if row is None else json.loads(row[0])
 
     def kv_set(self, namespace: str, key: str, value: Any) -> None:
         """Store JSON ``value`` under ``(namespace, key)`` (joins an open transaction)."""
         text = json_text(value)
         with self.writing() as db:
-            db.conn.execute(
-                "INSERT INTO kv (namespace, key, value, updated_at) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, "
-                "updated_at = excluded.updated_at",
-                (namespace, key, text, utc_now_iso()),
-            )
+            db.conn.execute(KV_SET, (namespace, key, text, utc_now_iso()))
 
     def kv_delete(self, namespace: str, key: str) -> None:
         """Remove ``(namespace, key)``; absent is not an error."""
         with self.writing() as db:
-            db.conn.execute("DELETE FROM kv WHERE namespace = ? AND key = ?", (namespace, key))
+            db.conn.execute(KV_DELETE, (namespace, key))
 
     def kv_items(self, namespace: str) -> dict[str, Any]:
         """Every ``key -> value`` of ``namespace``, sorted by key."""
-        rows = self.db().conn.execute(
-            "SELECT key, value FROM kv WHERE namespace = ? ORDER BY key", (namespace,)
-        )
+        rows = self.db().conn.execute(KV_ITEMS, (namespace,))
         return {k: json.loads(v) for k, v in rows}
 
 
-# -- row <-> state -----------------------------------------------------------------------
-def _state_from_row(row: tuple[Any, ...]) -> ItemState:
-    item, _o, _r, _n, loop, current, status, parked, surface, started, revision, _u = row
-    state = ItemState(
-        ref=WorkItemRef.parse(item),
-        loop=loop or "",
-        current_node=current or "",
-        status=status or "running",
-        parked=json.loads(parked or "{}"),
-        surface=json.loads(surface or "{}"),
-        started_at=started or "",
-    )
-    state.revision = int(revision or 0)
-    return state
-
-
-def _record_from_row(row: tuple[Any, ...]) -> NodeRecord:
-    attempts, outcome, entered, exited, last_block, forced = row
-    return NodeRecord(
-        attempts=int(attempts or 0),
-        outcome=outcome or "",
-        entered_at=entered or "",
-        exited_at=exited or "",
-        last_block=last_block or "",
-        forced=bool(forced),
-    )
-
-
-def _read_state(conn: sqlite3.Connection, ref: WorkItemRef) -> ItemState | None:
-    item = str(ref)
-    row = conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items WHERE item = ?", (item,)).fetchone()
-    if row is None:
-        return None
-    state = _state_from_row(row)
-    for node, *rest in conn.execute(
-        "SELECT node, attempts, outcome, entered_at, exited_at, last_block, forced "
-        "FROM node_records WHERE item = ? ORDER BY ord", (item,)
-    ):
-        state.nodes[node] = _record_from_row(tuple(rest))
-    for table, attr in _ENTRY_TABLES:
-        target = getattr(state, attr)
-        for node, data in conn.execute(
-            f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord", (item,)
-        ):
-            target[node] = json.loads(data)
-    state.forced = [
-        json.loads(d)
-        for (d,) in conn.execute("SELECT data FROM forced_moves WHERE item = ? ORDER BY ord",
-                                 (item,))
-    ]
-    return state
+def _query(conn: sqlite3.Connection) -> Query:
+    return lambda sql, params: conn.execute(sql, params)
 
 
 def _write(conn: sqlite3.Connection, tx: StoreTransaction) -> None:
-    item = str(tx.ref)
-    if tx.state is not None:
-        _write_state(conn, item, tx.state)
-    if tx.events:
-        conn.executemany(
-            "INSERT INTO events (item, at, kind, data) VALUES (?, ?, ?, ?)",
-            [(item, at, kind, json_text(data)) for kind, data, at in tx.events],
-        )
+    for sql, rows in write_statements(tx):
+        conn.executemany(sql, rows)
     if tx.effects:
         insert_rows(conn, tx.ref, tx.effects, utc_now_iso())
     if tx.finished:
         finish_rows(conn, tx.finished)
-
-
-def _write_state(conn: sqlite3.Connection, item: str, state: ItemState) -> None:
-    ref = state.ref
-    conn.execute(
-        f"INSERT OR REPLACE INTO items ({_ITEM_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-        (item, ref.owner, ref.repo, ref.number, state.loop, state.current_node, state.status,
-         json_text(state.parked), json_text(state.surface), state.started_at,
-         state.revision + 1, utc_now_iso()),
-    )
-    # The item's child rows are replaced wholesale: simple, and exact under the lock.
-    for table in ("node_records", "skips", "opt_ins", "decisions", "completions",
-                  "forced_moves"):
-        conn.execute(f"DELETE FROM {table} WHERE item = ?", (item,))
-    conn.executemany(
-        "INSERT INTO node_records (item, node, ord, attempts, outcome, entered_at, exited_at, "
-        "last_block, forced) VALUES (?,?,?,?,?,?,?,?,?)",
-        [(item, node, i, r.attempts, r.outcome, r.entered_at, r.exited_at, r.last_block,
-          int(r.forced)) for i, (node, r) in enumerate(state.nodes.items())],
-    )
-    for table, attr in _ENTRY_TABLES:
-        entries: Mapping[str, Any] = getattr(state, attr)
-        if table in ("skips", "opt_ins"):
-            conn.executemany(
-                f"INSERT INTO {table} (item, node, ord, data, via) VALUES (?,?,?,?,?)",
-                [(item, node, i, json_text(e), _via(e)) for i, (node, e) in
-                 enumerate(entries.items())],
-            )
-        else:
-            conn.executemany(
-                f"INSERT INTO {table} (item, node, ord, data) VALUES (?,?,?,?)",
-                [(item, node, i, json_text(e)) for i, (node, e) in enumerate(entries.items())],
-            )
-    conn.executemany(
-        "INSERT INTO forced_moves (item, ord, from_node, to_node, by, reason, at, data) "
-        "VALUES (?,?,?,?,?,?,?,?)",
-        [(item, i, _text(m, "from"), _text(m, "to"), _text(m, "by"), _text(m, "reason"),
-          _text(m, "at"), json_text(m)) for i, m in enumerate(state.forced)],
-    )
-
-
-def _via(entry: Any) -> str:
-    return _text(entry, "via")
-
-
-def _text(entry: Any, key: str) -> str:
-    if isinstance(entry, Mapping):
-        value = entry.get(key)
-        return "" if value is None else str(value)
-    return ""
-
-
-# -- load_all: one ordered query per table, merged item by item --------------------------
-class _Rows:
-    """An ordered cursor whose rows are taken in runs sharing their first column (item)."""
-
-    def __init__(self, cursor: sqlite3.Cursor) -> None:
-        self._cursor = cursor
-        self._head = next(cursor, None)
-
-    def take(self, item: str) -> list[tuple[Any, ...]]:
-        run = []
-        while self._head is not None and self._head[0] == item:
-            run.append(self._head[1:])
-            self._head = next(self._cursor, None)
-        return run
-
-
-def _ordered(conn: sqlite3.Connection, table: str, columns: str) -> _Rows:
-    # Child rows in the items' sort order, so a single pass merges them.
-    return _Rows(conn.execute(
-        f"SELECT c.item, {columns} FROM {table} c JOIN items i ON i.item = c.item "
-        "ORDER BY i.owner, i.repo, i.number, c.ord"
-    ))
-
-
-def _stream_states(conn: sqlite3.Connection) -> Iterator[ItemState]:
-    items = conn.execute(f"SELECT {_ITEM_COLUMNS} FROM items ORDER BY owner, repo, number")
-    records = _ordered(conn, "node_records",
-                       "c.node, c.attempts, c.outcome, c.entered_at, c.exited_at, "
-                       "c.last_block, c.forced")
-    entries = {attr: _ordered(conn, table, "c.node, c.data") for table, attr in _ENTRY_TABLES}
-    forced = _ordered(conn, "forced_moves", "c.data")
-    for row in items:
-        state = _state_from_row(row)
-        item = row[0]
-        for node, *rest in records.take(item):
-            state.nodes[node] = _record_from_row(tuple(rest))
-        for attr, rows in entries.items():
-            target = getattr(state, attr)
-            for node, data in rows.take(item):
-                target[node] = json.loads(data)
-        state.forced = [json.loads(d) for (d,) in forced.take(item)]
-        yield state

@@ -25,7 +25,8 @@ from engine.effects import (
 )
 from engine.refs import WorkItemRef
 
-__all__ = ["SqliteEffectQueue", "insert_rows", "finish_rows"]
+__all__ = ["SqlEffectQueue", "SqliteEffectQueue", "insert_rows", "finish_rows", "INSERT_ROW",
+           "FINISH_ROW", "effect_row_values", "finish_values"]
 
 _COLUMNS = "id, key, item, data, status, attempts, not_before, last_error, result, created_at"
 # An unfinished row blocks its item's later rows, so an item's effects keep their order.
@@ -40,26 +41,39 @@ ORDER BY e.id LIMIT :limit
 """
 
 
+INSERT_ROW = ("INSERT INTO effects (key, item, kind, data, status, created_at) "
+              "VALUES (?,?,?,?,?,?)")
+FINISH_ROW = ("UPDATE effects SET status = ?, result = ?, last_error = ?, "
+              "attempts = attempts + ?, claimed_by = '', claimed_until = '' WHERE id = ?")
+_CLAIMABLE = (f"((status = '{PENDING}' AND not_before <= :now) "
+              f"OR (status = '{RUNNING}' AND claimed_until < :now))")
+
+
+def effect_row_values(ref: WorkItemRef, entries: Iterable[tuple[str, Effect]],
+                      at: str) -> list[tuple[Any, ...]]:
+    """:data:`INSERT_ROW` parameters for ``(key, effect)`` pairs of ``ref``."""
+    return [(key, str(ref), e.kind, json.dumps(effect_to_json(e)), PENDING, at)
+            for key, e in entries]
+
+
+def finish_values(finished: Iterable[tuple[int, dict[str, Any], str]]
+                  ) -> list[tuple[Any, ...]]:
+    """:data:`FINISH_ROW` parameters for ``(row id, result, error)`` triples."""
+    return [(FAILED if error else DONE, json.dumps(result), error, 1 if error else 0, row_id)
+            for row_id, result, error in finished]
+
+
 def insert_rows(conn: sqlite3.Connection, ref: WorkItemRef,
                 entries: Iterable[tuple[str, Effect]], at: str) -> None:
     """Insert ``(key, effect)`` rows for ``ref`` (inside the item's transaction)."""
-    conn.executemany(
-        "INSERT INTO effects (key, item, kind, data, status, created_at) VALUES (?,?,?,?,?,?)",
-        [(key, str(ref), e.kind, json.dumps(effect_to_json(e)), PENDING, at)
-         for key, e in entries],
-    )
+    conn.executemany(INSERT_ROW, effect_row_values(ref, entries, at))
 
 
 def finish_rows(conn: sqlite3.Connection,
                 finished: Iterable[tuple[int, dict[str, Any], str]]) -> None:
     """Mark rows done with their results, or failed for good where an error is given
     (inside the recording item transaction)."""
-    conn.executemany(
-        "UPDATE effects SET status = ?, result = ?, last_error = ?, "
-        "attempts = attempts + ?, claimed_by = '', claimed_until = '' WHERE id = ?",
-        [(FAILED if error else DONE, json.dumps(result), error, 1 if error else 0, row_id)
-         for row_id, result, error in finished],
-    )
+    conn.executemany(FINISH_ROW, finish_values(finished))
 
 
 def _row(values: tuple[Any, ...]) -> EffectRow:
@@ -73,26 +87,24 @@ def _row(values: tuple[Any, ...]) -> EffectRow:
     )
 
 
-class SqliteEffectQueue:
-    """:class:`~engine.store.effect_queue.EffectQueue` over the store's connection.
+class SqlEffectQueue:
+    """:class:`~engine.store.effect_queue.EffectQueue` in SQL, one statement per call.
 
-    Args:
-        conn: returns the calling thread's connection (for reads).
-        writing: opens a short write scope (``BEGIN IMMEDIATE``) and yields a
-            ``sqlite_utils.Database``.
+    Statements use ``?`` and ``:name`` placeholders; a subclass runs them on its driver
+    (:meth:`_fetch`, :meth:`_change`) and may sharpen :meth:`claim`.
     """
 
-    def __init__(self, conn: Callable[[], sqlite3.Connection],
-                 writing: Callable[[], AbstractContextManager[Any]]) -> None:
-        self._conn = conn
-        self._writing = writing
+    def _fetch(self, sql: str, params: Any) -> list[tuple[Any, ...]]:
+        raise NotImplementedError
+
+    def _change(self, sql: str, params: Any) -> int:
+        raise NotImplementedError
 
     def _select(self, sql: str, params: dict[str, Any]) -> list[EffectRow]:
-        return [_row(values) for values in self._conn().execute(sql, params).fetchall()]
+        return [_row(values) for values in self._fetch(sql, params)]
 
-    def _update(self, sql: str, params: tuple[Any, ...]) -> int:
-        with self._writing() as db:
-            return db.conn.execute(sql, params).rowcount
+    def _update(self, sql: str, params: Any) -> int:
+        return self._change(sql, params)
 
     def due(self, now: str, limit: int = 50, ref: WorkItemRef | None = None
             ) -> list[EffectRow]:
@@ -104,10 +116,9 @@ class SqliteEffectQueue:
     def claim(self, row_id: int, owner: str, until: str, now: str) -> bool:
         """See :meth:`~engine.store.effect_queue.EffectQueue.claim`."""
         return self._update(
-            f"UPDATE effects SET status = '{RUNNING}', claimed_by = ?, claimed_until = ? "
-            f"WHERE id = ? AND ((status = '{PENDING}' AND not_before <= ?) "
-            f"OR (status = '{RUNNING}' AND claimed_until < ?))",
-            (owner, until, row_id, now, now)) == 1
+            f"UPDATE effects SET status = '{RUNNING}', claimed_by = :owner, "
+            f"claimed_until = :until WHERE id = :id AND {_CLAIMABLE}",
+            {"owner": owner, "until": until, "id": row_id, "now": now}) == 1
 
     def defer(self, row_id: int, not_before: str, error: str, *, count: bool = True) -> None:
         """See :meth:`~engine.store.effect_queue.EffectQueue.defer`."""
@@ -140,9 +151,9 @@ class SqliteEffectQueue:
 
     def claims(self) -> list[tuple[int, str]]:
         """See :meth:`~engine.store.effect_queue.EffectQueue.claims`."""
-        rows = self._conn().execute(
-            f"SELECT id, claimed_by FROM effects WHERE status = '{RUNNING}' ORDER BY id")
-        return [(int(row_id), str(owner or "")) for row_id, owner in rows.fetchall()]
+        rows = self._fetch(
+            f"SELECT id, claimed_by FROM effects WHERE status = '{RUNNING}' ORDER BY id", ())
+        return [(int(row_id), str(owner or "")) for row_id, owner in rows]
 
     def retry(self, ref: WorkItemRef | None = None) -> int:
         """See :meth:`~engine.store.effect_queue.EffectQueue.retry`."""
@@ -152,3 +163,25 @@ class SqliteEffectQueue:
         return self._update(f"UPDATE effects SET status = '{PENDING}', attempts = 0, "
                             f"not_before = '' WHERE status = '{FAILED}' AND item = ?",
                             (str(ref),))
+
+
+class SqliteEffectQueue(SqlEffectQueue):
+    """:class:`~engine.store.effect_queue.EffectQueue` over the SQLite store's connection.
+
+    Args:
+        conn: returns the calling thread's connection (for reads).
+        writing: opens a short write scope (``BEGIN IMMEDIATE``) and yields a
+            ``sqlite_utils.Database``.
+    """
+
+    def __init__(self, conn: Callable[[], sqlite3.Connection],
+                 writing: Callable[[], AbstractContextManager[Any]]) -> None:
+        self._conn = conn
+        self._writing = writing
+
+    def _fetch(self, sql: str, params: Any) -> list[tuple[Any, ...]]:
+        return self._conn().execute(sql, params).fetchall()
+
+    def _change(self, sql: str, params: Any) -> int:
+        with self._writing() as db:
+            return db.conn.execute(sql, params).rowcount

@@ -1,4 +1,4 @@
-"""The webhook inbox, one suite over its SQLite file and memory: what a put finds, owed
+"""The webhook inbox, one suite over its SQLite file, memory and PostgreSQL: what a put finds, owed
 deliveries in arrival order, the handled cap; the file lives beside the state database,
 survives a reopen, and takes over rows an older loopgate kept in the state database."""
 
@@ -27,10 +27,16 @@ from engine.store.memory import MemoryStore
 from engine.store.sqlite import SqliteStore
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgresql"])
 def inbox(request: pytest.FixtureRequest, tmp_path: Path) -> WebhookInbox:
     if request.param == "memory":
         return MemoryInbox()
+    if request.param == "postgresql":  # issue 15 §2: shared by replicas
+        from bridges.postgres.store import PostgresStore
+
+        store = PostgresStore(request.getfixturevalue("pg_database"))
+        request.addfinalizer(store.close)
+        return webhook_inbox(store)
     kept = SqliteInbox(tmp_path / "loopgate.db.inbox.db")
     request.addfinalizer(kept.close)
     return kept

@@ -1,4 +1,4 @@
-"""The bridge's persisted state, one suite over SQLite and memory: cursors, capped seen
+"""The bridge's persisted state, one suite over SQLite, memory and PostgreSQL: cursors, capped seen
 keys, handled deliveries; SQLite survives a reopen. (The webhook inbox has its own file
 and suite: test_inbox.py.)"""
 
@@ -19,10 +19,16 @@ from engine.store.memory import MemoryStore
 from engine.store.sqlite import SqliteStore
 
 
-@pytest.fixture(params=["sqlite", "memory"])
+@pytest.fixture(params=["sqlite", "memory", "postgresql"])
 def state(request: pytest.FixtureRequest, tmp_path: Path) -> BridgeState:
     if request.param == "memory":
         return MemoryBridgeState()
+    if request.param == "postgresql":  # issue 15 §2: shared by replicas
+        from bridges.postgres.store import PostgresStore
+
+        store = PostgresStore(request.getfixturevalue("pg_database"))
+        request.addfinalizer(store.close)
+        return bridge_state(store)
     store = SqliteStore(tmp_path / "loopgate.db")
     request.addfinalizer(store.close)
     return SqliteBridgeState(store)

@@ -157,6 +157,10 @@ class Home:
     slack: FakeSlack
     poll_interval: int = 0
     port: int = field(default_factory=free_port)
+    #: A PostgreSQL URL (no password) instead of the SQLite file; the password goes into
+    #: the environment as PGPASSWORD (issue 15).
+    database_url: str = ""
+    database_password: str = ""
 
     @property
     def config(self) -> Path:
@@ -211,10 +215,13 @@ class Home:
                    SLACK_BOT_TOKEN=SLACK_TOKEN, SLACK_SIGNING_SECRET=SLACK_SECRET,
                    LOOPGATE_SLACK_PACE_SECONDS="0", LOOPGATE_GITHUB_WRITE_INTERVAL="0",
                    PYTHONPATH=str(REPO_ROOT), PYTHONUNBUFFERED="1")
+        if self.database_password:
+            env["PGPASSWORD"] = self.database_password
         return env
 
     def argv(self, *args: str) -> list[str]:
-        return [*loopgate_argv(), "--db", str(self.db), "--config", str(self.config), *args]
+        db = self.database_url or str(self.db)
+        return [*loopgate_argv(), "--db", db, "--config", str(self.config), *args]
 
     def cli(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
         """Run ``loopgate ARGS`` with this home's config and database.

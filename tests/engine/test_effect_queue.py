@@ -1,5 +1,5 @@
-"""The effect outbox (issue 10 §1): one conformance suite over the memory and SQLite stores,
-the performer's retry rules, and the runtime's decide-then-commit."""
+"""The effect outbox (issue 10 §1): one conformance suite over the memory, SQLite and
+PostgreSQL stores, the performer's retry rules, and the runtime's decide-then-commit."""
 
 from __future__ import annotations
 
@@ -38,10 +38,17 @@ T0 = "2026-03-01T12:00:00Z"
 LATER = "2026-03-01T13:00:00Z"
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
     if request.param == "memory":
         yield MemoryStore()
+        return
+    if request.param == "postgresql":  # issue 15 §2: the same suite on a real server
+        from bridges.postgres.store import PostgresStore
+
+        pg = PostgresStore(request.getfixturevalue("pg_database"))
+        yield pg
+        pg.close()
         return
     sqlite = SqliteStore(tmp_path / "loopgate.db")
     yield sqlite

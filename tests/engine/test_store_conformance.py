@@ -1,4 +1,5 @@
-"""One conformance suite for both stores (MemoryStore, SqliteStore), plus what only the
+"""One conformance suite for every store (MemoryStore, SqliteStore, PostgresStore on a real
+server started by the tests), plus what only the
 SQLite store promises (WAL, migrations, the shared connection, the lock bound)."""
 
 from __future__ import annotations
@@ -22,9 +23,14 @@ from tests.engine.runtime_support import make_store
 REF = WorkItemRef("acme", "widgets", 7)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+@pytest.fixture(params=["memory", "sqlite", "postgresql"])
 def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
-    store = make_store(request.param, tmp_path)
+    if request.param == "postgresql":  # issue 15 §2: the same suite on a real server
+        from bridges.postgres.store import PostgresStore
+
+        store = PostgresStore(request.getfixturevalue("pg_database"))
+    else:
+        store = make_store(request.param, tmp_path)
     yield store
     store.close()
 

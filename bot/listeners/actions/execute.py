@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,6 +48,13 @@ def _item_lock(ref: WorkItemRef) -> Iterator[None]:
         lock = _LOCKS.setdefault(ref, threading.Lock())
     with lock:
         yield
+
+
+def _replicas_lock(services: Any, ref: WorkItemRef) -> AbstractContextManager[Any]:
+    # Replicas on PostgreSQL (issue 15 §3): clicks on one card at different replicas are
+    # handled one after the other too (an advisory lock on the item; none on SQLite).
+    exclusive = getattr(services.store, "exclusive", None)
+    return exclusive(f"execute:{ref}") if exclusive is not None else nullcontext()
 
 
 @dataclass(frozen=True)
@@ -146,7 +153,7 @@ def execute(services: Any, client: Any, body: Mapping[str, Any]) -> ExecuteOutco
         outcome = ExecuteOutcome("not-started", "This card names no work item.")
         client.chat_postEphemeral(channel=channel, user=user, text=outcome.message)
         return outcome
-    with _item_lock(click.ref):
+    with _item_lock(click.ref), _replicas_lock(services, click.ref):
         outcome = _decide(services, click)
     if outcome.decision and (outcome.code == "selected" or click.interactive):
         _rewrite_card(services, client, click, outcome.decision)

@@ -1,0 +1,207 @@
+"""Work item state <-> table rows: the one definition of the item tables' SQL, shared by the
+SQLite store and the PostgreSQL store (issue 15 §1: no SQL string kept twice).
+
+Statements are written with ``?`` placeholders (SQLite's); a backend whose driver wants
+another style converts them (``bridges.postgres.sql.to_pg``). Every statement here is plain
+SQL both engines run (``INSERT ... ON CONFLICT ... DO UPDATE`` needs SQLite 3.24+). Reads
+go through ``query(sql, params) -> iterable of tuples``, so this module imports no driver.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from engine.refs import WorkItemRef
+from engine.state import ItemState, NodeRecord
+from engine.store.memory import StoreTransaction, json_text, utc_now_iso
+
+__all__ = [
+    "ENTRY_TABLES", "CHILD_TABLES", "ITEM_COLUMNS", "Query", "read_state", "write_statements",
+    "stream_states", "SELECT_EVENTS", "SELECT_REFS", "KV_GET", "KV_SET", "KV_DELETE",
+    "KV_ITEMS",
+]
+
+#: ``query(sql, params)`` -> rows as tuples (a driver's ``execute``, placeholders converted).
+Query = Callable[[str, tuple[Any, ...]], Iterable[tuple[Any, ...]]]
+
+#: Tables holding ``node id -> JSON entry`` per item, with the ItemState attribute each fills.
+ENTRY_TABLES = (
+    ("skips", "skips"),
+    ("opt_ins", "opt_ins"),
+    ("decisions", "decisions"),
+    ("completions", "completions"),
+)
+#: Every table whose rows belong to one item (replaced wholesale on each write).
+CHILD_TABLES = ("node_records", "skips", "opt_ins", "decisions", "completions",
+                "forced_moves")
+ITEM_COLUMNS = (
+    "item, owner, repo, number, loop, current_node, status, parked, surface, "
+    "started_at, revision, updated_at"
+)
+_RECORD_COLUMNS = "node, attempts, outcome, entered_at, exited_at, last_block, forced"
+_UPSERT_ITEM = (
+    f"INSERT INTO items ({ITEM_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?) "
+    "ON CONFLICT (item) DO UPDATE SET loop = excluded.loop, "
+    "current_node = excluded.current_node, status = excluded.status, "
+    "parked = excluded.parked, surface = excluded.surface, "
+    "started_at = excluded.started_at, revision = excluded.revision, "
+    "updated_at = excluded.updated_at"
+)
+_INSERT_RECORD = (f"INSERT INTO node_records (item, ord, {_RECORD_COLUMNS}) "
+                  "VALUES (?,?,?,?,?,?,?,?,?)")
+# "by" is quoted: a reserved word in PostgreSQL.
+_INSERT_FORCED = ('INSERT INTO forced_moves (item, ord, from_node, to_node, "by", reason, at, '
+                  "data) VALUES (?,?,?,?,?,?,?,?)")
+_INSERT_EVENT = "INSERT INTO events (item, at, kind, data) VALUES (?, ?, ?, ?)"
+SELECT_EVENTS = "SELECT seq, at, kind, data FROM events WHERE item = ? ORDER BY seq"
+SELECT_REFS = "SELECT owner, repo, number FROM items ORDER BY owner, repo, number"
+KV_GET = "SELECT value FROM kv WHERE namespace = ? AND key = ?"
+KV_SET = ("INSERT INTO kv (namespace, key, value, updated_at) VALUES (?, ?, ?, ?) "
+          "ON CONFLICT (namespace, key) DO UPDATE SET value = excluded.value, "
+          "updated_at = excluded.updated_at")
+KV_DELETE = "DELETE FROM kv WHERE namespace = ? AND key = ?"
+KV_ITEMS = "SELECT key, value FROM kv WHERE namespace = ? ORDER BY key"
+
+
+# -- row <-> state -----------------------------------------------------------------------
+def state_from_row(row: tuple[Any, ...]) -> ItemState:
+    """An :class:`ItemState` (no child rows yet) from an ``items`` row (ITEM_COLUMNS order)."""
+    item, _o, _r, _n, loop, current, status, parked, surface, started, revision, _u = row
+    state = ItemState(
+        ref=WorkItemRef.parse(item),
+        loop=loop or "",
+        current_node=current or "",
+        status=status or "running",
+        parked=json.loads(parked or "{}"),
+        surface=json.loads(surface or "{}"),
+        started_at=started or "",
+    )
+    state.revision = int(revision or 0)
+    return state
+
+
+def record_from_row(row: tuple[Any, ...]) -> NodeRecord:
+    """A :class:`NodeRecord` from ``(attempts, outcome, entered, exited, last_block, forced)``."""
+    attempts, outcome, entered, exited, last_block, forced = row
+    return NodeRecord(
+        attempts=int(attempts or 0),
+        outcome=outcome or "",
+        entered_at=entered or "",
+        exited_at=exited or "",
+        last_block=last_block or "",
+        forced=bool(forced),
+    )
+
+
+def read_state(query: Query, ref: WorkItemRef) -> ItemState | None:
+    """The stored state of ``ref`` (None when never created), read with ``query``."""
+    item = str(ref)
+    rows = list(query(f"SELECT {ITEM_COLUMNS} FROM items WHERE item = ?", (item,)))
+    if not rows:
+        return None
+    state = state_from_row(tuple(rows[0]))
+    for node, *rest in query(f"SELECT {_RECORD_COLUMNS} FROM node_records WHERE item = ? "
+                             "ORDER BY ord", (item,)):
+        state.nodes[node] = record_from_row(tuple(rest))
+    for table, attr in ENTRY_TABLES:
+        target = getattr(state, attr)
+        for node, data in query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord",
+                                (item,)):
+            target[node] = json.loads(data)
+    state.forced = [json.loads(d) for (d,) in query(
+        "SELECT data FROM forced_moves WHERE item = ? ORDER BY ord", (item,))]
+    return state
+
+
+def write_statements(tx: StoreTransaction) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    """What committing ``tx`` writes to the item tables: ``[(sql, rows for executemany)]``
+    in order (the effect outbox is written by the backend's queue module)."""
+    item = str(tx.ref)
+    out: list[tuple[str, list[tuple[Any, ...]]]] = []
+    if tx.state is not None:
+        out.extend(_state_statements(item, tx.state))
+    if tx.events:
+        out.append((_INSERT_EVENT, [(item, at, kind, json_text(data))
+                                    for kind, data, at in tx.events]))
+    return out
+
+
+def _state_statements(item: str, state: ItemState) -> list[tuple[str, list[tuple[Any, ...]]]]:
+    ref = state.ref
+    out: list[tuple[str, list[tuple[Any, ...]]]] = [(_UPSERT_ITEM, [(
+        item, ref.owner, ref.repo, ref.number, state.loop, state.current_node, state.status,
+        json_text(state.parked), json_text(state.surface), state.started_at,
+        state.revision + 1, utc_now_iso())])]
+    # The item's child rows are replaced wholesale: simple, and exact under the lock.
+    out.extend((f"DELETE FROM {table} WHERE item = ?", [(item,)]) for table in CHILD_TABLES)
+    out.append((_INSERT_RECORD, [
+        (item, i, node, r.attempts, r.outcome, r.entered_at, r.exited_at, r.last_block,
+         int(r.forced)) for i, (node, r) in enumerate(state.nodes.items())]))
+    for table, attr in ENTRY_TABLES:
+        entries: Mapping[str, Any] = getattr(state, attr)
+        if table in ("skips", "opt_ins"):
+            out.append((f"INSERT INTO {table} (item, node, ord, data, via) VALUES (?,?,?,?,?)",
+                        [(item, node, i, json_text(e), _text(e, "via"))
+                         for i, (node, e) in enumerate(entries.items())]))
+        else:
+            out.append((f"INSERT INTO {table} (item, node, ord, data) VALUES (?,?,?,?)",
+                        [(item, node, i, json_text(e))
+                         for i, (node, e) in enumerate(entries.items())]))
+    out.append((_INSERT_FORCED, [
+        (item, i, _text(m, "from"), _text(m, "to"), _text(m, "by"), _text(m, "reason"),
+         _text(m, "at"), json_text(m)) for i, m in enumerate(state.forced)]))
+    return [(sql, rows) for sql, rows in out if rows]
+
+
+def _text(entry: Any, key: str) -> str:
+    if isinstance(entry, Mapping):
+        value = entry.get(key)
+        return "" if value is None else str(value)
+    return ""
+
+
+# -- load_all: one ordered query per table, merged item by item --------------------------
+class _Rows:
+    """Ordered rows taken in runs sharing their first column (the item)."""
+
+    def __init__(self, rows: Iterable[tuple[Any, ...]]) -> None:
+        self._rows = iter(rows)
+        self._head = next(self._rows, None)
+
+    def take(self, item: str) -> list[tuple[Any, ...]]:
+        run = []
+        while self._head is not None and self._head[0] == item:
+            run.append(tuple(self._head[1:]))
+            self._head = next(self._rows, None)
+        return run
+
+
+def _ordered(query: Query, table: str, columns: str) -> _Rows:
+    # Child rows in the items' sort order, so a single pass merges them.
+    return _Rows(query(
+        f"SELECT c.item, {columns} FROM {table} c JOIN items i ON i.item = c.item "
+        "ORDER BY i.owner, i.repo, i.number, c.ord", ()))
+
+
+def stream_states(query: Query) -> Iterator[ItemState]:
+    """Every item's state sorted by ref: each table read once with one ordered query and
+    merged item by item, so memory stays flat when ``query`` streams its rows."""
+    items = query(f"SELECT {ITEM_COLUMNS} FROM items ORDER BY owner, repo, number", ())
+    records = _ordered(query, "node_records",
+                       "c.node, c.attempts, c.outcome, c.entered_at, c.exited_at, "
+                       "c.last_block, c.forced")
+    entries = {attr: _ordered(query, table, "c.node, c.data") for table, attr in ENTRY_TABLES}
+    forced = _ordered(query, "forced_moves", "c.data")
+    for row in items:
+        state = state_from_row(tuple(row))
+        item = row[0]
+        for node, *rest in records.take(item):
+            state.nodes[node] = record_from_row(tuple(rest))
+        for attr, rows in entries.items():
+            target = getattr(state, attr)
+            for node, data in rows.take(item):
+                target[node] = json.loads(data)
+        state.forced = [json.loads(d) for (d,) in forced.take(item)]
+        yield state

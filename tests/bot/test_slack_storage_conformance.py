@@ -1,0 +1,127 @@
+"""The Slack bot's tables on both backends (issue 15 §1-2): the outbox (written inside the
+engine's transaction, claimed by one worker), threads, links and codes behave the same on
+SQLite and on a real PostgreSQL server."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from bot.identity import (
+    confirm_link_from_comment,
+    create_link_code,
+    resolve_login,
+    slack_users_for_login,
+    unlink,
+)
+from bot.notifier import (
+    OutboxNotifier,
+    claim_outbox_row,
+    ensure_slack_tables,
+    load_thread,
+    save_thread,
+)
+from engine.ports import Comment
+from engine.refs import WorkItemRef
+from engine.store.base import SqlSession, SqlTables
+from engine.store.sqlite import SqliteStore
+
+REF = WorkItemRef("acme", "widgets", 7)
+NOW = "2026-03-01T12:00:00Z"
+LATER = "2026-03-01T12:02:00Z"
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Any:
+    if request.param == "postgresql":
+        from bridges.postgres.store import PostgresStore
+
+        pg = PostgresStore(request.getfixturevalue("pg_database"))
+        yield pg
+        pg.close()
+        return
+    sqlite = SqliteStore(tmp_path / "loopgate.db")
+    yield sqlite
+    sqlite.close()
+
+
+def test_both_stores_offer_the_declared_sql_tables_protocol(store: Any) -> None:
+    assert isinstance(store, SqlTables) and isinstance(store.db(), SqlSession)
+    ensure_slack_tables(store)
+    with store.writing() as db:
+        assert isinstance(db, SqlSession)
+        db.execute("INSERT INTO slack_links (slack_user, github_login, linked_at, via) "
+                   "VALUES (?, ?, ?, ?)", ("U1", "alice", NOW, "test"))
+    assert store.db().execute("SELECT github_login FROM slack_links WHERE slack_user = ?",
+                              ("U1",)).fetchone() == ("alice",)
+
+
+def _outbox(store: Any) -> list[tuple[Any, ...]]:
+    return store.db().execute("SELECT item, event, data FROM slack_outbox ORDER BY id"
+                              ).fetchall()
+
+
+def test_a_notice_commits_and_rolls_back_with_the_item_transaction(store: Any) -> None:
+    notifier = OutboxNotifier(store)
+    with store.transaction(REF) as tx:
+        tx.create("loop")
+        notifier.send(REF, "quiz-pending", {"node": "spec-quiz"})
+    with pytest.raises(RuntimeError), store.transaction(REF):
+        notifier.send(REF, "never-sent", {})
+        raise RuntimeError("the transition did not happen")
+    assert _outbox(store) == [(str(REF), "quiz-pending", '{"node": "spec-quiz"}')]
+
+
+def test_an_outbox_row_is_claimed_by_one_worker_until_its_claim_runs_out(store: Any) -> None:
+    OutboxNotifier(store).send(REF, "quiz-pending", {})
+    (row_id,) = store.db().execute("SELECT id FROM slack_outbox").fetchone()
+    assert claim_outbox_row(store, row_id, "replica-1", "2026-03-01T12:01:00Z", NOW)
+    assert not claim_outbox_row(store, row_id, "replica-2", "2026-03-01T12:01:00Z", NOW)
+    assert claim_outbox_row(store, row_id, "replica-1", "2026-03-01T12:03:00Z", NOW)  # renew
+    assert claim_outbox_row(store, row_id, "replica-2", "2026-03-01T12:09:00Z",
+                            "2026-03-01T12:05:00Z")  # replica-1's claim ran out
+    with store.writing() as db:
+        db.execute("UPDATE slack_outbox SET sent_at = ? WHERE id = ?", (LATER, row_id))
+    assert not claim_outbox_row(store, row_id, "replica-3", "2026-03-01T13:00:00Z",
+                                "2026-03-01T12:59:00Z")  # sent: nobody takes it again
+
+
+def test_a_thread_round_trips_and_keeps_its_author_when_none_is_given(store: Any) -> None:
+    assert load_thread(store, REF) is None
+    save_thread(store, REF, channel="C1", ts="1.1", revision=1, kind="card", author="alice")
+    save_thread(store, REF, channel="C1", ts="1.2", revision=2, kind="status", node="design")
+    assert load_thread(store, REF) == {"channel": "C1", "ts": "1.2", "revision": 2,
+                                       "kind": "status", "node": "design", "author": "alice"}
+
+
+class _Clock:
+    def now(self) -> datetime:
+        return datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
+
+
+class _Config:
+    def section(self, name: str) -> dict[str, Any]:
+        return {"github": {"repos": ["acme/widgets"]},
+                "slack": {"identities": {"UCONF": "carol"}}}.get(name, {})
+
+
+def test_links_and_codes_behave_the_same(store: Any) -> None:
+    services = SimpleNamespace(store=store, config=_Config(),
+                               ports=SimpleNamespace(clock=_Clock()))
+    code = create_link_code(services, "UALICE", "@Alice")
+    comment = Comment(id=5, author="alice", body=f"loopgate link {code.code}",
+                      created_at=NOW, updated_at=NOW)
+    wrong = Comment(id=6, author="mallory", body=f"loopgate link {code.code}",
+                    created_at=NOW, updated_at=NOW)
+    assert confirm_link_from_comment(services, REF, wrong) is None
+    assert confirm_link_from_comment(services, REF, comment) == "UALICE"
+    assert confirm_link_from_comment(services, REF, comment) is None  # a code is used once
+    assert resolve_login(services, "UALICE") == "alice"
+    assert resolve_login(services, "UCONF") == "carol"
+    assert slack_users_for_login(services, "alice") == ["UALICE"]
+    assert unlink(services, "UALICE") is True and unlink(services, "UALICE") is False
+    assert resolve_login(services, "UALICE") is None
