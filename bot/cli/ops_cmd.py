@@ -157,6 +157,15 @@ def backup_database(source: Path, target: Path) -> list[tuple[Path, int]]:
     return written
 
 
+def _sqlite_only(ctx: CliContext, what: str, instead: str) -> None:
+    """Exit 2 naming the database when it is PostgreSQL: ``what`` reads a SQLite file."""
+    from bot.database import database_url, describe_database
+
+    if database_url(ctx.config, ctx.db_path) is not None:
+        fail(f"{what} works on a SQLite database; this one is "
+             f"{describe_database(ctx.config, ctx.db_path)}: {instead}")
+
+
 @click.command("backup")
 @click.argument("path", type=click.Path(dir_okay=True, path_type=Path))
 @click.option("--force", is_flag=True, help="Replace PATH when it exists.")
@@ -170,6 +179,7 @@ def backup(ctx: CliContext, path: Path, force: bool) -> None:
     """
     from bot.config import default_db_path
 
+    _sqlite_only(ctx, "backup", "back it up with pg_dump (see the README)")
     source = default_db_path(ctx.config, ctx.db_path)
     if not source.exists():
         fail(f"no database at {source}: nothing to back up")
@@ -261,6 +271,8 @@ def migrate(ctx: CliContext, check_only: bool, fmt: str) -> None:
     """
     from bot.config import default_db_path
 
+    _sqlite_only(ctx, "db migrate", "each replica applies PostgreSQL's migrations, once "
+                 "across replicas, when it starts")
     path = default_db_path(ctx.config, ctx.db_path)
     pending = pending_migrations(ctx.config, path)
     if fmt == "json":
