@@ -23,7 +23,7 @@ def copy(ctx: CliContext, target: str) -> None:
 
     \b
     Example:
-      PGPASSWORD=… loopgate db copy --to postgresql://loopgate@db.internal:5432/loopgate
+      loopgate db copy --to postgresql://loopgate@db.internal:5432/loopgate
     """
     from bot.config import default_db_path
     from bot.database import database_password, database_url, is_database_url
