@@ -164,10 +164,22 @@ class GateCount:
 
 def _seen(entry: Mapping[str, Any], decision: Approval) -> bool:
     if decision.comment_id is None:
-        return False
+        return _repeated(entry, decision)
     ids = {a.get("commentId") for a in entry["approvals"]}
     ids |= {r.get("commentId") for r in entry["refused"]}
     return decision.comment_id in ids
+
+
+def _repeated(entry: Mapping[str, Any], decision: Approval) -> bool:
+    # A Slack click has no comment id: one that says again what the person's counted
+    # decision says (a second click on Approve) changes nothing, so it is neither recorded
+    # again nor mirrored on the issue a second time (issue 12 §1).
+    for doc in entry["approvals"]:
+        prior = Approval.from_json(doc)
+        if prior.by == decision.by and prior.outcome == decision.outcome and (
+                decision.outcome != APPROVED_WITH_COMMENTS or prior.body == decision.body):
+            return True
+    return False
 
 
 def gate_tally(ctx: HookContext) -> GateCount:
