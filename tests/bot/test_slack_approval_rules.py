@@ -1,0 +1,305 @@
+"""Issue 11 §2 meets issue 12 §1, tier 1: a gate's approval rules (``gates.<node>`` in
+loopgate.yaml) decide a Slack click exactly as they decide a GitHub reply — the count,
+self-approval, team approvers — and the clicker hears what the gate said. Listeners are
+called directly with a recording ``ack``; Web API calls go to the loopback fake Slack
+through the real WebClient; GitHub is the in-memory tracker."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from bot.blocks import ids
+from bot.listeners.actions.approve import on_approve, on_open_modal
+from bot.listeners.views.decision import on_decision_submit
+from engine.hooks.slack_decision import slack_decision_marker
+from engine.ports import TrackerError
+from tests.bot.conftest import (
+    REF,
+    SlackWorld,
+    approval_click,
+    build_world,
+    slack_config,
+    view_submission,
+)
+from tests.fakes.slack import FakeSlack
+
+GATE = "requirements-approval"
+MIRROR = slack_decision_marker(GATE)
+REFUSED = f"<!-- the-loop:approval-refused {GATE} "
+
+
+class Ack:
+    """Records each ack's keyword arguments."""
+
+    def __init__(self) -> None:
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        self.calls.append(dict(kwargs))
+
+
+@pytest.fixture
+def make_world(tmp_path: Path, fake_slack: FakeSlack,
+               slack_env: None) -> Iterator[Callable[..., SlackWorld]]:
+    """``make_world(gates={...})``: a world whose loopgate.yaml carries ``gates``; its
+    worker is stopped and its services closed at teardown."""
+    made: list[SlackWorld] = []
+
+    def make(**config: Any) -> SlackWorld:
+        world = build_world(tmp_path, fake_slack, slack_config(fake_slack, **config))
+        made.append(world)
+        return world
+
+    yield make
+    for world in made:
+        world.worker.stop()
+        assert not world.worker.running
+        world.services.close()
+
+
+def _posted(world: SlackWorld) -> tuple[str, str]:
+    """Walk to requirements-approval and post its message: ``(ts, button value)``."""
+    world.walk_to_requirements_approval()
+    world.drain()
+    message = world.approval_message()
+    [actions] = [b for b in message.args["blocks"] if b["type"] == "actions"]
+    return str(message.response["ts"]), str(actions["elements"][0]["value"])
+
+
+def _approve(world: SlackWorld, user: str, value: str, ts: str) -> None:
+    ack = Ack()
+    on_approve(ack, approval_click(world, user, ids.ACTION_APPROVE, value, ts=ts),
+               world.client, {"services": world.services})
+    assert ack.calls == [{}]
+
+
+def _request_changes(world: SlackWorld, user: str, value: str, ts: str, text: str) -> None:
+    on_open_modal(Ack(), approval_click(world, user, ids.ACTION_REQUEST_CHANGES, value, ts=ts),
+                  world.client, {"services": world.services})
+    view = world.fake.calls_to("views.open")[-1].args["view"]
+    view = json.loads(view) if isinstance(view, str) else view
+    ack = Ack()
+    on_decision_submit(ack, view_submission(view, user, text), world.client,
+                       {"services": world.services})
+    assert ack.calls == [{}]
+
+
+def _ephemerals(world: SlackWorld, user: str) -> list[str]:
+    return [c.args["text"] for c in world.fake.calls_to("chat.postEphemeral")
+            if c.args.get("user") == user]
+
+
+def _recorded(world: SlackWorld) -> list[tuple[str, str, str]]:
+    entry = world.state().surface["approvals"][GATE]
+    return [(a["by"], a["outcome"], a["via"]) for a in entry["approvals"]]
+
+
+def _still_waits(count: str) -> str:
+    return (f"`{GATE}` took your answer and still waits: {count} — waiting for @alice, "
+            f"@carol to reply on {GATE}: approved, approved with comments, or changes "
+            "requested.")
+
+
+# -- 1. approvals: 2 ------------------------------------------------------------------------
+def test_a_slack_approval_at_a_two_approval_gate_waits_mirrors_once_and_a_github_reply_passes(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world(gates={GATE: {"approvals": 2}})
+    ts, value = _posted(world)
+
+    _approve(world, "UALICE", value, ts)
+
+    state = world.state()
+    assert state.current_node == GATE
+    assert GATE not in state.decisions
+    assert _ephemerals(world, "UALICE") == [_still_waits("1 of 2 approvals: @alice")]
+    [mirror] = world.comments(MIRROR)
+    assert mirror.body.startswith(f"✅ **Approved** at `{GATE}` by @alice — from Slack.")
+    entry = state.surface["approvals"][GATE]
+    assert entry["enteredAt"] == state.nodes[GATE].entered_at
+    assert entry["approvals"] == [{"by": "alice", "outcome": "approved",
+                                   "at": "2026-03-01T12:00:00Z", "via": "slack"}]
+    assert entry["refused"] == []
+    assert not [c for c in world.fake.calls_to("chat.update") if c.args["ts"] == ts]
+
+    state = world.reply_on_github("carol", "approved")
+
+    assert state.current_node == "design"
+    decision = state.decisions[GATE]
+    assert (decision["by"], decision["outcome"], decision["approvers"]) == (
+        "@carol", "approved", ["@alice", "@carol"])
+    assert len(world.comments(MIRROR)) == 1  # a GitHub reply is its own record
+
+
+def test_the_same_person_clicking_approve_twice_in_slack_counts_once(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world(gates={GATE: {"approvals": 2}})
+    ts, value = _posted(world)
+
+    _approve(world, "UALICE", value, ts)
+    world.clock.advance(minutes=5)
+    _approve(world, "UALICE", value, ts)
+
+    state = world.state()
+    assert state.current_node == GATE
+    assert _recorded(world) == [("alice", "approved", "slack")]
+    assert _ephemerals(world, "UALICE") == [_still_waits("1 of 2 approvals: @alice")] * 2
+    assert len(world.comments(MIRROR)) == 1  # the repeat changed nothing: no second record
+
+    state = world.reply_on_github("carol", "approved")
+    assert state.current_node == "design"
+    assert state.decisions[GATE]["approvers"] == ["@alice", "@carol"]
+
+
+# -- 2. preventSelfApproval -----------------------------------------------------------------
+def test_the_authors_own_slack_approval_is_refused_ephemerally_and_changes_nothing(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world(gates={GATE: {"preventSelfApproval": True}})
+    ts, value = _posted(world)  # carol opened acme/widgets#7 (build_world)
+    before = world.state()
+    comments_before = len(world.tracker.comments_on(REF))
+
+    _approve(world, "UCAROL", value, ts)
+
+    assert _ephemerals(world, "UCAROL") == [
+        f"@carol may not answer `{GATE}` of acme/widgets#7 (@carol opened this work item, "
+        "and this gate has preventSelfApproval: the author cannot approve their own work), "
+        "so nothing was decided."]
+    after = world.state()
+    assert after.current_node == GATE
+    assert after.surface == before.surface
+    assert after.decisions == before.decisions
+    assert after.nodes[GATE].entered_at == before.nodes[GATE].entered_at
+    assert world.comments(MIRROR) == []
+    assert len(world.tracker.comments_on(REF)) == comments_before
+    assert not [c for c in world.fake.calls_to("chat.update") if c.args["ts"] == ts]
+
+    _approve(world, "UALICE", value, ts)  # someone else's approval still passes
+    assert world.state().decisions[GATE]["by"] == "@alice"
+
+
+# -- 3. changes requested after one approval ------------------------------------------------
+def test_a_slack_request_changes_after_one_slack_approval_resets_the_count_and_routes_back(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world(gates={GATE: {"approvals": 2}})
+    ts, value = _posted(world)
+    _approve(world, "UALICE", value, ts)
+    assert _recorded(world) == [("alice", "approved", "slack")]
+
+    _request_changes(world, "UCAROL", value, ts, "R2 is two requirements.")
+
+    state = world.state()
+    assert state.current_node == "requirements-definition"
+    decision = state.decisions[GATE]
+    assert (decision["by"], decision["outcome"], decision["via"], decision["text"]) == (
+        "@carol", "changes-requested", "slack", "R2 is two requirements.")
+    assert "approvers" not in decision
+    assert state.surface["approvals"][GATE]["approvals"] == []
+    assert [m.body.splitlines()[0] for m in world.comments(MIRROR)] == [
+        f"✅ **Approved** at `{GATE}` by @alice — from Slack.",
+        f"✋ **Changes requested** at `{GATE}` by @carol — from Slack."]
+    assert _ephemerals(world, "UCAROL") == []
+
+    # Back at the gate, the count starts from zero: alice's earlier approval is gone.
+    world.artifacts.write(REF, "requirements.md", "---\nstatus: approved\n---\n# R\n\n"
+                          "## Requirements\n\n- x\n- y\n")
+    state = world.services.runtime.complete(REF, "requirements-definition", "agent")
+    assert state.current_node == GATE
+    state = world.reply_on_github("alice", "approved")
+    assert state.current_node == GATE
+    assert "1 of 2 approvals: @alice — " in str(state.parked["reason"])
+
+
+# -- 4. team approvers ----------------------------------------------------------------------
+def test_a_slack_click_by_a_linked_team_member_is_allowed_and_counted_with_the_team(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world(gates={GATE: {"approvers": ["acme/reviewers"]}})
+    world.tracker.set_team("acme/reviewers", ["bob"])
+    ts, value = _posted(world)
+
+    _approve(world, "UBOB", value, ts)
+
+    state = world.state()
+    assert state.current_node == "design"
+    decision = state.decisions[GATE]
+    assert (decision["by"], decision["outcome"], decision["via"]) == ("@bob", "approved", "slack")
+    [counted] = state.surface["approvals"][GATE]["approvals"]
+    assert (counted["by"], counted["via"], counted["team"]) == ("bob", "slack", "acme/reviewers")
+    assert _ephemerals(world, "UBOB") == []
+    assert len(world.comments(MIRROR)) == 1
+
+
+def test_a_slack_click_by_a_linked_non_member_is_refused(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world(gates={GATE: {"approvers": ["acme/reviewers"]}})
+    world.tracker.set_team("acme/reviewers", ["bob"])
+    ts, value = _posted(world)
+
+    _approve(world, "UALICE", value, ts)  # authorizedUsers, but not on the team
+
+    assert _ephemerals(world, "UALICE") == [
+        f"@alice may not answer `{GATE}` of acme/widgets#7 (@alice is not among the "
+        "approvers of this gate (@acme/reviewers)), so nothing was decided."]
+    assert world.state().current_node == GATE
+    assert world.comments(MIRROR) == []
+
+
+def test_a_failed_team_lookup_refuses_a_slack_click_fail_closed(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world(gates={GATE: {"approvers": ["acme/reviewers"]}})
+    world.tracker.set_team("acme/reviewers", ["bob"])
+    world.tracker.failing.add("team_membership")
+    ts, value = _posted(world)
+    before = world.state()
+
+    _approve(world, "UBOB", value, ts)
+
+    assert _ephemerals(world, "UBOB") == [
+        f"@bob may not answer `{GATE}` of acme/widgets#7 (@bob is not among the approvers "
+        "of this gate (@acme/reviewers); the membership lookup failed for acme/reviewers "
+        "(team_membership: tracker unavailable (simulated))), so nothing was decided."]
+    after = world.state()
+    assert after.current_node == GATE
+    assert after.surface == before.surface and GATE not in after.decisions
+    assert world.comments(MIRROR) == []
+
+
+def test_a_team_lookup_that_fails_at_the_gate_after_the_precheck_refuses_and_says_so(
+        make_world: Callable[..., SlackWorld]) -> None:
+    # The pre-check is advice; the gate decides again when the reply arrives. A lookup that
+    # fails there (GitHub went away between the two) must leave the gate waiting.
+    world = make_world(gates={GATE: {"approvers": ["acme/reviewers"]}})
+    world.tracker.set_team("acme/reviewers", ["bob"])
+    ts, value = _posted(world)
+    answers = iter([True])
+    real = world.tracker.team_membership
+
+    def flaky(org: str, team: str, login: str) -> bool:
+        if next(answers, None) is None:
+            raise TrackerError("GET /orgs/acme/teams/reviewers/memberships/bob: 502")
+        return real(org, team, login)
+
+    world.tracker.team_membership = flaky  # type: ignore[method-assign]
+
+    _approve(world, "UBOB", value, ts)
+
+    state = world.state()
+    assert state.current_node == GATE
+    assert GATE not in state.decisions
+    assert state.surface["approvals"][GATE]["approvals"] == []
+    [refusal] = state.surface["approvals"][GATE]["refused"]
+    assert (refusal["by"], refusal["via"]) == ("bob", "slack")
+    assert "the membership lookup failed for acme/reviewers" in refusal["reason"]
+    assert world.comments(MIRROR) == []
+    [said] = world.comments(REFUSED)
+    assert said.body.startswith(f"🚫 **Not counted — `{GATE}`**: the decision by @bob (Slack) "
+                                "does not count: @bob is not among the approvers")
+    [told] = _ephemerals(world, "UBOB")
+    assert told.startswith(f"`{GATE}` took your answer and still waits: ")
+    assert "ignored @bob: @bob is not among the approvers of this gate (@acme/reviewers); " \
+           "the membership lookup failed for acme/reviewers (GET /orgs/acme/teams/reviewers/" \
+           "memberships/bob: 502)" in told
