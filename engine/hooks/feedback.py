@@ -344,8 +344,8 @@ def record_feedback(ctx: HookContext) -> HookResult:
     if outcome != APPROVED_WITH_COMMENTS:
         return HookResult.passed(outcome=outcome)
     existing = [dict(e) for e in ctx.state.surface.get("reviewComments") or ()]
-    known = {e.get("commentId") for e in existing}
-    new = [e for e in commented if e["commentId"] not in known]
+    known = {_entry_key(e) for e in existing}
+    new = [e for e in commented if _entry_key(e) not in known]
     if not new:
         return HookResult.passed("review comments already recorded", outcome=outcome)
     return HookResult.passed(
@@ -353,6 +353,16 @@ def record_feedback(ctx: HookContext) -> HookResult:
         outcome=outcome,
         surface={"reviewComments": [*existing, *new]},
     )
+
+
+def _entry_key(entry: Mapping[str, Any]) -> tuple[Any, ...]:
+    # A GitHub reply is known by its comment id; a Slack decision has none (it exists only
+    # in Slack), so by its gate, person and time — else every later Slack entry would read
+    # as the first one's.
+    cid = entry.get("commentId")
+    if cid:
+        return ("comment", cid)
+    return ("slack", entry.get("node"), entry.get("by"), entry.get("at"))
 
 
 def _commented_approvals(ctx: HookContext) -> tuple[str, list[dict[str, Any]]] | None:
