@@ -174,7 +174,8 @@ def approval_done_message(
     Args:
         gate: the gate visit.
         decision: ``state.decisions[node]`` (``by``, ``outcome``, ``at``, ``via``,
-            ``text``); empty when the gate moved without one (skipped, forced).
+            ``text``, ``approvers`` at a gate that needed several approvals); empty when
+            the gate moved without one (skipped, forced).
         item_url: the issue link.
         revision: the new revision.
         moved_to: where the item is now, named when there is no decision.
@@ -184,7 +185,7 @@ def approval_done_message(
         via = " from Slack" if decision.get("via") == "slack" else " on GitHub"
         head = (f"{OUTCOME_LABELS.get(outcome, outcome)} — `{gate.node}` of "
                 f"{_item(gate.ref, item_url)} by {escape(str(decision.get('by') or '?'))}"
-                f"{via} at {escape(str(decision.get('at') or ''))}")
+                f"{via} at {escape(str(decision.get('at') or ''))}{_approvers(decision)}")
     else:
         head = (f"⏭️ `{gate.node}` of {_item(gate.ref, item_url)} is no longer waiting"
                 f"{f' (now at `{escape(moved_to)}`)' if moved_to else ''}.")
@@ -197,6 +198,13 @@ def approval_done_message(
         blocks.append(SectionBlock(text=MarkdownTextObject(text=truncate_keep_lines(quoted)),
                                    block_id=ids.block_id(ids.BLOCK_NOTICE, revision, 1)))
     return text, blocks
+
+
+def _approvers(decision: Mapping[str, Any]) -> str:
+    # A gate that needed several approvals names them all (issue 11 §2): the one who
+    # decided last is not the only one who approved.
+    names = [str(n) for n in decision.get("approvers") or () if n]
+    return f" (approvals: {escape(', '.join(names))})" if len(names) > 1 else ""
 
 
 def decision_modal(gate: GateRef, outcome: str, *, channel: str, ts: str) -> dict[str, Any]:
