@@ -133,6 +133,12 @@ def test_a_slack_approval_at_a_two_approval_gate_waits_mirrors_once_and_a_github
     assert (decision["by"], decision["outcome"], decision["approvers"]) == (
         "@carol", "approved", ["@alice", "@carol"])
     assert len(world.comments(MIRROR)) == 1  # a GitHub reply is its own record
+    world.drain()
+    [update] = [c for c in world.fake.calls_to("chat.update") if c.args["ts"] == ts]
+    head = update.args["blocks"][0]["text"]["text"]
+    assert head.startswith(f"✅ Approved — `{GATE}` of ")
+    assert head.endswith("by @carol on GitHub at 2026-03-01T12:00:00Z "
+                         "(approvals: @alice, @carol)")
 
 
 def test_the_same_person_clicking_approve_twice_in_slack_counts_once(
@@ -153,6 +159,31 @@ def test_the_same_person_clicking_approve_twice_in_slack_counts_once(
     state = world.reply_on_github("carol", "approved")
     assert state.current_node == "design"
     assert state.decisions[GATE]["approvers"] == ["@alice", "@carol"]
+
+
+def test_two_slack_approvals_pass_a_two_approval_gate_and_the_message_names_both(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world(gates={GATE: {"approvals": 2}})
+    ts, value = _posted(world)
+
+    _approve(world, "UALICE", value, ts)
+    _approve(world, "UCAROL", value, ts)
+
+    state = world.state()
+    assert state.current_node == "design"
+    decision = state.decisions[GATE]
+    assert (decision["by"], decision["via"], decision["approvers"]) == (
+        "@carol", "slack", ["@alice", "@carol"])
+    assert [(a["by"], a["via"]) for a in state.surface["approvals"][GATE]["approvals"]] == [
+        ("alice", "slack"), ("carol", "slack")]
+    assert [m.body.splitlines()[0] for m in world.comments(MIRROR)] == [
+        f"✅ **Approved** at `{GATE}` by @alice — from Slack.",
+        f"✅ **Approved** at `{GATE}` by @carol — from Slack."]
+    assert _ephemerals(world, "UCAROL") == []
+    [update] = [c for c in world.fake.calls_to("chat.update") if c.args["ts"] == ts]
+    assert update.args["blocks"][0]["text"]["text"].endswith(
+        "by @carol from Slack at 2026-03-01T12:00:00Z (approvals: @alice, @carol)")
+    assert not [b for b in update.args["blocks"] if b["type"] == "actions"]
 
 
 # -- 2. preventSelfApproval -----------------------------------------------------------------
