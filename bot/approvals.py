@@ -203,7 +203,9 @@ class Decided:
 
     Attributes:
         code: ``decided``, ``waiting`` (the gate took the reply but still waits, e.g. for
-            more approvals), ``already-decided`` or one of :class:`GateCheck`'s refusals.
+            more approvals), ``unverified`` (the gate could not check the reply — a
+            tracker read failed — and did not count it), ``already-decided`` or one of
+            :class:`GateCheck`'s refusals.
         message: the sentence for the clicker ("" when ``decided``).
         decision: ``state.decisions[node]`` after the click (``{}`` when none).
         current_node: where the item is after the click.
@@ -243,6 +245,13 @@ def decide(services: Any, gate: GateRef, slack_user: str, outcome: str,
         after = services.runtime.advance(
             gate.ref, {"comments": [reply], "via": VIA_SLACK, "expectNode": gate.node})
     decision = dict(after.decisions.get(gate.node) or {})
+    if after.current_node == gate.node and after.parked.get("unverified"):
+        # The gate could not check the click (a tracker read failed) and waits: nothing
+        # replays a Slack click, so it was not taken (fail closed, issue 11 §2).
+        reason = str(after.parked.get("reason") or "a lookup failed")
+        return Decided("unverified", f"`{gate.node}` could not count your answer: {reason}. "
+                       "Nothing was decided; try again in a moment.", decision,
+                       after.current_node)
     if after.current_node == gate.node:
         reason = str(after.parked.get("reason") or "the gate still waits")
         return Decided("waiting", f"`{gate.node}` took your answer and still waits: "

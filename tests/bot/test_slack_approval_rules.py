@@ -334,3 +334,32 @@ def test_a_team_lookup_that_fails_at_the_gate_after_the_precheck_refuses_and_say
     assert "ignored @bob: @bob is not among the approvers of this gate (@acme/reviewers); " \
            "the membership lookup failed for acme/reviewers (GET /orgs/acme/teams/reviewers/" \
            "memberships/bob: 502)" in told
+
+
+def test_a_click_whose_author_cannot_be_read_at_the_gate_is_not_taken_and_says_try_again(
+        make_world: Callable[..., SlackWorld]) -> None:
+    # preventSelfApproval needs whose work it is; the pre-check read it, then GitHub failed
+    # before the gate read it again. The gate waits unverified (fail closed) and nobody
+    # replays a Slack click, so the clicker must not hear that their answer was taken.
+    world = make_world(gates={GATE: {"preventSelfApproval": True}})
+    ts, value = _posted(world)
+    reads = iter([True])
+    real = world.tracker.issue_info
+
+    def flaky(ref: Any) -> Any:
+        if next(reads, None) is None:
+            raise TrackerError("GET /repos/acme/widgets/issues/7: 502")
+        return real(ref)
+
+    world.tracker.issue_info = flaky  # type: ignore[method-assign]
+
+    _approve(world, "UALICE", value, ts)
+
+    state = world.state()
+    assert state.current_node == GATE and GATE not in state.decisions
+    assert world.comments(MIRROR) == []
+    [told] = _ephemerals(world, "UALICE")
+    assert told.startswith(f"`{GATE}` could not count your answer: ")
+    assert "could not read who authored the work (GET /repos/acme/widgets/issues/7: 502)" \
+        in told
+    assert told.endswith("Nothing was decided; try again in a moment.")
