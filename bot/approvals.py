@@ -22,7 +22,7 @@ from typing import Any
 
 from bot.blocks.approval import OUTCOME_LABELS, GateRef
 from bot.identity import resolve_login, slack_users_for_login
-from engine.approvals import People, Verdict, authorize
+from engine.approvals import People, Verdict, authorize, recorded_approvals
 from engine.graph.model import Graph
 from engine.hooks.common import people_for, rule_for
 from engine.hooks.slack_decision import VIA_SLACK, slack_reply_body
@@ -204,7 +204,8 @@ class Decided:
     Attributes:
         code: ``decided``, ``waiting`` (the gate took the reply but still waits, e.g. for
             more approvals), ``unverified`` (the gate could not check the reply — a
-            tracker read failed — and did not count it), ``already-decided`` or one of
+            tracker read failed — and did not count it), ``refused`` (the gate's own
+            check refused it after the pre-check allowed it), ``already-decided`` or one of
             :class:`GateCheck`'s refusals.
         message: the sentence for the clicker ("" when ``decided``).
         decision: ``state.decisions[node]`` after the click (``{}`` when none).
@@ -215,6 +216,13 @@ class Decided:
     message: str = ""
     decision: dict[str, Any] = field(default_factory=dict)
     current_node: str = ""
+
+
+def _refusal(state: ItemState, node: str, login: str) -> str:
+    # The reason the gate recorded for refusing ``login`` at this entry.
+    entry = (state.surface.get("approvals") or {}).get(node) or {}
+    said = [r for r in entry.get("refused") or () if r.get("by") == login]
+    return str(said[-1].get("reason") if said else state.parked.get("reason") or "refused")
 
 
 def decide(services: Any, gate: GateRef, slack_user: str, outcome: str,
@@ -252,6 +260,12 @@ def decide(services: Any, gate: GateRef, slack_user: str, outcome: str,
         return Decided("unverified", f"`{gate.node}` could not count your answer: {reason}. "
                        "Nothing was decided; try again in a moment.", decision,
                        after.current_node)
+    if after.current_node == gate.node and check.login not in {
+            a.by for a in recorded_approvals(after, gate.node)}:
+        # The gate decided again and refused (a team lookup failed since the pre-check).
+        return Decided("refused", f"`{gate.node}` did not count your answer: "
+                       f"{_refusal(after, gate.node, check.login)}. Nothing was decided.",
+                       decision, after.current_node)
     if after.current_node == gate.node:
         reason = str(after.parked.get("reason") or "the gate still waits")
         return Decided("waiting", f"`{gate.node}` took your answer and still waits: "
