@@ -18,6 +18,7 @@ from bot.blocks.home import ItemRow, WaitingRow, home_view
 from bot.identity import resolve_login
 from bot.listeners.commands.check import _recorded_authors, item_owners
 from bot.notifier import ensure_slack_tables, write_scope
+from engine.approvals import recorded_approvals
 
 __all__ = ["home_rows", "publish_home", "homes_to_refresh", "web_base"]
 
@@ -52,6 +53,15 @@ def _quiz_row(state: Any, node: Any, base: str) -> WaitingRow:
                       location if location.startswith(("https://", "http://")) else "")
 
 
+def _waits_on(services: Any, state: Any, login: str) -> bool:
+    # The gate's own rule for this item (preventSelfApproval needs whose work it is), and
+    # not someone whose approval it already counted (issue 11 §2).
+    node = state.current_node
+    if login in {a.by for a in recorded_approvals(state, node)}:
+        return False
+    return may_decide(services, login, node, state.ref)
+
+
 def home_rows(services: Any, login: str) -> tuple[list[WaitingRow], list[ItemRow]]:
     """``(waiting on login, oldest first; login's items)``."""
     authors = _recorded_authors(services)
@@ -68,7 +78,7 @@ def home_rows(services: Any, login: str) -> tuple[list[WaitingRow], list[ItemRow
         node = services.graph.node(state.current_node)
         record = state.nodes.get(node.id)
         since = record.entered_at if record else ""
-        if is_approval_gate(services.graph, node.id) and may_decide(services, login, node.id):
+        if is_approval_gate(services.graph, node.id) and _waits_on(services, state, login):
             waiting.append(WaitingRow(str(state.ref), node.id, "approval", since,
                                       node.description, _url(state, base)))
         elif node.id in (state.surface.get("quiz") or {}) and login in owners:

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from bot.blocks import ids
+from bot.home import home_rows, publish_home
 from bot.listeners.actions.approve import on_approve, on_open_modal
 from bot.listeners.views.decision import on_decision_submit
 from engine.hooks.slack_decision import slack_decision_marker
@@ -362,3 +363,32 @@ def test_a_click_whose_author_cannot_be_read_at_the_gate_is_not_taken_and_says_t
     assert "could not read who authored the work (GET /repos/acme/widgets/issues/7: 502)" \
         in told
     assert told.endswith("Nothing was decided; try again in a moment.")
+
+
+# -- App Home under the gate's rule ---------------------------------------------------------
+def _waiting_on(world: SlackWorld, login: str) -> list[tuple[str, str]]:
+    waiting, _items = home_rows(world.services, login)
+    return [(row.ref, row.node) for row in waiting]
+
+
+def test_home_lists_a_gate_only_for_those_it_still_waits_on(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world(gates={GATE: {"approvals": 2, "preventSelfApproval": True,
+                                     "approvers": ["alice", "bob", "carol"]}})
+    ts, value = _posted(world)
+    gate = [("acme/widgets#7", GATE)]
+    assert (_waiting_on(world, "alice"), _waiting_on(world, "bob")) == (gate, gate)
+    assert _waiting_on(world, "carol") == []  # she opened it: she may not approve it
+
+    publish_home(world.services, world.client, "UALICE")  # she has opened her Home tab
+    _approve(world, "UALICE", value, ts)
+
+    assert _waiting_on(world, "alice") == []  # her approval is counted
+    homes = [c.args["view"] for c in world.fake.calls_to("views.publish")
+             if c.args["user_id"] == "UALICE"]
+    assert len(homes) == 2  # republished after her click
+    row = f"`{GATE}` (approval)"
+    assert row in json.dumps(homes[0]) and row not in json.dumps(homes[1])
+    assert "Nothing waits on you." in json.dumps(homes[1])
+    assert _waiting_on(world, "bob") == gate
+    assert _waiting_on(world, "carol") == []

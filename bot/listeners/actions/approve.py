@@ -80,8 +80,10 @@ def finish(services: Any, client: Any, gate: GateRef, user: str, outcome: str, t
         rewrite_message(services, client, gate, channel, ts)
     if result.code != "decided":
         _ephemeral(client, channel, user, result.message)
-    else:
-        for viewer in homes_to_refresh(services, gate.ref):  # the item moved (§3)
+    if result.code in ("decided", "waiting"):
+        # The item moved, or it no longer waits on the clicker whose approval now counts
+        # (issue 12 §3 with issue 11 §2's counts).
+        for viewer in homes_to_refresh(services, gate.ref):
             publish_home(services, client, viewer)
     return result
 
