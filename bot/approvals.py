@@ -39,6 +39,7 @@ __all__ = [
     "may_decide",
     "verdict",
     "approvers",
+    "awaited",
     "approver_slack_users",
     "GateCheck",
     "check_gate",
@@ -123,11 +124,33 @@ def approvers(services: Any, node: str) -> list[str]:
     return [normalize_login(u) for u in names if u and "/" not in u]
 
 
-def approver_slack_users(services: Any, node: str) -> tuple[list[str], list[str]]:
-    """``(slack user ids, logins without a linked Slack user)`` of the gate's approvers."""
+def awaited(services: Any, node: str, state: ItemState | None = None) -> list[str]:
+    """The :func:`approvers` gate ``node`` still waits on at ``state``'s visit (issue 11
+    §2): without those whose approval it already counted and, under
+    ``preventSelfApproval``, the item's author. Whose work it is is read through the
+    tracker; a failed read keeps everyone (a mention is advice, the gate decides)."""
+    logins = approvers(services, node)
+    if state is None:
+        return logins
+    counted = {a.by for a in recorded_approvals(state, node)}
+    rule = rule_for(services.graph, services.settings, node)
+    author = ""
+    if rule.prevent_self_approval:
+        try:
+            author = normalize_login(people_for(services.ports.tracker, state.ref, node, rule,
+                                                services.settings).item_author)
+        except TrackerError as exc:
+            log.info("who authored %s is unknown (%s): everyone is mentioned", state.ref, exc)
+    return [login for login in logins if login not in counted and login != author]
+
+
+def approver_slack_users(services: Any, node: str,
+                         state: ItemState | None = None) -> tuple[list[str], list[str]]:
+    """``(slack user ids, logins without a linked Slack user)`` of the gate's approvers
+    (:func:`awaited` at ``state``'s visit when given)."""
     users: list[str] = []
     unlinked: list[str] = []
-    for login in approvers(services, node):
+    for login in awaited(services, node, state):
         linked = slack_users_for_login(services, login)
         users += [u for u in linked if u not in users]
         if not linked:

@@ -245,7 +245,8 @@ class SlackWorker:
 
     def _remind_gate(self, ref: WorkItemRef, gate: GateRef, message: Mapping[str, Any],
                      hours: int, now: Any) -> None:
-        users, _unlinked = approver_slack_users(self.services, gate.node)
+        users, _unlinked = approver_slack_users(self.services, gate.node,
+                                                self.services.store.load(ref))
         url = self._item_url(ref)
         if self._due(ref, gate, "", now):
             text = reminder_text(gate, hours, users, item_url=url)
@@ -377,7 +378,7 @@ class SlackWorker:
         thread = self._ensure_thread(ref)
         if thread is None:
             return
-        users, unlinked = approver_slack_users(self.services, node)
+        users, unlinked = approver_slack_users(self.services, node, state)
         text, blocks = approval_message(
             gate, description=self.services.graph.node(node).description,
             waiting_on=users, waiting_logins=unlinked, item_url=self._item_url(ref),

@@ -392,3 +392,22 @@ def test_home_lists_a_gate_only_for_those_it_still_waits_on(
     assert "Nothing waits on you." in json.dumps(homes[1])
     assert _waiting_on(world, "bob") == gate
     assert _waiting_on(world, "carol") == []
+
+
+def test_mentions_and_reminders_name_only_those_the_gate_still_waits_on(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world(gates={GATE: {"approvals": 2, "preventSelfApproval": True,
+                                     "approvers": ["alice", "bob", "carol"]}})
+    ts, value = _posted(world)
+    text = world.approval_message().args["blocks"][0]["text"]["text"]
+    assert text.splitlines()[-1] == "Waiting on: <@UALICE>, <@UBOB>"  # carol opened it
+
+    _approve(world, "UALICE", value, ts)
+    world.clock.advance(hours=25)
+    world.drain()
+
+    reminders = [c for c in world.fake.calls_to("chat.postMessage")
+                 if "⏰" in str(c.args.get("text"))]
+    assert sorted(c.args["channel"] for c in reminders) == ["C0CARDS", "DUBOB"]
+    [line] = [c for c in reminders if c.args["channel"] == "C0CARDS"]
+    assert line.args["text"].endswith("has waited 25 hours for an approval — <@UBOB>.")
