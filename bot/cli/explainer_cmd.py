@@ -11,19 +11,21 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from bot.cli.context import fail, parse_item
 from bot.cli.help import HelpGroup
 from bot.explainer.content import Content, ContentError, load_content
-from bot.explainer.redact import Finding, find_secrets
 from bot.explainer.render import merge_contents, recover_contents, render_page, tab_labels
 from engine.errors import LoopgateError
 from engine.evidence import RECORDS, EvidenceError, parse_record
 from engine.ports import TrackerError
 from engine.refs import WorkItemRef
+
+if TYPE_CHECKING:  # detect-secrets is imported by the commands that scan, not at start
+    from bot.explainer.redact import Finding
 
 __all__ = ["register", "briefing_text"]
 
@@ -109,6 +111,8 @@ def render_cmd(contents: tuple[Path, ...], out: Path) -> None:
     Example:
       loopgate explainer render spec.yaml --out docs/specs/issue-7/explainer/explainer.html
     """
+    from bot.explainer.redact import find_secrets
+
     given = _load(contents)
     merged = merge_contents(given, _existing(out))
     try:
@@ -147,6 +151,8 @@ def redact_cmd(paths: tuple[Path, ...]) -> None:
     Example:
       loopgate explainer redact docs/specs/issue-7/explainer/explainer.html
     """
+    from bot.explainer.redact import find_secrets
+
     lines = []
     for path in paths:
         try:

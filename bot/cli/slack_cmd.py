@@ -11,8 +11,6 @@ from typing import Any
 
 import click
 
-from bot.blocks.approval import GateRef, approval_message
-from bot.blocks.home import ItemRow, WaitingRow, home_view
 from bot.cli.help import HelpGroup
 from engine.graph.compiler import shipped_graph
 from engine.refs import WorkItemRef
@@ -26,7 +24,11 @@ _URL = "https://github.com/acme/widgets/issues/7"
 _ENTERED = "2026-03-01T12:00:00Z"
 
 
+# The Block Kit builders (slack_sdk's models) are imported where used: every loopgate
+# command would otherwise pay for them at start.
 def _approval() -> dict[str, Any]:
+    from bot.blocks.approval import GateRef, approval_message
+
     gate = GateRef(_REF, "requirements-approval", _ENTERED)
     description = shipped_graph().node(gate.node).description
     text, blocks = approval_message(gate, description=description,
@@ -35,6 +37,8 @@ def _approval() -> dict[str, Any]:
 
 
 def _home() -> dict[str, Any]:
+    from bot.blocks.home import ItemRow, WaitingRow, home_view
+
     graph = shipped_graph()
     waiting = [
         WaitingRow(str(_REF), "requirements-approval", "approval", _ENTERED,
