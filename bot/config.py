@@ -189,8 +189,29 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     return Config(cfg.data, file.resolve(), cfg.present)
 
 
+DATABASE_URL_ENV = "LOOPGATE_DATABASE_URL"
+_URL_SCHEMES = ("postgresql://", "postgres://")
+
+
+def _is_url(text: str | None) -> bool:
+    # Same rule as bot.database.is_database_url (that module imports this one).
+    return bool(text) and str(text).strip().lower().startswith(_URL_SCHEMES)
+
+
+def _chosen(config: Config | None, explicit: str | None) -> tuple[str | None, str]:
+    """The first set of ``--db``, ``$LOOPGATE_DB``, ``$LOOPGATE_DATABASE_URL``, the
+    config's ``database`` (bot/database.py's order), with the rule that chose it."""
+    configured = config.data.get("database") if config is not None else None
+    for value, why in ((explicit, "--db"), (os.environ.get(DB_ENV), f"${DB_ENV}"),
+                       (os.environ.get(DATABASE_URL_ENV), f"${DATABASE_URL_ENV}"),
+                       (configured, "the config's `database`")):
+        if value:
+            return str(value), why
+    return None, ""
+
+
 def database_choice(config: Config | None = None,
-                    explicit: str | None = None) -> tuple[Path, str]:
+                    explicit: str | None = None) -> tuple[str, str]:
     """The database a command uses and why (``loopgate config show``, issue 14 §2).
 
     Args:
@@ -198,24 +219,27 @@ def database_choice(config: Config | None = None,
         explicit: ``--db``, when given.
 
     Returns:
-        ``(path, reason)``: the reason names the rule of :func:`default_db_path` that chose
-        it (``--db``, ``LOOPGATE_DB``, the config's ``database``, beside the config file,
-        the XDG state folder).
+        ``(where, reason)``: ``where`` is the SQLite path, or ``PostgreSQL
+        user@host:port/dbname`` (never the password); the reason names the rule that chose
+        it (``--db``, ``LOOPGATE_DB``, ``LOOPGATE_DATABASE_URL``, the config's ``database``,
+        beside the config file, the XDG state folder).
+
+    Raises:
+        ConfigError: loopgate.yaml's ``database`` URL carries a password.
     """
-    path = default_db_path(config, explicit)
-    if explicit:
-        return path, "--db"
-    if os.environ.get(DB_ENV):
-        return path, f"${DB_ENV}"
-    if config is not None and config.data.get("database"):
-        return path, "the config's `database`"
+    from bot.database import describe_database  # bot.database imports this module
+
+    where = describe_database(config, explicit)
+    chosen, why = _chosen(config, explicit)
+    if chosen:
+        return where, why
     if config is not None and config.path is not None:
-        return path, f"beside {config.path.name} ({LOCAL_DB})"
-    return path, "no loopgate.yaml found: the XDG state folder"
+        return where, f"beside {config.path.name} ({LOCAL_DB})"
+    return where, "no loopgate.yaml found: the XDG state folder"
 
 
 def default_db_path(config: Config | None = None, explicit: str | None = None) -> Path:
-    """Where the state database lives (issue 14 §2).
+    """Where the SQLite state database lives (issue 14 §2).
 
     Args:
         config: the loaded configuration; its ``database`` key, else its file's folder.
@@ -225,8 +249,15 @@ def default_db_path(config: Config | None = None, explicit: str | None = None) -
         The first of: ``explicit``, ``$LOOPGATE_DB``, the config's ``database``,
         ``.loopgate/loopgate.db`` beside the config file (when one was found or given),
         ``$XDG_STATE_HOME/loopgate/loopgate.db``, ``~/.local/state/loopgate/loopgate.db``.
+
+    Raises:
+        ConfigError: the database chosen is a PostgreSQL URL (``$LOOPGATE_DATABASE_URL``
+            or a ``postgresql://`` value): it has no file path. The message never
+            carries the URL (it may hold a password).
     """
-    chosen = explicit or os.environ.get(DB_ENV) or (config.data.get("database") if config else None)
+    chosen, _ = _chosen(config, explicit)
+    if _is_url(chosen):
+        raise ConfigError("the database in use is PostgreSQL, not a SQLite file")
     if chosen:
         return Path(os.path.expanduser(chosen))
     if config is not None and config.path is not None:

@@ -71,14 +71,44 @@ def effective(obj: Any, ctx: click.Context) -> dict[str, Any]:
 
     Returns:
         ``{"configFile": str | None, "database": str, "databaseFrom": str,
-        "settings": dict}``.
+        "settings": dict}``; ``database`` is the SQLite path or ``PostgreSQL
+        user@host:port/dbname``, and a password in ``settings.database`` is masked: none
+        is ever printed.
     """
     from bot.config import database_choice
+    from engine.errors import ConfigError
 
     cfg = obj.config
-    path, why = database_choice(cfg, _explicit_db(ctx))
-    return {"configFile": str(cfg.path) if cfg.path else None, "database": str(path),
-            "databaseFrom": why, "settings": cfg.data}
+    try:
+        where, why = database_choice(cfg, _explicit_db(ctx))
+    except ConfigError as exc:  # an inline password: say so, without the URL
+        where, why = f"refused: {exc}", "the config's `database`"
+    settings = dict(cfg.data)
+    if settings.get("database"):
+        settings["database"] = mask_password(str(settings["database"]))
+    return {"configFile": str(cfg.path) if cfg.path else None, "database": where,
+            "databaseFrom": why, "settings": settings}
+
+
+def mask_password(value: str) -> str:
+    """``value`` with a PostgreSQL URL's password (user part or ``password=`` query
+    parameter) replaced by ``***``; a file path is returned as is."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    from bot.database import is_database_url
+
+    if not is_database_url(value):
+        return value
+    try:
+        parts = urlsplit(value.strip())
+        netloc = parts.netloc
+        if parts.password is not None:
+            netloc = f"{parts.username or ''}:***@{netloc.rsplit('@', 1)[1]}"
+    except ValueError:
+        return "<unparseable database URL>"
+    query = urlencode([(k, "***" if k.lower() == "password" else v)
+                       for k, v in parse_qsl(parts.query, keep_blank_values=True)])
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 @config_group.command("show")
