@@ -24,8 +24,8 @@ def config_group() -> None:
 
 
 @config_group.command("check")
-@click.pass_obj
-def check(obj: object) -> None:
+@click.pass_context
+def check(ctx: click.Context) -> None:
     """Validate the configuration file, compile its graph and, for a GitHub App, check its
     id, key and installations against GitHub; every team an approval rule names must be
     readable (exit 2 naming the offending setting).
@@ -34,16 +34,16 @@ def check(obj: object) -> None:
     Example:
       loopgate --config loopgate.yaml config check
     """
-    from bot.services import load_graph, verify_github, verify_teams
+    from bot.services import verify_github, verify_teams
     from engine.errors import LoopgateError
 
-    cfg = obj.config  # type: ignore[attr-defined]
+    cfg = _config_or_report_all(ctx)
     source = cfg.path or "defaults"
-    try:
-        graph = load_graph(cfg)
-    except LoopgateError as exc:
-        click.echo(f"loopgate: {source}: loop: {exc}", err=True)
-        raise SystemExit(2) from None
+    graph, problems = offline_problems(cfg, _explicit_db(ctx))
+    if problems:
+        for problem in problems:
+            click.echo(f"loopgate: {source}: {problem}", err=True)
+        raise SystemExit(2)
     try:
         installations = verify_github(cfg)
         teams = verify_teams(cfg, graph)
@@ -55,6 +55,76 @@ def check(obj: object) -> None:
         click.echo(f"ok: github app {line}")
     for line in teams:
         click.echo(f"ok: github {line}")
+
+
+def _config_or_report_all(ctx: click.Context) -> Any:
+    """The validated config; when the file fails its schema, exit 2 listing the schema
+    errors and, after them, the graph-level problems (gates, database) the file's
+    readable parts show, so one run names everything to fix."""
+    from bot.config import load_config
+    from engine.errors import ConfigError
+
+    try:
+        return load_config(ctx.obj.config_path)
+    except ConfigError as exc:
+        click.echo(f"loopgate: {exc}", err=True)
+        for problem in _lenient_problems(ctx):
+            click.echo(f"loopgate: {ctx.obj.config_path or 'loopgate.yaml'}: {problem}",
+                       err=True)
+        raise SystemExit(2) from None
+
+
+def _lenient_problems(ctx: click.Context) -> list[str]:
+    """The graph-level problems of a file that failed its schema (best effort: a part too
+    broken to read gives none; its schema error already says why)."""
+    from pathlib import Path
+
+    from bot.config import Config, _defaults, _merge, config_schema
+
+    path = ctx.obj.config_path or ("loopgate.yaml" if Path("loopgate.yaml").is_file() else None)
+    try:
+        raw = yaml.safe_load(Path(path).read_text("utf-8")) if path else None
+        if not isinstance(raw, dict):
+            return []
+        gates = raw.get("gates")
+        kept = {k: v for k, v in raw.items() if k in ("loop", "authorizedUsers", "database",
+                                                       "github", "mergeGate")}
+        kept["gates"] = {k: v for k, v in gates.items() if isinstance(v, dict)} \
+            if isinstance(gates, dict) else {}
+        cfg = Config(_merge(_defaults(config_schema()), kept), Path(path).resolve(),
+                     frozenset(kept))
+        _, problems = offline_problems(cfg, _explicit_db(ctx))
+    except Exception:  # noqa: BLE001 -- a part too broken to check: the schema said why
+        return []
+    return [p for p in problems if not p.startswith("loop: ")]
+
+
+def offline_problems(cfg: Any, explicit: str | None) -> tuple[Any, list[str]]:
+    """Every problem found without the network: the database choice (bot.database's
+    messages), the graph, the ``gates`` and ``mergeGate`` rules — all of them, not the
+    first only.
+
+    Returns:
+        ``(graph or None, problems)``: one line per problem, each naming its key path.
+    """
+    from bot.database import check_database
+    from bot.services import check_gates, load_graph
+    from engine.errors import LoopgateError
+
+    problems: list[str] = []
+    try:
+        check_database(cfg, explicit)
+    except LoopgateError as exc:
+        problems.append(str(exc))
+    try:
+        graph = load_graph(cfg)
+    except LoopgateError as exc:
+        return None, [*problems, f"loop: {exc}"]
+    try:
+        check_gates(cfg, graph)
+    except LoopgateError as exc:
+        problems += str(exc).splitlines()
+    return graph, problems
 
 
 def _explicit_db(ctx: click.Context) -> str | None:
