@@ -246,7 +246,8 @@ def default_db_path(config: Config | None = None, explicit: str | None = None) -
         explicit: ``--db``, when given.
 
     Returns:
-        The first of: ``explicit``, ``$LOOPGATE_DB``, the config's ``database``,
+        The first of: ``explicit``, ``$LOOPGATE_DB``, the config's ``database`` (a
+        relative path is relative to the config file's folder, like ``workspace``),
         ``.loopgate/loopgate.db`` beside the config file (when one was found or given),
         ``$XDG_STATE_HOME/loopgate/loopgate.db``, ``~/.local/state/loopgate/loopgate.db``.
 
@@ -255,11 +256,15 @@ def default_db_path(config: Config | None = None, explicit: str | None = None) -
             or a ``postgresql://`` value): it has no file path. The message never
             carries the URL (it may hold a password).
     """
-    chosen, _ = _chosen(config, explicit)
+    chosen, why = _chosen(config, explicit)
     if _is_url(chosen):
         raise ConfigError("the database in use is PostgreSQL, not a SQLite file")
     if chosen:
-        return Path(os.path.expanduser(chosen))
+        path = Path(os.path.expanduser(chosen))
+        if why == "the config's `database`" and config is not None and config.path is not None:
+            # Like `workspace:`: relative to the config file, not to where the command ran.
+            return (config.path.parent / path).resolve()
+        return path
     if config is not None and config.path is not None:
         return config.path.parent / LOCAL_DB
     state_home = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")

@@ -69,3 +69,16 @@ def test_help_and_config_show_name_the_same_database(
     shown = json.loads(script(folder, env, "config", "show", "--format", "json").stdout)
     assert in_use == shown["database"]
     assert "`loopgate config show` says which rule chose it" in " ".join(help_text.split())
+
+
+def test_config_show_prints_a_relative_database_resolved_against_the_config_file(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    folder = _project(tmp_path)
+    (folder / "loopgate.yaml").write_text("authorizedUsers: [alice]\ndatabase: data/lg.db\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = script(elsewhere, env, "--config", str(folder / "loopgate.yaml"), "config", "show")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1] == f"# database: {folder / 'data' / 'lg.db'}"
+    assert lines[2] == "#   chosen by: the config's `database`"
