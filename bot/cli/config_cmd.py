@@ -153,11 +153,35 @@ def effective(obj: Any, ctx: click.Context) -> dict[str, Any]:
         where, why = database_choice(cfg, _explicit_db(ctx))
     except ConfigError as exc:  # an inline password: say so, without the URL
         where, why = f"refused: {exc}", "the config's `database`"
-    settings = dict(cfg.data)
+    settings = _as_file(cfg)
     if settings.get("database"):
         settings["database"] = mask_password(str(settings["database"]))
     return {"configFile": str(cfg.path) if cfg.path else None, "database": where,
             "databaseFrom": why, "settings": settings}
+
+
+def _as_file(cfg: Any) -> dict[str, Any]:
+    """The effective settings as a loopgate.yaml that passes ``config check`` when saved:
+    top-level values with defaults filled in, but only the sections the file has (a
+    section's presence turns a bridge on), and no empty default mapping whose schema
+    requires keys (``github.app: {}``)."""
+    from bot.config import config_schema
+
+    schema = config_schema()
+    out: dict[str, Any] = {}
+    for key, value in cfg.data.items():
+        if isinstance(value, dict) and key not in cfg.present:
+            continue
+        out[key] = _drop_empty_required(value, schema.get("properties", {}).get(key, {}))
+    return out
+
+
+def _drop_empty_required(value: Any, schema: dict[str, Any]) -> Any:
+    if not isinstance(value, dict):
+        return value
+    props = schema.get("properties", {})
+    return {k: _drop_empty_required(v, props.get(k, {})) for k, v in value.items()
+            if not (v == {} and props.get(k, {}).get("required"))}
 
 
 def mask_password(value: str) -> str:
