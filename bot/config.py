@@ -157,6 +157,24 @@ def _app_bot_login_problems(github: Any) -> list[Problem]:
     return []
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a key given twice in one mapping: PyYAML keeps the last
+    silently, so a setting would be lost without a word."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, str) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first at line {seen[key]})",
+                    key_node.start_mark)
+            if isinstance(key, str):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """Load loopgate.yaml.
 
@@ -178,7 +196,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     file = Path(chosen)
     try:
         text = file.read_text("utf-8")
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 -- a SafeLoader
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {file}") from None
     except UnicodeDecodeError as exc:

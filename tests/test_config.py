@@ -88,3 +88,18 @@ def test_a_relative_database_path_resolves_against_the_config_files_folder(
     assert default_db_path(config) == project / "data" / "state.db"
     monkeypatch.setenv("LOOPGATE_DB", "env.db")  # an environment value stays cwd-relative
     assert default_db_path(config) == Path("env.db")
+
+
+def test_a_duplicate_key_is_refused_with_file_and_line(tmp_path: Path) -> None:
+    file = tmp_path / "loopgate.yaml"
+    file.write_text("authorizedUsers: [alice]\ngithub:\n  repos: [a/b]\n  repos: [c/d]\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(file)
+    assert str(caught.value) == (f"{file}:4:3: not valid YAML: duplicate key 'repos' "
+                                 "(first at line 3)")
+    file.write_text("authorizedUsers: [alice]\nloop: pdlc-work-item-loop\n"
+                    "authorizedUsers: [bob]\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(file)
+    assert str(caught.value) == (f"{file}:3:1: not valid YAML: duplicate key "
+                                 "'authorizedUsers' (first at line 1)")
