@@ -105,6 +105,18 @@ class Config:
             merge_gate_after=str(self.section("mergeGate").get("after") or "human-approval"),
         )
 
+    def unwatched(self, owner: str, repo: str) -> str:
+        """Why a work item of ``owner/repo`` cannot be started here ("" when it can): with
+        a ``github`` section, only the watched repositories' webhooks and polls ever
+        advance an item (compared case-insensitively, as GitHub names are)."""
+        if not self.has("github"):
+            return ""
+        repos = [str(r) for r in self.section("github").get("repos") or ()]
+        if f"{owner}/{repo}".lower() in {r.lower() for r in repos}:
+            return ""
+        return (f"{owner}/{repo} is not a watched repository (github.repos: "
+                f"{', '.join(repos) or 'none'}): nothing would ever advance its work items")
+
     def gate_rules(self) -> dict[str, ApprovalRule]:
         """``gates`` as node id -> :class:`~engine.approvals.ApprovalRule` (issue 11 §2).
 

@@ -79,6 +79,9 @@ def start(obj: CliContext, item: WorkItemRef) -> None:
     Example:
       loopgate start acme/widgets#7
     """
+    refusal = obj.config.unwatched(item.owner, item.repo)
+    if refusal:
+        fail(refusal)
     runtime = obj.services.runtime
     click.echo(_summary(_run(lambda: runtime.start(item))))
 
