@@ -105,6 +105,18 @@ class Config:
             merge_gate_after=str(self.section("mergeGate").get("after") or "human-approval"),
         )
 
+    def unwatched(self, owner: str, repo: str) -> str:
+        """Why a work item of ``owner/repo`` cannot be started here ("" when it can): with
+        a ``github`` section, only the watched repositories' webhooks and polls ever
+        advance an item (compared case-insensitively, as GitHub names are)."""
+        if not self.has("github"):
+            return ""
+        repos = [str(r) for r in self.section("github").get("repos") or ()]
+        if f"{owner}/{repo}".lower() in {r.lower() for r in repos}:
+            return ""
+        return (f"{owner}/{repo} is not a watched repository (github.repos: "
+                f"{', '.join(repos) or 'none'}): nothing would ever advance its work items")
+
     def gate_rules(self) -> dict[str, ApprovalRule]:
         """``gates`` as node id -> :class:`~engine.approvals.ApprovalRule` (issue 11 §2).
 
@@ -157,6 +169,24 @@ def _app_bot_login_problems(github: Any) -> list[Problem]:
     return []
 
 
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """A SafeLoader that refuses a key given twice in one mapping: PyYAML keeps the last
+    silently, so a setting would be lost without a word."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, str) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"duplicate key {key!r} (first at line {seen[key]})",
+                    key_node.start_mark)
+            if isinstance(key, str):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
 def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     """Load loopgate.yaml.
 
@@ -178,7 +208,7 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     file = Path(chosen)
     try:
         text = file.read_text("utf-8")
-        raw = yaml.safe_load(text)
+        raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 -- a SafeLoader
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {file}") from None
     except UnicodeDecodeError as exc:
@@ -189,8 +219,29 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
     return Config(cfg.data, file.resolve(), cfg.present)
 
 
+DATABASE_URL_ENV = "LOOPGATE_DATABASE_URL"
+_URL_SCHEMES = ("postgresql://", "postgres://")
+
+
+def _is_url(text: str | None) -> bool:
+    # Same rule as bot.database.is_database_url (that module imports this one).
+    return bool(text) and str(text).strip().lower().startswith(_URL_SCHEMES)
+
+
+def _chosen(config: Config | None, explicit: str | None) -> tuple[str | None, str]:
+    """The first set of ``--db``, ``$LOOPGATE_DB``, ``$LOOPGATE_DATABASE_URL``, the
+    config's ``database`` (bot/database.py's order), with the rule that chose it."""
+    configured = config.data.get("database") if config is not None else None
+    for value, why in ((explicit, "--db"), (os.environ.get(DB_ENV), f"${DB_ENV}"),
+                       (os.environ.get(DATABASE_URL_ENV), f"${DATABASE_URL_ENV}"),
+                       (configured, "the config's `database`")):
+        if value:
+            return str(value), why
+    return None, ""
+
+
 def database_choice(config: Config | None = None,
-                    explicit: str | None = None) -> tuple[Path, str]:
+                    explicit: str | None = None) -> tuple[str, str]:
     """The database a command uses and why (``loopgate config show``, issue 14 §2).
 
     Args:
@@ -198,37 +249,52 @@ def database_choice(config: Config | None = None,
         explicit: ``--db``, when given.
 
     Returns:
-        ``(path, reason)``: the reason names the rule of :func:`default_db_path` that chose
-        it (``--db``, ``LOOPGATE_DB``, the config's ``database``, beside the config file,
-        the XDG state folder).
+        ``(where, reason)``: ``where`` is the SQLite path, or ``PostgreSQL
+        user@host:port/dbname`` (never the password); the reason names the rule that chose
+        it (``--db``, ``LOOPGATE_DB``, ``LOOPGATE_DATABASE_URL``, the config's ``database``,
+        beside the config file, the XDG state folder).
+
+    Raises:
+        ConfigError: loopgate.yaml's ``database`` URL carries a password.
     """
-    path = default_db_path(config, explicit)
-    if explicit:
-        return path, "--db"
-    if os.environ.get(DB_ENV):
-        return path, f"${DB_ENV}"
-    if config is not None and config.data.get("database"):
-        return path, "the config's `database`"
+    from bot.database import describe_database  # bot.database imports this module
+
+    where = describe_database(config, explicit)
+    chosen, why = _chosen(config, explicit)
+    if chosen:
+        return where, why
     if config is not None and config.path is not None:
-        return path, f"beside {config.path.name} ({LOCAL_DB})"
-    return path, "no loopgate.yaml found: the XDG state folder"
+        return where, f"beside {config.path.name} ({LOCAL_DB})"
+    return where, "no loopgate.yaml found: the XDG state folder"
 
 
 def default_db_path(config: Config | None = None, explicit: str | None = None) -> Path:
-    """Where the state database lives (issue 14 §2).
+    """Where the SQLite state database lives (issue 14 §2).
 
     Args:
         config: the loaded configuration; its ``database`` key, else its file's folder.
         explicit: ``--db``, when given.
 
     Returns:
-        The first of: ``explicit``, ``$LOOPGATE_DB``, the config's ``database``,
+        The first of: ``explicit``, ``$LOOPGATE_DB``, the config's ``database`` (a
+        relative path is relative to the config file's folder, like ``workspace``),
         ``.loopgate/loopgate.db`` beside the config file (when one was found or given),
         ``$XDG_STATE_HOME/loopgate/loopgate.db``, ``~/.local/state/loopgate/loopgate.db``.
+
+    Raises:
+        ConfigError: the database chosen is a PostgreSQL URL (``$LOOPGATE_DATABASE_URL``
+            or a ``postgresql://`` value): it has no file path. The message never
+            carries the URL (it may hold a password).
     """
-    chosen = explicit or os.environ.get(DB_ENV) or (config.data.get("database") if config else None)
+    chosen, why = _chosen(config, explicit)
+    if _is_url(chosen):
+        raise ConfigError("the database in use is PostgreSQL, not a SQLite file")
     if chosen:
-        return Path(os.path.expanduser(chosen))
+        path = Path(os.path.expanduser(chosen))
+        if why == "the config's `database`" and config is not None and config.path is not None:
+            # Like `workspace:`: relative to the config file, not to where the command ran.
+            return (config.path.parent / path).resolve()
+        return path
     if config is not None and config.path is not None:
         return config.path.parent / LOCAL_DB
     state_home = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")

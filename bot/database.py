@@ -18,7 +18,7 @@ from bot.config import DB_ENV, Config, default_db_path
 from engine.errors import ConfigError
 
 __all__ = ["DATABASE_URL_ENV", "is_database_url", "database_url", "database_password",
-           "open_store", "describe_database"]
+           "open_store", "describe_database", "check_database"]
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +79,24 @@ def describe_database(config: Config | None, explicit: str | None = None) -> str
     return f"PostgreSQL {describe(url)}"
 
 
+def check_database(config: Config, explicit: str | None = None) -> str | None:
+    """Check the database choice without connecting (``config check``, :func:`open_store`).
+
+    Returns:
+        The PostgreSQL URL in use, or None for a SQLite file.
+
+    Raises:
+        ConfigError: a password inside loopgate.yaml's URL; a URL without a ``github``
+            section (the offline tracker's thread lives in SQLite only).
+    """
+    url = database_url(config, explicit)
+    if url is not None and not config.has("github"):
+        raise ConfigError("database: PostgreSQL is for the GitHub bridge's replicas; the "
+                          "offline local tracker (no github section) keeps its thread in "
+                          "a SQLite file — use a file path, or add the github section")
+    return url
+
+
 def open_store(config: Config, explicit: str | None = None) -> Any:
     """Open the configured store: a :class:`~bridges.postgres.store.PostgresStore` for a
     URL, else a :class:`~engine.store.sqlite.SqliteStore` at :func:`default_db_path`.
@@ -93,10 +111,7 @@ def open_store(config: Config, explicit: str | None = None) -> Any:
         from engine.store.sqlite import SqliteStore
 
         return SqliteStore(default_db_path(config, explicit))
-    if not config.has("github"):
-        raise ConfigError("database: PostgreSQL is for the GitHub bridge's replicas; the "
-                          "offline local tracker (no github section) keeps its thread in "
-                          "a SQLite file — use a file path, or add the github section")
+    check_database(config, explicit)
     from bridges.postgres.store import PostgresStore
 
     store = PostgresStore(url, password=database_password(config))

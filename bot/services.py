@@ -85,28 +85,54 @@ def check_gates(config: Config, graph: Graph) -> dict[str, tuple[tuple[str, str]
         (``gates.<node>.approvers`` or ``loop: nodes[<node>].approval.approvers``).
 
     Raises:
-        ConfigError: a rule that does not read, a rule for a node that is not a human
-            gate, a ``mergeGate.after`` that is no node; the message names the key path.
+        ConfigError: listing every problem, one a line, each naming its key path: a rule
+            that does not read, a rule for a node that is not a human gate, more
+            ``approvals`` than people who may approve (no team named), a
+            ``mergeGate.after`` that is no node.
     """
-    from engine.approvals import rule_problem, rule_teams
+    from engine.approvals import ApprovalRule, rule_teams
     from engine.errors import ConfigError
 
-    rules = config.gate_rules()
-    for node_id, rule in rules.items():
-        if not graph.has_node(node_id) or not graph.node(node_id).is_human:
-            raise ConfigError(f"gates.{node_id}: {graph.name} has no human gate {node_id!r}")
-        problem = rule_problem(rule, [h.name for h in graph.node(node_id).exit])
-        if problem:
-            raise ConfigError(f"gates.{node_id}: {problem}")
+    problems: list[str] = []
+    rules: dict[str, ApprovalRule] = {}
+    for node_id, doc in (config.data.get("gates") or {}).items():
+        try:
+            rule = ApprovalRule.from_json(doc, f"gates.{node_id}")
+        except ConfigError as exc:
+            problems.append(str(exc))
+            continue
+        rules[str(node_id)] = rule
+        problems += _rule_problems(config, graph, str(node_id), rule)
     after = str(config.section("mergeGate").get("after") or "human-approval")
     if not graph.has_node(after):
-        raise ConfigError(f"mergeGate.after: {after!r} is not a node of {graph.name}")
+        problems.append(f"mergeGate.after: {after!r} is not a node of {graph.name}")
+    if problems:
+        raise ConfigError("\n".join(problems))
     teams = {f"gates.{n}.approvers": r.teams() for n, r in rules.items() if r.teams()}
     for node in graph.ordered():
         named = rule_teams(node.approval.get("approvers") or ()) if node.approval else ()
         if named and node.id not in rules:
             teams[f"loop: nodes[{node.id}].approval.approvers"] = named
     return teams
+
+
+def _rule_problems(config: Config, graph: Graph, node_id: str, rule: Any) -> list[str]:
+    from engine.approvals import rule_problem
+
+    if not graph.has_node(node_id) or not graph.node(node_id).is_human:
+        return [f"gates.{node_id}: {graph.name} has no human gate {node_id!r}"]
+    problem = rule_problem(rule, [h.name for h in graph.node(node_id).exit])
+    if problem:
+        return [f"gates.{node_id}: {problem}"]
+    if rule.teams():
+        return []  # a team's size is GitHub's to say
+    people = set(rule.logins(config.data.get("authorizedUsers") or ()))
+    source = f"gates.{node_id}.approvers" if rule.approvers else "authorizedUsers"
+    if people and rule.approvals > len(people):
+        # Issue 11 §2: such a gate could never pass.
+        return [f"gates.{node_id}.approvals: {rule.approvals} approvals needed but only "
+                f"{len(people)} people may approve ({source})"]
+    return []
 
 
 def verify_teams(config: Config, graph: Graph, tracker: Any = None) -> list[str]:

@@ -73,16 +73,46 @@ class GateCheck:
 
 
 def _passed(graph: Graph, state: ItemState, after: str) -> bool:
-    if state.status == ItemStatus.COMPLETE:
-        return True
-    if not graph.has_node(after) or graph.node(after).terminal:
+    # A forced move never satisfies a gate (README "force"): success needs the merge node's
+    # own pass, or a walk (not a force) onto the end when the merge node is the end.
+    if after == "complete" or (graph.has_node(after) and graph.node(after).terminal):
+        return _walked_to_end(state, after)
+    if not graph.has_node(after):
         return False
     record = state.nodes.get(after)
     if record is None or record.outcome not in _PASSED or not record.exited_at:
         return False
+    if _forced_over(graph, state, after, record.exited_at):
+        return False
+    if state.status == ItemStatus.COMPLETE:
+        return True
     # Sent back before the merge node (changes requested): not passed any more.
     current = state.current_node
     return graph.has_node(current) and graph.position(current) > graph.position(after)
+
+
+def _walked_to_end(state: ItemState, after: str) -> bool:
+    end = state.current_node
+    if state.status != ItemStatus.COMPLETE or (after != "complete" and end != after):
+        return False
+    record = state.nodes.get(end)
+    entered = record.entered_at if record is not None else ""
+    return not any(m.get("to") == end and str(m.get("at") or "") >= entered
+                   for m in state.forced)
+
+
+def _forced_over(graph: Graph, state: ItemState, after: str, passed_at: str) -> bool:
+    """True when a forced move since ``after`` passed went from it (or before it) to past it:
+    the pass on record is stale, the gate did not let the item through that time."""
+    mark = graph.position(after)
+    for move in state.forced:
+        source, target = str(move.get("from") or ""), str(move.get("to") or "")
+        if not (graph.has_node(source) and graph.has_node(target)):
+            continue
+        crossed = graph.position(source) <= mark < graph.position(target)
+        if crossed and str(move.get("at") or "") >= passed_at:
+            return True
+    return False
 
 
 def _links(state: ItemState) -> tuple[list[str], str]:
@@ -120,8 +150,9 @@ def item_check(graph: Graph, state: ItemState, after: str) -> GateCheck:
         after: ``mergeGate.after`` (a node id, or ``complete``).
 
     Returns:
-        ``failure`` when escalated, ``success`` when ``after`` passed (or the item is
-        complete), else ``pending`` saying where the item waits.
+        ``failure`` when escalated, ``success`` when ``after`` passed by its own gate
+        (a forced move never counts: neither a force onto the end nor one past ``after``),
+        else ``pending`` saying where the item waits.
     """
     node = state.current_node or "-"
     if state.status == ItemStatus.ESCALATED:
@@ -131,6 +162,8 @@ def item_check(graph: Graph, state: ItemState, after: str) -> GateCheck:
         state_word = SUCCESS
         text = ("work item complete" if state.status == ItemStatus.COMPLETE
                 else f"{after} passed")
+    elif state.status == ItemStatus.COMPLETE:  # only a force gets here: it never passes
+        state_word, text = PENDING, f"forced to {node}; {after} never passed its gate"
     else:
         reason = str(state.parked.get("reason") or "in progress")
         where = f"at {node} (the merge gate)" if node == after else f"at {node}, before {after}"

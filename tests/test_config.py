@@ -72,3 +72,34 @@ def test_an_app_bot_login_without_its_suffix_is_refused_naming_the_key() -> None
         validate_mapping({"github": {"app": app, "botLogin": "loopgate"}})
     config = validate_mapping({"github": {"app": app, "botLogin": "loopgate[bot]"}})
     assert config.section("github")["botLogin"] == "loopgate[bot]"
+
+
+def test_a_relative_database_path_resolves_against_the_config_files_folder(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in ("LOOPGATE_DB", "LOOPGATE_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "loopgate.yaml").write_text("database: data/state.db\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    config = load_config(project / "loopgate.yaml")
+    assert default_db_path(config) == project / "data" / "state.db"
+    monkeypatch.setenv("LOOPGATE_DB", "env.db")  # an environment value stays cwd-relative
+    assert default_db_path(config) == Path("env.db")
+
+
+def test_a_duplicate_key_is_refused_with_file_and_line(tmp_path: Path) -> None:
+    file = tmp_path / "loopgate.yaml"
+    file.write_text("authorizedUsers: [alice]\ngithub:\n  repos: [a/b]\n  repos: [c/d]\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(file)
+    assert str(caught.value) == (f"{file}:4:3: not valid YAML: duplicate key 'repos' "
+                                 "(first at line 3)")
+    file.write_text("authorizedUsers: [alice]\nloop: pdlc-work-item-loop\n"
+                    "authorizedUsers: [bob]\n")
+    with pytest.raises(ConfigError) as caught:
+        load_config(file)
+    assert str(caught.value) == (f"{file}:3:1: not valid YAML: duplicate key "
+                                 "'authorizedUsers' (first at line 1)")

@@ -39,3 +39,23 @@ def test_the_chromium_step_works_with_and_without_sudo() -> None:
     step = " ".join(_between(README, "Two prerequisites:", "<!-- test-command -->").split())
     assert "`sudo apt-get install -y chromium`" in step
     assert "as root where there is no `sudo`, `apt-get install -y chromium`" in step
+
+
+def test_the_effects_synopsis_parses_as_written() -> None:
+    row = next(line for line in README.splitlines() if line.startswith("| `loopgate effects"))
+    assert "`loopgate effects list [ITEM] [--status owed\\|failed\\|pending\\|all]" in row
+    listed = CliRunner().invoke(cli, ["effects", "list", "--help"])
+    assert listed.exit_code == 0 and "--status" in listed.output
+
+
+def test_the_setup_names_every_endpoint_offline_serve_has_and_the_pull_request_event() -> None:
+    assert "serving `/healthz`,\n`/readyz` and `/metrics` only" in README
+    assert "events *Issues*, *Issue comments* and *Pull requests*" in README
+
+
+def test_db_help_names_a_postgresql_url_and_its_environment_variable() -> None:
+    from bot.cli import DB_HELP
+
+    assert "postgresql://" in DB_HELP and "LOOPGATE_DATABASE_URL" in DB_HELP
+    shown = " ".join(CliRunner().invoke(cli, ["--help"]).output.split())
+    assert "LOOPGATE_DATABASE_URL" in shown

@@ -35,7 +35,9 @@ __all__ = ["main", "cli"]
 
 
 DB_HELP = (
-    "SQLite state database; also set by the environment variable LOOPGATE_DB. Else the "
+    "SQLite state database, or a postgresql://user@host/dbname URL (the password comes "
+    "from databasePasswordEnv); also set by the environment variable LOOPGATE_DB, and a "
+    "URL by LOOPGATE_DATABASE_URL. Else the "
     "config's `database`; else .loopgate/loopgate.db beside loopgate.yaml when one is found "
     "or given; else $XDG_STATE_HOME/loopgate/loopgate.db. `loopgate config show` says which "
     "rule chose it."

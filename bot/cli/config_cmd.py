@@ -24,8 +24,8 @@ def config_group() -> None:
 
 
 @config_group.command("check")
-@click.pass_obj
-def check(obj: object) -> None:
+@click.pass_context
+def check(ctx: click.Context) -> None:
     """Validate the configuration file, compile its graph and, for a GitHub App, check its
     id, key and installations against GitHub; every team an approval rule names must be
     readable (exit 2 naming the offending setting).
@@ -34,16 +34,16 @@ def check(obj: object) -> None:
     Example:
       loopgate --config loopgate.yaml config check
     """
-    from bot.services import load_graph, verify_github, verify_teams
+    from bot.services import verify_github, verify_teams
     from engine.errors import LoopgateError
 
-    cfg = obj.config  # type: ignore[attr-defined]
+    cfg = _config_or_report_all(ctx)
     source = cfg.path or "defaults"
-    try:
-        graph = load_graph(cfg)
-    except LoopgateError as exc:
-        click.echo(f"loopgate: {source}: loop: {exc}", err=True)
-        raise SystemExit(2) from None
+    graph, problems = offline_problems(cfg, _explicit_db(ctx))
+    if problems:
+        for problem in problems:
+            click.echo(f"loopgate: {source}: {problem}", err=True)
+        raise SystemExit(2)
     try:
         installations = verify_github(cfg)
         teams = verify_teams(cfg, graph)
@@ -55,6 +55,76 @@ def check(obj: object) -> None:
         click.echo(f"ok: github app {line}")
     for line in teams:
         click.echo(f"ok: github {line}")
+
+
+def _config_or_report_all(ctx: click.Context) -> Any:
+    """The validated config; when the file fails its schema, exit 2 listing the schema
+    errors and, after them, the graph-level problems (gates, database) the file's
+    readable parts show, so one run names everything to fix."""
+    from bot.config import load_config
+    from engine.errors import ConfigError
+
+    try:
+        return load_config(ctx.obj.config_path)
+    except ConfigError as exc:
+        click.echo(f"loopgate: {exc}", err=True)
+        for problem in _lenient_problems(ctx):
+            click.echo(f"loopgate: {ctx.obj.config_path or 'loopgate.yaml'}: {problem}",
+                       err=True)
+        raise SystemExit(2) from None
+
+
+def _lenient_problems(ctx: click.Context) -> list[str]:
+    """The graph-level problems of a file that failed its schema (best effort: a part too
+    broken to read gives none; its schema error already says why)."""
+    from pathlib import Path
+
+    from bot.config import Config, _defaults, _merge, config_schema
+
+    path = ctx.obj.config_path or ("loopgate.yaml" if Path("loopgate.yaml").is_file() else None)
+    try:
+        raw = yaml.safe_load(Path(path).read_text("utf-8")) if path else None
+        if not isinstance(raw, dict):
+            return []
+        gates = raw.get("gates")
+        kept = {k: v for k, v in raw.items() if k in ("loop", "authorizedUsers", "database",
+                                                       "github", "mergeGate")}
+        kept["gates"] = {k: v for k, v in gates.items() if isinstance(v, dict)} \
+            if isinstance(gates, dict) else {}
+        cfg = Config(_merge(_defaults(config_schema()), kept), Path(path).resolve(),
+                     frozenset(kept))
+        _, problems = offline_problems(cfg, _explicit_db(ctx))
+    except Exception:  # noqa: BLE001 -- a part too broken to check: the schema said why
+        return []
+    return [p for p in problems if not p.startswith("loop: ")]
+
+
+def offline_problems(cfg: Any, explicit: str | None) -> tuple[Any, list[str]]:
+    """Every problem found without the network: the database choice (bot.database's
+    messages), the graph, the ``gates`` and ``mergeGate`` rules — all of them, not the
+    first only.
+
+    Returns:
+        ``(graph or None, problems)``: one line per problem, each naming its key path.
+    """
+    from bot.database import check_database
+    from bot.services import check_gates, load_graph
+    from engine.errors import LoopgateError
+
+    problems: list[str] = []
+    try:
+        check_database(cfg, explicit)
+    except LoopgateError as exc:
+        problems.append(str(exc))
+    try:
+        graph = load_graph(cfg)
+    except LoopgateError as exc:
+        return None, [*problems, f"loop: {exc}"]
+    try:
+        check_gates(cfg, graph)
+    except LoopgateError as exc:
+        problems += str(exc).splitlines()
+    return graph, problems
 
 
 def _explicit_db(ctx: click.Context) -> str | None:
@@ -71,14 +141,68 @@ def effective(obj: Any, ctx: click.Context) -> dict[str, Any]:
 
     Returns:
         ``{"configFile": str | None, "database": str, "databaseFrom": str,
-        "settings": dict}``.
+        "settings": dict}``; ``database`` is the SQLite path or ``PostgreSQL
+        user@host:port/dbname``, and a password in ``settings.database`` is masked: none
+        is ever printed.
     """
     from bot.config import database_choice
+    from engine.errors import ConfigError
 
     cfg = obj.config
-    path, why = database_choice(cfg, _explicit_db(ctx))
-    return {"configFile": str(cfg.path) if cfg.path else None, "database": str(path),
-            "databaseFrom": why, "settings": cfg.data}
+    try:
+        where, why = database_choice(cfg, _explicit_db(ctx))
+    except ConfigError as exc:  # an inline password: say so, without the URL
+        where, why = f"refused: {exc}", "the config's `database`"
+    settings = _as_file(cfg)
+    if settings.get("database"):
+        settings["database"] = mask_password(str(settings["database"]))
+    return {"configFile": str(cfg.path) if cfg.path else None, "database": where,
+            "databaseFrom": why, "settings": settings}
+
+
+def _as_file(cfg: Any) -> dict[str, Any]:
+    """The effective settings as a loopgate.yaml that passes ``config check`` when saved:
+    top-level values with defaults filled in, but only the sections the file has (a
+    section's presence turns a bridge on), and no empty default mapping whose schema
+    requires keys (``github.app: {}``)."""
+    from bot.config import config_schema
+
+    schema = config_schema()
+    out: dict[str, Any] = {}
+    for key, value in cfg.data.items():
+        if isinstance(value, dict) and key not in cfg.present:
+            continue
+        out[key] = _drop_empty_required(value, schema.get("properties", {}).get(key, {}))
+    return out
+
+
+def _drop_empty_required(value: Any, schema: dict[str, Any]) -> Any:
+    if not isinstance(value, dict):
+        return value
+    props = schema.get("properties", {})
+    return {k: _drop_empty_required(v, props.get(k, {})) for k, v in value.items()
+            if not (v == {} and props.get(k, {}).get("required"))}
+
+
+def mask_password(value: str) -> str:
+    """``value`` with a PostgreSQL URL's password (user part or ``password=`` query
+    parameter) replaced by ``***``; a file path is returned as is."""
+    from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+    from bot.database import is_database_url
+
+    if not is_database_url(value):
+        return value
+    try:
+        parts = urlsplit(value.strip())
+        netloc = parts.netloc
+        if parts.password is not None:
+            netloc = f"{parts.username or ''}:***@{netloc.rsplit('@', 1)[1]}"
+    except ValueError:
+        return "<unparseable database URL>"
+    query = urlencode([(k, "***" if k.lower() == "password" else v)
+                       for k, v in parse_qsl(parts.query, keep_blank_values=True)])
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
 
 
 @config_group.command("show")

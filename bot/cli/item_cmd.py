@@ -79,6 +79,9 @@ def start(obj: CliContext, item: WorkItemRef) -> None:
     Example:
       loopgate start acme/widgets#7
     """
+    refusal = obj.config.unwatched(item.owner, item.repo)
+    if refusal:
+        fail(refusal)
     runtime = obj.services.runtime
     click.echo(_summary(_run(lambda: runtime.start(item))))
 
@@ -273,24 +276,26 @@ def _emit_json(reports: Iterable[dict[str, Any]], many: bool, fail_on: str | Non
 
 def _emit_table(reports: Iterable[dict[str, Any]], fail_on: str | None, *, color: bool,
                 summary: Summary | None) -> bool:
-    failed = False
+    failed, any_report = False, False
     paint = painter(color)
     for i, report in enumerate(reports):
+        any_report = True
         click.echo(("\n" if i else "") + render_table(report, paint), color=color)
         failed = fails(report, fail_on) or failed
         if summary is not None:
             summary.add(report)
     if summary is not None:
-        click.echo("\n" + "\n".join(summary.lines(paint)), color=color)
+        gap = "\n" if any_report else ""  # no blank line before a lone summary
+        click.echo(gap + "\n".join(summary.lines(paint)), color=color)
     return failed
 
 
 def _check_filters(services: Any, item: WorkItemRef | None, all_items: bool,
                    node: str | None, status: str | None) -> None:
+    if (node or status) and (item is not None or not all_items):
+        raise click.UsageError("--node and --status filter --all: give --all, not ITEM")
     if (item is None) == (not all_items):
         raise click.UsageError("give either ITEM or --all")
-    if item is not None and (node or status):
-        raise click.UsageError("--node and --status filter --all")
     if node and not services.graph.has_node(node):
         raise click.BadParameter(f"{node!r} is not a node of {services.graph.name}",
                                  param_hint="--node")

@@ -56,9 +56,19 @@ def _local_checks(ctx: CliContext) -> dict[str, Any]:
     from types import SimpleNamespace
 
     from bot.config import default_db_path
+    from bot.database import database_url, describe_database
     from bot.health import backlogs, probe_database
+    from engine.errors import ConfigError
     from engine.store.sqlite import SqliteStore
 
+    try:
+        if database_url(ctx.config, ctx.db_path) is not None:
+            # A URL is no file: name the server (never the password), as /readyz does.
+            detail = f"not probed: {describe_database(ctx.config, ctx.db_path)}"
+            return {"checks": {"database": {"ok": True, "detail": detail}}, "failing": []}
+    except ConfigError as exc:
+        return {"checks": {"database": {"ok": False, "detail": str(exc)}},
+                "failing": ["database"]}
     path = default_db_path(ctx.config, ctx.db_path)
     probe = probe_database(path)
     checks = {"database": {"ok": probe.ok, "detail": probe.detail}}
@@ -166,12 +176,29 @@ def _sqlite_only(ctx: CliContext, what: str, instead: str) -> None:
              f"{describe_database(ctx.config, ctx.db_path)}: {instead}")
 
 
+def _backup_target(target: str) -> Path:
+    """PATH as given: a trailing slash means a folder (created, parents too); a file's
+    missing parent folder is an error naming it, not a traceback."""
+    path = Path(os.path.expanduser(target))
+    if target.endswith(("/", os.sep)):
+        try:
+            path.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            fail(f"cannot create the folder {path}: {exc.strerror or exc}")
+        return path
+    if not path.parent.is_dir():
+        fail(f"no folder {path.parent} for the backup {path}: create it, or end PATH with / "
+             "to have a folder made")
+    return path
+
+
 @click.command("backup")
-@click.argument("path", type=click.Path(dir_okay=True, path_type=Path))
+@click.argument("path", type=click.Path(dir_okay=True))
 @click.option("--force", is_flag=True, help="Replace PATH when it exists.")
 @click.pass_obj
-def backup(ctx: CliContext, path: Path, force: bool) -> None:
-    """Copy the database to PATH (safe while serve runs; a directory gets a dated name).
+def backup(ctx: CliContext, path: str, force: bool) -> None:
+    """Copy the database to PATH (safe while serve runs; a directory, or a PATH ending in
+    / which is created, gets a dated name).
 
     \b
     Example:
@@ -183,14 +210,15 @@ def backup(ctx: CliContext, path: Path, force: bool) -> None:
     source = default_db_path(ctx.config, ctx.db_path)
     if not source.exists():
         fail(f"no database at {source}: nothing to back up")
-    if path.is_dir():
-        path = path / f"loopgate-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.db"
-    if path.exists() and not force:
-        fail(f"{path} exists: pass --force to replace it")
-    if path.resolve() == source.resolve():
+    target = _backup_target(path)
+    if target.is_dir():
+        target = target / f"loopgate-{datetime.now(UTC).strftime('%Y%m%dT%H%M%SZ')}.db"
+    if target.exists() and not force:
+        fail(f"{target} exists: pass --force to replace it")
+    if target.resolve() == source.resolve():
         fail("the backup must not be the database itself")
     try:
-        written = backup_database(source, path)
+        written = backup_database(source, target)
     except (sqlite3.Error, OSError) as exc:
         fail(f"backup failed: {exc}")
         return

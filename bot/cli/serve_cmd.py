@@ -319,8 +319,11 @@ def _check_port(config: Any) -> None:
 def _check_database(ctx: CliContext) -> None:
     """Exit 2 naming the file when the state database exists and cannot be written."""
     from bot.config import default_db_path
+    from bot.database import database_url
     from bot.health import probe_database
 
+    if database_url(ctx.config, ctx.db_path) is not None:
+        return  # PostgreSQL: the store's open reports an unreachable server
     path = default_db_path(ctx.config, ctx.db_path)
     if path.exists():
         check = probe_database(path)

@@ -130,6 +130,14 @@ def test_start_needs_an_authorized_linked_user(world: SlackWorld) -> None:
     assert [e for e, _ in world.outbox()] == ["phase-selection-pending"]
 
 
+def test_start_refuses_an_item_of_a_repository_nobody_watches(world: SlackWorld) -> None:
+    answer = _loop(world, "UALICE", "start other/unwatched#5")
+    assert answer["text"] == (
+        "Nothing was started: other/unwatched is not a watched repository (github.repos: "
+        "acme/widgets): nothing would ever advance its work items.")
+    assert world.services.store.load(WorkItemRef("other", "unwatched", 5)) is None
+
+
 # -- identity ----------------------------------------------------------------------------
 def _code(text: str) -> str:
     match = re.search(r"`loopgate link ([A-Z0-9]+)`", text)

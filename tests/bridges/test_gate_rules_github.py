@@ -306,3 +306,24 @@ def test_a_push_to_the_pull_request_keeps_the_state_on_the_new_head(
     # the same push told twice (a redelivery): one status, not two
     world.webhook("pull_request", "synchronize", pull, before_sha=first)
     assert len(world.fake.statuses[(REPO, second)]) == 1
+
+
+def test_cli_force_to_complete_leaves_the_required_check_pending(
+        world: GitHubWorld, monkeypatch: pytest.MonkeyPatch) -> None:
+    ref = world.issue()
+    pr = world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number])
+    world.services.runtime.start(ref)
+    config = world.tmp / "cli.yaml"
+    config.write_text(yaml.safe_dump({
+        "authorizedUsers": ["alice"],
+        "github": {"repos": [REPO], "apiUrl": world.fake.api_url,
+                   "graphqlUrl": world.fake.graphql_url, "pollIntervalSeconds": 0}}))
+    argv = ["--db", str(world.tmp / "loopgate.db"), "--config", str(config),
+            "force", str(ref), "--to", "complete", "--reason", "ship it"]
+    result = CliRunner().invoke(cli, argv, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    world.performer_later().drain(ref)
+    sha = world.fake.head_sha(REPO, pr)
+    assert world.fake.commit_state(REPO, sha) == "pending"
+    assert world.fake.statuses[(REPO, sha)][-1]["description"] == (
+        f"{ref}: forced to complete; human-approval never passed its gate")

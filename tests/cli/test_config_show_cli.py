@@ -69,3 +69,41 @@ def test_help_and_config_show_name_the_same_database(
     shown = json.loads(script(folder, env, "config", "show", "--format", "json").stdout)
     assert in_use == shown["database"]
     assert "`loopgate config show` says which rule chose it" in " ".join(help_text.split())
+
+
+def test_config_show_prints_a_relative_database_resolved_against_the_config_file(
+        tmp_path: Path, env: dict[str, str]) -> None:
+    folder = _project(tmp_path)
+    (folder / "loopgate.yaml").write_text("authorizedUsers: [alice]\ndatabase: data/lg.db\n")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    result = script(elsewhere, env, "--config", str(folder / "loopgate.yaml"), "config", "show")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[1] == f"# database: {folder / 'data' / 'lg.db'}"
+    assert lines[2] == "#   chosen by: the config's `database`"
+
+
+def test_config_show_output_saved_as_loopgate_yaml_passes_config_check(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from bot.cli import cli
+    from bot.config import load_config
+
+    for name in ("LOOPGATE_DB", "LOOPGATE_CONFIG", "LOOPGATE_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    folder = _project(tmp_path)
+    shown = CliRunner().invoke(cli, ["--config", str(folder / "loopgate.yaml"), "config",
+                                     "show"])
+    assert shown.exit_code == 0, shown.output
+    assert "app: {}" not in shown.output and "slack:" not in shown.output
+    saved = tmp_path / "saved"
+    saved.mkdir()
+    (saved / "loopgate.yaml").write_text(shown.output)
+    checked = CliRunner().invoke(cli, ["--config", str(saved / "loopgate.yaml"), "config",
+                                       "check"])
+    assert checked.exit_code == 0, checked.output
+    before, after = load_config(folder / "loopgate.yaml"), load_config(saved / "loopgate.yaml")
+    assert after.data == before.data
+    assert {k for k in after.present if isinstance(after.data[k], dict)} == {"github"}

@@ -328,3 +328,14 @@ def test_offline_the_quiz_comment_and_wait_give_the_typed_line(home: Path) -> No
     assert f"reply with this line to attest\n\n```\n{line}\n```" in quiz
     passed = script(home, "advance", ITEM, "--comment", f"alice={home / 'typed.md'}")
     assert passed.returncode == 0 and "at spec-quiz" not in passed.stdout, passed.stdout
+
+
+def test_start_refuses_an_item_of_a_repository_nobody_watches(home: Path) -> None:
+    (home / "loopgate.yaml").write_text("authorizedUsers: [alice]\n"
+                                        "github:\n  repos: [acme/widgets, acme/gears]\n")
+    result = run(home, "start", "other/unwatched#5")
+    assert result.exit_code == 2
+    assert result.output == (
+        "loopgate: other/unwatched is not a watched repository (github.repos: acme/widgets, "
+        "acme/gears): nothing would ever advance its work items\n")
+    assert not (home / "db" / "loopgate.db").exists()

@@ -243,3 +243,24 @@ def test_status_names_the_failing_check_and_exits_1(home: Home, served: Served) 
     lines = done.stdout.splitlines()
     assert lines[0] == f"NOT READY (http://127.0.0.1:{home.port}/readyz): failing database"
     assert lines[1] == f"  FAIL database           {home.db} is read-only"
+
+
+def test_backup_to_a_path_ending_in_a_slash_creates_that_folder(home: Home) -> None:
+    assert home.run("start", ITEMS[0]).returncode == 0
+    folder = home.root / "new" / "backups"
+    done = home.run("backup", f"{folder}/")
+    assert done.returncode == 0, done.stderr
+    assert folder.is_dir()
+    [dated] = [p for p in folder.iterdir() if p.name.startswith("loopgate-")]
+    assert done.stdout.startswith(f"backed up to {dated} (")
+    assert not (home.root / "new" / "backups.db").exists()
+
+
+def test_backup_into_a_missing_folder_names_it(home: Home) -> None:
+    assert home.run("start", ITEMS[0]).returncode == 0
+    target = home.root / "missing" / "copy.db"
+    refused = home.run("backup", str(target))
+    assert (refused.returncode, refused.stderr) == (
+        2, f"loopgate: no folder {target.parent} for the backup {target}: create it, or end "
+           "PATH with / to have a folder made\n")
+    assert not target.parent.exists()

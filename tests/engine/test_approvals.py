@@ -263,6 +263,65 @@ def test_a_pull_request_delivering_two_items_passes_only_when_both_passed() -> N
     assert _last_check(tracker).state == "success"
 
 
+def test_a_forced_complete_never_turns_the_merge_gate_success() -> None:
+    tracker = MemoryTracker()
+    tracker.add_pull_request(REF, 8)
+    runtime = _gated(tracker)
+    runtime.start(REF)
+    state = runtime.force(REF, "complete", "ship it", "tester")
+    assert state.status == "complete"
+    check = _last_check(tracker)
+    assert check.state == "pending"
+    assert check.description == ("acme/widgets#7: forced to complete; human-approval "
+                                 "never passed its gate")
+    assert state.surface["mergeGate"]["state"] == "pending"
+
+
+def test_a_force_past_the_merge_node_never_turns_the_merge_gate_success() -> None:
+    tracker = MemoryTracker()
+    tracker.add_pull_request(REF, 8)
+    runtime = _gated(tracker)
+    runtime.start(REF)
+    runtime.force(REF, "human-approval", "test", "tester")
+    runtime.force(REF, "complete", "skip the approval", "tester")
+    assert _last_check(tracker).state == "pending"
+
+
+def test_a_stale_pass_forced_back_and_over_the_merge_node_does_not_count() -> None:
+    tracker = MemoryTracker()
+    tracker.add_pull_request(REF, 8)
+    runtime = _gated(tracker)
+    runtime.start(REF)
+    runtime.force(REF, "human-approval", "test", "tester")
+    assert _reply(runtime, tracker, "alice", "approved").current_node == "complete"
+    assert _last_check(tracker).state == "success"
+    assert _last_check(tracker).description == "acme/widgets#7: work item complete"
+    runtime.force(REF, "implementation", "rework", "tester")
+    assert _last_check(tracker).state == "pending"
+    runtime.force(REF, "complete", "ship it anyway", "tester")
+    assert _last_check(tracker).state == "pending"
+
+
+def test_merge_gate_after_complete_counts_a_walk_not_a_force() -> None:
+    from engine.mergegate import item_check
+
+    tracker = MemoryTracker()
+    settings = EngineSettings(authorized_users=USERS, merge_gate=True,
+                              merge_gate_after="complete")
+    runtime = Runtime(shipped_graph(), MemoryStore(),
+                      Ports(tracker, MemoryArtifactStore(), clock=Clock()), settings)
+    runtime.start(REF)
+    forced = runtime.force(REF, "complete", "ship it", "tester")
+    assert item_check(runtime.graph, forced, "complete").state == "pending"
+    other = WorkItemRef("acme", "widgets", 9)
+    runtime.start(other)
+    runtime.force(other, "human-approval", "test", "tester")
+    comment = tracker.add_comment_as(other, "alice", "approved")
+    walked = runtime.advance(other, {"comments": [comment]})
+    assert walked.status == "complete"
+    assert item_check(runtime.graph, walked, "complete").state == "success"
+
+
 def test_the_slack_precheck_says_what_the_gate_will_say() -> None:
     # Issue 12's Slack click calls the same functions before it hands the event over.
     from engine.approvals import VIA_SLACK, recorded_approvals

@@ -64,6 +64,9 @@ def _start(services: Any, user: str, args: Sequence[str]) -> Reply:
     if len(args) != 1:
         return Reply("Usage: `/loop start owner/repo#N`.")
     ref = parse_item(args[0])
+    unwatched = services.config.unwatched(ref.owner, ref.repo)
+    if unwatched:
+        return Reply(f"Nothing was started: {unwatched}.")
     login, refusal = _login_or_refusal(services, user)
     if refusal is not None:
         return refusal
