@@ -260,3 +260,24 @@ def test_a_view_submission_with_unparsable_metadata_gets_a_modal_error(
         ids.BLOCK_DECISION_TEXT: "loopgate could not read this form; nothing changed."}
     assert world.state().current_node == "requirements-approval"
     assert CHANNEL and REF
+
+
+def test_a_failed_home_refresh_after_a_click_leaves_the_decision_recorded_and_told_nothing_wrong(
+        world: SlackWorld, caplog: pytest.LogCaptureFixture) -> None:
+    from bot.home import publish_home
+
+    ts, value, _ = _posted(world)
+    publish_home(world.services, world.client, "UALICE")  # she has opened her Home tab
+    world.fake.fail_method("views.publish", "invalid_arguments")
+    caplog.set_level(logging.WARNING, logger="bot.home")
+
+    _click(world, "UALICE", ids.ACTION_APPROVE, value, ts)  # raises nothing
+
+    state = world.state()
+    assert state.current_node == "design"
+    assert state.decisions["requirements-approval"]["by"] == "@alice"
+    assert [c.args["ts"] for c in world.fake.calls_to("chat.update")] == [ts]
+    assert _ephemerals(world, "UALICE") == []
+    assert len(world.fake.all_calls_to("views.publish")) == 2
+    assert [r.getMessage() for r in caplog.records if r.name == "bot.home"] == [
+        "home tabs showing acme/widgets#7 not refreshed for 1 of 1 users (invalid_arguments)"]

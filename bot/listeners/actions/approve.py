@@ -17,7 +17,7 @@ from typing import Any
 from bot.approvals import Decided, check_gate, decide
 from bot.blocks import ids
 from bot.blocks.approval import GateRef, approval_done_message, decision_modal
-from bot.home import homes_to_refresh, publish_home
+from bot.home import refresh_homes
 from bot.notifier import write_scope
 
 __all__ = ["on_approve", "on_open_modal", "parse_gate_click", "finish", "rewrite_message",
@@ -83,8 +83,8 @@ def finish(services: Any, client: Any, gate: GateRef, user: str, outcome: str, t
     if result.code in ("decided", "waiting"):
         # The item moved, or it no longer waits on the clicker whose approval now counts
         # (issue 12 §3 with issue 11 §2's counts).
-        for viewer in homes_to_refresh(services, gate.ref):
-            publish_home(services, client, viewer)
+        # Best-effort: the decision is recorded whatever a Home tab does.
+        refresh_homes(services, client, gate.ref)
     return result
 
 
