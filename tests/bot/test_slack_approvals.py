@@ -151,11 +151,20 @@ def test_an_unlinked_or_unauthorized_click_gets_an_ephemeral_and_changes_nothing
 
     for action in (ids.ACTION_APPROVE, ids.ACTION_REQUEST_CHANGES):
         _click(world, user, action, value, ts)
+    if user == "UBOB":
+        # Linked: the modal opens at once (the trigger_id lasts 3 s) and the gate's rule,
+        # which may read GitHub, refuses the submission after the ack.
+        [opened] = world.fake.calls_to("views.open")
+        ack = Ack()
+        on_decision_submit(ack, view_submission(opened.args["view"], user, "No."),
+                           world.client, {"services": world.services})
+        assert ack.calls == [{}]
+    else:
+        assert world.fake.calls_to("views.open") == []  # unlinked: known without GitHub
 
     assert _ephemerals(world, user) == [expected, expected]
     assert world.state().current_node == "requirements-approval"
     assert "requirements-approval" not in world.state().decisions
-    assert world.fake.calls_to("views.open") == []
     assert world.comments(slack_decision_marker("requirements-approval")) == []
 
 
