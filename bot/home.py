@@ -110,17 +110,21 @@ def publish_home(services: Any, client: Any, user: str) -> dict[str, Any]:
 
 def homes_to_refresh(services: Any, ref: Any) -> list[str]:
     """Slack users who opened their home tab and whose tab shows (or may now show)
-    ``ref``: those listing it, and every linked user who may decide its current gate."""
+    ``ref``: those listing it, its owners (a new item joins "Your items"), and every
+    linked user its current gate now waits on by the gate's rule for this item (the
+    rule "Waiting on you" applies: :func:`home_rows`)."""
     rows = services.store.db().execute(
         "SELECT slack_user, data FROM slack_messages WHERE kind = 'home'").fetchall()
     state = services.store.load(ref)
-    gate = state is not None and state.current_node and is_approval_gate(
-        services.graph, state.current_node)
+    owners = item_owners(services, state) if state is not None else set()
+    gate = state is not None and bool(state.current_node) and state.status != "complete" \
+        and is_approval_gate(services.graph, state.current_node)
     users: list[str] = []
     for user, data in rows:
         doc = json.loads(data or "{}")
-        if str(ref) in doc.get("items", ()) or (
-                gate and may_decide(services, str(doc.get("login") or ""), state.current_node)):
+        login = str(doc.get("login") or "")
+        if str(ref) in doc.get("items", ()) or login in owners or (
+                gate and login and _waits_on(services, state, login)):
             users.append(str(user))
     return users
 

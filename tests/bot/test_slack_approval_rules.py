@@ -492,3 +492,36 @@ def test_an_expired_trigger_id_tells_the_clicker_to_click_again(
     assert _ephemerals(world, "UALICE") == [
         "loopgate could not open the form in time; nothing changed. Click the button again."]
     assert world.state().current_node == GATE
+
+
+# -- which Home tabs a move republishes -----------------------------------------------------
+def test_home_refresh_reaches_an_owner_whose_tab_did_not_list_the_new_item(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world()
+    publish_home(world.services, world.client, "UCAROL")  # before her item existed
+    assert "acme/widgets#7" not in json.dumps(world.fake.calls_to("views.publish")[-1].args)
+
+    world.start()
+    world.drain()  # the card is posted; carol's item joins her Home
+
+    latest = [c.args["view"] for c in world.fake.calls_to("views.publish")
+              if c.args["user_id"] == "UCAROL"][-1]
+    assert "acme/widgets#7" in json.dumps(latest)
+
+
+def test_home_refresh_applies_the_gates_rule_to_the_item_as_waiting_on_you_does(
+        make_world: Callable[..., SlackWorld]) -> None:
+    from bot.home import homes_to_refresh
+
+    world = make_world(gates={GATE: {"preventSelfApproval": True,
+                                     "approvers": ["alice", "bob", "carol"]}})
+    publish_home(world.services, world.client, "UBOB")  # his tab lists nothing yet
+    world.walk_to_requirements_approval()  # not drained: no refresh has run
+    assert "UBOB" in homes_to_refresh(world.services, REF)
+    assert _waiting_on(world, "bob") == [("acme/widgets#7", GATE)]
+
+    title = world.tracker.issue_info(REF).title
+    world.tracker.set_issue(REF, title, author="bob")  # GitHub now says bob wrote it
+
+    assert _waiting_on(world, "bob") == []  # the author may not approve it
+    assert "UBOB" not in homes_to_refresh(world.services, REF)
