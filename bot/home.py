@@ -20,7 +20,7 @@ from bot.listeners.commands.check import _recorded_authors, item_owners
 from bot.notifier import ensure_slack_tables, write_scope
 from engine.approvals import recorded_approvals
 
-__all__ = ["home_rows", "publish_home", "homes_to_refresh", "web_base"]
+__all__ = ["home_rows", "publish_home", "homes_to_refresh", "refresh_homes", "web_base"]
 
 log = logging.getLogger(__name__)
 
@@ -110,16 +110,55 @@ def publish_home(services: Any, client: Any, user: str) -> dict[str, Any]:
 
 def homes_to_refresh(services: Any, ref: Any) -> list[str]:
     """Slack users who opened their home tab and whose tab shows (or may now show)
-    ``ref``: those listing it, and every linked user who may decide its current gate."""
+    ``ref``: those listing it, its owners (a new item joins "Your items"), and every
+    linked user its current gate now waits on by the gate's rule for this item (the
+    rule "Waiting on you" applies: :func:`home_rows`)."""
     rows = services.store.db().execute(
         "SELECT slack_user, data FROM slack_messages WHERE kind = 'home'").fetchall()
     state = services.store.load(ref)
-    gate = state is not None and state.current_node and is_approval_gate(
-        services.graph, state.current_node)
+    owners = item_owners(services, state) if state is not None else set()
+    gate = state is not None and bool(state.current_node) and state.status != "complete" \
+        and is_approval_gate(services.graph, state.current_node)
     users: list[str] = []
     for user, data in rows:
         doc = json.loads(data or "{}")
-        if str(ref) in doc.get("items", ()) or (
-                gate and may_decide(services, str(doc.get("login") or ""), state.current_node)):
+        login = str(doc.get("login") or "")
+        if str(ref) in doc.get("items", ()) or login in owners or (
+                gate and login and _waits_on(services, state, login)):
             users.append(str(user))
     return users
+
+
+def refresh_homes(services: Any, client: Any, ref: Any) -> list[str]:
+    """Republish the home tabs that show (or may now show) ``ref``, best-effort.
+
+    A Home tab is a view of state already recorded, so a failed refresh must never fail
+    or retry what triggered it (a Slack notice would repeat, a recorded decision would
+    read as failed): each failure is skipped, and the whole refresh logs one line.
+
+    Returns:
+        The Slack users whose tab could not be republished (empty when all were).
+    """
+    try:
+        users = homes_to_refresh(services, ref)
+    except Exception as exc:  # noqa: BLE001 - best-effort by design (see above)
+        log.warning("home tabs showing %s not refreshed: %s", ref, exc)
+        return []
+    failed: list[str] = []
+    reasons: list[str] = []
+    for user in users:
+        try:
+            publish_home(services, client, user)
+        except Exception as exc:  # noqa: BLE001 - one user's tab never blocks the next
+            failed.append(user)
+            reasons.append(_reason(exc))
+    if failed:
+        log.warning("home tabs showing %s not refreshed for %d of %d users (%s)", ref,
+                    len(failed), len(users), "; ".join(sorted(set(reasons))))
+    return failed
+
+
+def _reason(exc: Exception) -> str:
+    response = getattr(exc, "response", None)
+    error = response.get("error") if hasattr(response, "get") else None
+    return str(error) if error else type(exc).__name__

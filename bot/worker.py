@@ -46,7 +46,7 @@ from bot.blocks.notices import (
     quiz_pending_notice,
     quiz_stale_notice,
 )
-from bot.home import homes_to_refresh, publish_home
+from bot.home import refresh_homes
 from bot.identity import slack_users_for_login
 from bot.listeners.actions.approve import rewrite_message
 from bot.notifier import (
@@ -359,8 +359,8 @@ class SlackWorker:
 
     def _refresh_homes(self, ref: WorkItemRef) -> None:
         # The item moved: whoever's home tab shows it sees the new state (issue 12 §3).
-        for user in homes_to_refresh(self.services, ref):
-            publish_home(self.services, self.client, user)
+        # Best-effort: the notice is already out, so a failed tab must not retry it.
+        refresh_homes(self.services, self.client, ref)
 
     # -- approval gates (issue 12 §1, §2) ------------------------------------------------
     def _approval_pending(self, ref: WorkItemRef, event: str, data: Mapping[str, Any]) -> None:

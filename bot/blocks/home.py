@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.blocks import ids
-from bot.blocks.card import MAX_BLOCKS, escape, truncate
+from bot.blocks.card import MAX_BLOCKS, MAX_SECTION_TEXT, escape, truncate
 
-__all__ = ["WaitingRow", "ItemRow", "home_view", "MAX_ROWS"]
+__all__ = ["WaitingRow", "ItemRow", "home_view", "items_text", "MAX_ROWS"]
 
 #: Rows shown per section (a view holds at most 100 blocks; each row takes two).
 MAX_ROWS = 20
@@ -84,6 +84,29 @@ def _item_line(row: ItemRow) -> str:
     return f"• {ref} — at `{escape(row.node or '—')}` ({escape(row.status or '—')})"
 
 
+def _more(count: int) -> str:
+    return f"… and {count} more"
+
+
+def items_text(items: Sequence[ItemRow], limit: int = MAX_SECTION_TEXT) -> str:
+    """The "Your items" section text: one line per item (at most :data:`MAX_ROWS`), whole
+    lines only, within ``limit`` characters (a section's text holds at most 3,000:
+    Slack's Block Kit section reference), ending "… and N more" when items were left out.
+    """
+    if not items:
+        return "You own no work items yet."
+    kept: list[str] = []
+    for row in items[:MAX_ROWS]:
+        line = _item_line(row)
+        left = len(items) - len(kept) - 1
+        tail = ("\n" + _more(left)) if left else ""
+        if len("\n".join([*kept, line]) + tail) > limit:
+            break
+        kept.append(line)
+    left = len(items) - len(kept)
+    return "\n".join([*kept, _more(left)] if left else kept)
+
+
 def home_view(login: str, waiting: Sequence[WaitingRow], items: Sequence[ItemRow]) -> dict:
     """The home tab for GitHub ``login`` ("" when the viewer is not linked).
 
@@ -109,11 +132,13 @@ def home_view(login: str, waiting: Sequence[WaitingRow], items: Sequence[ItemRow
     ]
     for index, row in enumerate(waiting[:MAX_ROWS]):
         blocks += _waiting_blocks(row, index)
+    if len(waiting) > MAX_ROWS:
+        blocks.append({"type": "context", "elements": [
+            {"type": "mrkdwn", "text": _more(len(waiting) - MAX_ROWS) + " waiting on you"}]})
     if not waiting:
         blocks.append({"type": "section", "text": {"type": "mrkdwn",
                                                    "text": "Nothing waits on you."}})
     blocks += [{"type": "divider"},
                {"type": "header", "text": {"type": "plain_text", "text": "Your items"}}]
-    lines = [_item_line(row) for row in items[:MAX_ROWS]] or ["You own no work items yet."]
-    blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": "\n".join(lines)}})
+    blocks.append({"type": "section", "text": {"type": "mrkdwn", "text": items_text(items)}})
     return {"type": "home", "blocks": blocks[: 2 * MAX_BLOCKS]}

@@ -60,6 +60,7 @@ __all__ = [
     "OPTIONAL_HEADING",
     "SETTINGS_HEADING",
     "EXPLAINER_ROW",
+    "settings_default_line",
     "ChecklistRows",
     "Row",
     "Selection",
@@ -86,7 +87,18 @@ __all__ = [
 EXPLAINER_TOKEN = EXPLAINER_SET
 OPTIONAL_HEADING = "**Optional phases — off unless you tick them.**"
 SETTINGS_HEADING = "#### 🎓 Explain the change and quiz the author?"
-SETTINGS_DEFAULT_LINE = "**Default:** yes, already ticked. Untick it to skip all three."
+
+
+def settings_default_line(graph: Graph) -> str:
+    """The Settings section's default line, naming how many nodes (and which) unticking
+    the ``explainer`` row skips: the graph's ``explainer`` skip set, so the count can
+    never disagree with what the row turns off."""
+    members = _explainer_members(graph)
+    names = ", ".join(f"`{m}`" for m in members)
+    return (f"**Default:** yes, already ticked. Untick it to skip all {len(members)}: "
+            f"{names}.")
+
+
 EXPLAINER_ROW = (
     "- [x] `explainer` — a spec explainer and quiz before code generation, an explainer of "
     "the change for the reviewer, and a code quiz before review is requested."
@@ -198,7 +210,7 @@ def _checklist_body(graph: Graph, settings: EngineSettings, limit: int | None) -
         parts += ["", "**Always run** (protected; unticking them is refused):", ""]
         parts += [f"- {n.id}" for n in rows.protected]
     if rows.explainer:
-        parts += ["", SETTINGS_HEADING, "", SETTINGS_DEFAULT_LINE, "", EXPLAINER_ROW]
+        parts += ["", SETTINGS_HEADING, "", settings_default_line(graph), "", EXPLAINER_ROW]
     return with_self_marker("\n".join(parts), PHASE_SELECTION_MARKER)
 
 

@@ -411,3 +411,117 @@ def test_mentions_and_reminders_name_only_those_the_gate_still_waits_on(
     assert sorted(c.args["channel"] for c in reminders) == ["C0CARDS", "DUBOB"]
     [line] = [c for c in reminders if c.args["channel"] == "C0CARDS"]
     assert line.args["text"].endswith("has waited 25 hours for an approval — <@UBOB>.")
+
+
+# -- Slack's 3 s: ack and views.open come before any GitHub read ----------------------------
+class _AckCountingReads(Ack):
+    """An ack that notes how many tracker reads had happened when it was called."""
+
+    def __init__(self, world: SlackWorld) -> None:
+        super().__init__()
+        self.world = world
+        self.reads_at_ack: list[int] = []
+
+    def __call__(self, *args: Any, **kwargs: Any) -> None:
+        self.reads_at_ack.append(len(self.world.tracker.calls))
+        super().__call__(*args, **kwargs)
+
+
+def _open_modal(world: SlackWorld, user: str, value: str, ts: str,
+                action: str = ids.ACTION_APPROVE_COMMENTS) -> dict[str, Any]:
+    on_open_modal(Ack(), approval_click(world, user, action, value, ts=ts),
+                  world.client, {"services": world.services})
+    view = world.fake.calls_to("views.open")[-1].args["view"]
+    return json.loads(view) if isinstance(view, str) else view
+
+
+def test_the_modal_opens_and_its_submission_is_acked_before_any_github_read(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world(gates={GATE: {"approvers": ["acme/reviewers"]}})
+    world.tracker.set_team("acme/reviewers", ["bob"])
+    ts, value = _posted(world)
+    reads = len(world.tracker.calls)
+
+    view = _open_modal(world, "UBOB", value, ts)
+    assert len(world.tracker.calls) == reads  # the trigger_id was spent before any read
+
+    ack = _AckCountingReads(world)
+    on_decision_submit(ack, view_submission(view, "UBOB", "Nit: rename R3."),
+                       world.client, {"services": world.services})
+
+    assert ack.calls == [{}] and ack.reads_at_ack == [reads]
+    read = [name for name, _ in world.tracker.calls[reads:]]
+    assert "team_membership" in read  # the gate's rule, after the ack
+    assert _ephemerals(world, "UBOB") == []
+    assert world.state().decisions[GATE]["by"] == "@bob"
+
+
+def test_a_modal_submission_the_gate_refuses_closes_the_modal_and_says_why_ephemerally(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world(gates={GATE: {"approvers": ["acme/reviewers"]}})
+    world.tracker.set_team("acme/reviewers", ["bob"])
+    ts, value = _posted(world)
+    before = world.state()
+
+    view = _open_modal(world, "UALICE", value, ts)  # not on the team: told on submission
+    ack = Ack()
+    on_decision_submit(ack, view_submission(view, "UALICE", "Looks wrong."), world.client,
+                       {"services": world.services})
+
+    assert ack.calls == [{}]
+    assert _ephemerals(world, "UALICE") == [
+        f"@alice may not answer `{GATE}` of acme/widgets#7 (@alice is not among the "
+        "approvers of this gate (@acme/reviewers)), so nothing was decided."]
+    after = world.state()
+    assert after.current_node == GATE and after.decisions == before.decisions
+    assert world.comments(MIRROR) == []
+
+
+def test_an_expired_trigger_id_tells_the_clicker_to_click_again(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world()
+    ts, value = _posted(world)
+    click = approval_click(world, "UALICE", ids.ACTION_REQUEST_CHANGES, value, ts=ts)
+    issued = world.fake.clock()
+    world.fake.clock = lambda: issued + 3.5  # Slack delivered the click late
+
+    on_open_modal(Ack(), click, world.client, {"services": world.services})
+
+    [refused] = world.fake.calls_to("views.open")
+    assert refused.response == {"ok": False, "error": "expired_trigger_id"}
+    assert _ephemerals(world, "UALICE") == [
+        "loopgate could not open the form in time; nothing changed. Click the button again."]
+    assert world.state().current_node == GATE
+
+
+# -- which Home tabs a move republishes -----------------------------------------------------
+def test_home_refresh_reaches_an_owner_whose_tab_did_not_list_the_new_item(
+        make_world: Callable[..., SlackWorld]) -> None:
+    world = make_world()
+    publish_home(world.services, world.client, "UCAROL")  # before her item existed
+    assert "acme/widgets#7" not in json.dumps(world.fake.calls_to("views.publish")[-1].args)
+
+    world.start()
+    world.drain()  # the card is posted; carol's item joins her Home
+
+    latest = [c.args["view"] for c in world.fake.calls_to("views.publish")
+              if c.args["user_id"] == "UCAROL"][-1]
+    assert "acme/widgets#7" in json.dumps(latest)
+
+
+def test_home_refresh_applies_the_gates_rule_to_the_item_as_waiting_on_you_does(
+        make_world: Callable[..., SlackWorld]) -> None:
+    from bot.home import homes_to_refresh
+
+    world = make_world(gates={GATE: {"preventSelfApproval": True,
+                                     "approvers": ["alice", "bob", "carol"]}})
+    publish_home(world.services, world.client, "UBOB")  # his tab lists nothing yet
+    world.walk_to_requirements_approval()  # not drained: no refresh has run
+    assert "UBOB" in homes_to_refresh(world.services, REF)
+    assert _waiting_on(world, "bob") == [("acme/widgets#7", GATE)]
+
+    title = world.tracker.issue_info(REF).title
+    world.tracker.set_issue(REF, title, author="bob")  # GitHub now says bob wrote it
+
+    assert _waiting_on(world, "bob") == []  # the author may not approve it
+    assert "UBOB" not in homes_to_refresh(world.services, REF)

@@ -151,11 +151,20 @@ def test_an_unlinked_or_unauthorized_click_gets_an_ephemeral_and_changes_nothing
 
     for action in (ids.ACTION_APPROVE, ids.ACTION_REQUEST_CHANGES):
         _click(world, user, action, value, ts)
+    if user == "UBOB":
+        # Linked: the modal opens at once (the trigger_id lasts 3 s) and the gate's rule,
+        # which may read GitHub, refuses the submission after the ack.
+        [opened] = world.fake.calls_to("views.open")
+        ack = Ack()
+        on_decision_submit(ack, view_submission(opened.args["view"], user, "No."),
+                           world.client, {"services": world.services})
+        assert ack.calls == [{}]
+    else:
+        assert world.fake.calls_to("views.open") == []  # unlinked: known without GitHub
 
     assert _ephemerals(world, user) == [expected, expected]
     assert world.state().current_node == "requirements-approval"
     assert "requirements-approval" not in world.state().decisions
-    assert world.fake.calls_to("views.open") == []
     assert world.comments(slack_decision_marker("requirements-approval")) == []
 
 
@@ -260,3 +269,24 @@ def test_a_view_submission_with_unparsable_metadata_gets_a_modal_error(
         ids.BLOCK_DECISION_TEXT: "loopgate could not read this form; nothing changed."}
     assert world.state().current_node == "requirements-approval"
     assert CHANNEL and REF
+
+
+def test_a_failed_home_refresh_after_a_click_leaves_the_decision_recorded_and_told_nothing_wrong(
+        world: SlackWorld, caplog: pytest.LogCaptureFixture) -> None:
+    from bot.home import publish_home
+
+    ts, value, _ = _posted(world)
+    publish_home(world.services, world.client, "UALICE")  # she has opened her Home tab
+    world.fake.fail_method("views.publish", "invalid_arguments")
+    caplog.set_level(logging.WARNING, logger="bot.home")
+
+    _click(world, "UALICE", ids.ACTION_APPROVE, value, ts)  # raises nothing
+
+    state = world.state()
+    assert state.current_node == "design"
+    assert state.decisions["requirements-approval"]["by"] == "@alice"
+    assert [c.args["ts"] for c in world.fake.calls_to("chat.update")] == [ts]
+    assert _ephemerals(world, "UALICE") == []
+    assert len(world.fake.all_calls_to("views.publish")) == 2
+    assert [r.getMessage() for r in caplog.records if r.name == "bot.home"] == [
+        "home tabs showing acme/widgets#7 not refreshed for 1 of 1 users (invalid_arguments)"]

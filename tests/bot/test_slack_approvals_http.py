@@ -49,11 +49,10 @@ def test_unauthorized_click_over_signed_http_is_ephemeral_and_changes_nothing(
 
 
 def _open_modal(world: SlackWorld, url: str, ts: str, value: str) -> dict[str, Any]:
-    body = interaction_body(approval_click(world, "UCAROL", ids.ACTION_REQUEST_CHANGES, value,
-                                           ts=ts))
-    assert signed_post(url, body, SECRET).status == 200
+    click = approval_click(world, "UCAROL", ids.ACTION_REQUEST_CHANGES, value, ts=ts)
+    assert signed_post(url, interaction_body(click), SECRET).status == 200
     [opened] = world.fake.wait_for("views.open")
-    assert opened.args["trigger_id"] == "111.222.valid"
+    assert opened.args["trigger_id"] == click["trigger_id"]
     view = opened.args["view"]
     return json.loads(view) if isinstance(view, str) else view
 

@@ -248,3 +248,27 @@ def test_the_worker_thread_drains_until_stopped(world: SlackWorld) -> None:
     world.worker.stop()
 
     assert _unsent(world) == []
+
+
+def test_a_failed_home_refresh_never_fails_or_repeats_the_items_notice(
+        world: SlackWorld, caplog: pytest.LogCaptureFixture) -> None:
+    from bot.home import publish_home
+
+    world.start()
+    world.drain()
+    publish_home(world.services, world.client, "UCAROL")  # her Home lists her item
+    world.fake.fail_method("views.publish", "invalid_arguments")
+    OutboxNotifier(world.store).send(REF, "conflict-escalated", {
+        "node": "implementation", "reason": "three blocks in a row"})
+
+    with caplog.at_level("WARNING", logger="bot.home"):
+        assert world.drain() == 1
+        world.drain()  # nothing is left to retry
+
+    lines = [c for c in _posts(world) if c.args.get("thread_ts")]
+    assert len(lines) == 1, "the thread line is posted once"
+    assert _unsent(world) == []
+    assert len(world.fake.all_calls_to("views.publish")) == 2  # first publish + one refresh
+    [logged] = [r.getMessage() for r in caplog.records if r.name == "bot.home"]
+    assert logged == ("home tabs showing acme/widgets#7 not refreshed for 1 of 1 users "
+                      "(invalid_arguments)")

@@ -507,3 +507,35 @@ def test_a_checklist_that_fits_keeps_its_descriptions_whole() -> None:
     graph = mini_graph()
     body = render_checklist(graph, EngineSettings())
     assert "- [ ] b — an extra look" in body.splitlines()
+
+
+def test_the_explainer_default_line_counts_and_names_the_nodes_the_skip_set_turns_off() -> None:
+    from engine.graph.model import EXPLAINER_SET
+    from engine.hooks.phase_selection import settings_default_line
+
+    graph = shipped_graph()
+    members = list(graph.skip_sets[EXPLAINER_SET])
+    assert members == EXPLAINER_NODES  # four nodes, not "all three"
+    body = _posted(Harness()).body
+    assert ("**Default:** yes, already ticked. Untick it to skip all 4: `spec-explainer`, "
+            "`spec-quiz`, `code-explainer`, `code-quiz`.") in body.splitlines()
+    assert "all three" not in body
+
+    two = mini_graph(
+        nodes=[
+            {"id": "phase-selection", "actor": "human", "required": True},
+            {"id": "x", "skippable": True},
+            {"id": "y", "skippable": True},
+            {"id": "done", "actor": "code", "terminal": True},
+        ],
+        edges=[
+            {"from": "phase-selection", "to": "x", "on": "selected"},
+            {"from": "x", "to": "y", "on": "pass"},
+            {"from": "x", "to": "y", "on": "skipped"},
+            {"from": "y", "to": "done", "on": "pass"},
+            {"from": "y", "to": "done", "on": "skipped"},
+        ],
+        skipSets={EXPLAINER_SET: ["x", "y"]},
+    )
+    assert settings_default_line(two) == (
+        "**Default:** yes, already ticked. Untick it to skip all 2: `x`, `y`.")

@@ -10,6 +10,25 @@ with HTTP 429 + ``Retry-After``, to answer a method with an ``ok: false`` error,
 Any POST outside ``/api/`` is recorded as a ``response_url`` call (slash-command replies
 go to the payload's ``response_url``; tests point it here).
 
+What Slack enforces, the fake enforces too (platform-facts §C1, §C4):
+
+- ``views.open`` exchanges a ``trigger_id`` Slack issued in an interaction payload (tests
+  get one from :meth:`FakeSlack.issue_trigger_id`), once, within 3 s of issue. A reused one
+  answers ``exchanged_trigger_id``, a late one ``expired_trigger_id`` (error names from
+  Slack's ``views.open`` method data, mirrored in ``slack-ruby/slack-api-ref``
+  ``methods/views/views.open.json`` and hex.pm ``slack_kit`` ``views.open.json``; the
+  3 s window: bolt-js "Opening modals" and docs.slack.dev/interactivity/handling-user-
+  interaction). One Slack never issued answers ``invalid_arguments`` with the message
+  ``invalid `trigger_id``` (the documented error example of ``views.open``). Time comes
+  from :attr:`FakeSlack.clock` (monotonic seconds), so tests move it instead of sleeping.
+- "You can include up to 50 blocks in each message, and 100 blocks in modals or Home
+  tabs" (https://docs.slack.dev/reference/block-kit/blocks). A section's ``text`` is 1 to
+  3,000 characters (Slack's Block Kit type definitions, ``slackapi/node-slack-sdk``
+  ``packages/types/src/block-kit/blocks.ts``). ``chat.postMessage``/``chat.update`` over a
+  limit answer ``invalid_blocks`` (their documented error for blocks that are not valid);
+  ``views.publish``/``views.open`` answer ``invalid_arguments`` (the views methods list no
+  ``invalid_blocks``) with a ``response_metadata.messages`` line naming the JSON pointer.
+
 The e2e suite reuses :class:`FakeSlack` with ``loopgate serve`` in a subprocess, so this
 module depends on nothing but the standard library.
 """
@@ -107,7 +126,11 @@ class FakeSlack(LoopbackServer):
         calls: every request received, in arrival order.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, clock: Any = time.monotonic) -> None:
+        #: Monotonic seconds for trigger_id expiry; tests replace it to move time.
+        self.clock = clock
+        self._triggers: dict[str, tuple[float, bool]] = {}  # id -> (issued at, exchanged)
+        self._trigger_seq = itertools.count(12345)
         self.calls: list[SlackCall] = []
         self._plan = _Plan()
         self._lock = threading.Lock()
@@ -180,6 +203,15 @@ class FakeSlack(LoopbackServer):
         """While down, every call answers HTTP 503 (a Slack outage)."""
         with self._lock:
             self._plan.down = down
+
+    def issue_trigger_id(self) -> str:
+        """A fresh ``trigger_id`` as Slack puts in an interaction payload (valid for one
+        ``views.open`` within 3 s of :attr:`clock` now)."""
+        with self._lock:
+            n = next(self._trigger_seq)
+            trigger = f"{n}.98765.{hashlib.sha1(str(n).encode()).hexdigest()[:12]}"
+            self._triggers[trigger] = (float(self.clock()), False)
+        return trigger
 
     # -- reading what happened ---------------------------------------------------------
     def calls_to(self, method: str) -> list[SlackCall]:
@@ -264,7 +296,27 @@ class FakeSlack(LoopbackServer):
         refused = _token_refusal(call)
         if refused:
             return 200, {"ok": False, "error": refused}, {}
+        invalid = _block_refusal(call) or self._trigger_refusal(call)
+        if invalid:
+            return 200, invalid, {}
         return 200, self._success(call), {}
+
+    def _trigger_refusal(self, call: SlackCall) -> dict[str, Any] | None:
+        if call.method != "views.open":
+            return None
+        trigger = str(call.args.get("trigger_id") or "")
+        with self._lock:
+            issued = self._triggers.get(trigger)
+            if issued is None:
+                return {"ok": False, "error": "invalid_arguments",
+                        "response_metadata": {"messages": ["invalid `trigger_id`"]}}
+            at, exchanged = issued
+            if exchanged:
+                return {"ok": False, "error": "exchanged_trigger_id"}
+            if float(self.clock()) - at > TRIGGER_TTL_S:
+                return {"ok": False, "error": "expired_trigger_id"}
+            self._triggers[trigger] = (at, True)
+        return None
 
     def _success(self, call: SlackCall) -> dict[str, Any]:
         example = copy.deepcopy(self._examples.get(call.method, {}).get("200") or {"ok": True})
@@ -295,6 +347,54 @@ class FakeSlack(LoopbackServer):
             view = json.loads(view) if isinstance(view, str) else dict(view or {})
             example = {"ok": True, "view": {**view, "id": "V" + f"{next(self._ts):08d}"}}
         return example
+
+
+#: Slack's limits the fake enforces (see the module docstring for sources).
+TRIGGER_TTL_S = 3.0
+MESSAGE_BLOCKS_MAX = 50
+VIEW_BLOCKS_MAX = 100
+SECTION_TEXT_MAX = 3000
+
+
+def _decoded(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError:
+            return None
+    return value
+
+
+def _block_problem(blocks: Any, limit: int, pointer: str) -> str:
+    if not isinstance(blocks, list):
+        return ""
+    if len(blocks) > limit:
+        return f"[ERROR] must provide at most {limit} items [json-pointer:{pointer}]"
+    for index, block in enumerate(blocks):
+        if not isinstance(block, dict) or block.get("type") != "section":
+            continue
+        text = (block.get("text") or {}).get("text")
+        if text is not None and not 1 <= len(str(text)) <= SECTION_TEXT_MAX:
+            return (f"[ERROR] must be between 1 and {SECTION_TEXT_MAX} characters "
+                    f"[json-pointer:{pointer}/{index}/text/text]")
+    return ""
+
+
+def _block_refusal(call: SlackCall) -> dict[str, Any] | None:
+    args = call.args
+    if call.method in ("chat.postMessage", "chat.update", "chat.postEphemeral"):
+        problem = _block_problem(_decoded(args.get("blocks")), MESSAGE_BLOCKS_MAX, "/blocks")
+        error = "invalid_blocks"
+    elif call.method in ("views.publish", "views.open"):
+        view = _decoded(args.get("view")) or {}
+        problem = _block_problem(view.get("blocks") if isinstance(view, dict) else None,
+                                 VIEW_BLOCKS_MAX, "/view/blocks")
+        error = "invalid_arguments"
+    else:
+        return None
+    if not problem:
+        return None
+    return {"ok": False, "error": error, "response_metadata": {"messages": [problem]}}
 
 
 def _token_refusal(call: SlackCall) -> str:

@@ -14,10 +14,12 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
+
 from bot.approvals import Decided, check_gate, decide
 from bot.blocks import ids
 from bot.blocks.approval import GateRef, approval_done_message, decision_modal
-from bot.home import homes_to_refresh, publish_home
+from bot.home import refresh_homes
 from bot.notifier import write_scope
 
 __all__ = ["on_approve", "on_open_modal", "parse_gate_click", "finish", "rewrite_message",
@@ -83,8 +85,8 @@ def finish(services: Any, client: Any, gate: GateRef, user: str, outcome: str, t
     if result.code in ("decided", "waiting"):
         # The item moved, or it no longer waits on the clicker whose approval now counts
         # (issue 12 §3 with issue 11 §2's counts).
-        for viewer in homes_to_refresh(services, gate.ref):
-            publish_home(services, client, viewer)
+        # Best-effort: the decision is recorded whatever a Home tab does.
+        refresh_homes(services, client, gate.ref)
     return result
 
 
@@ -121,8 +123,10 @@ def _item_url(services: Any, gate: GateRef) -> str:
 
 def on_open_modal(ack: Callable[..., Any], body: dict[str, Any], client: Any,
                   context: Mapping[str, Any]) -> None:
-    """Bolt listener of **Approve with comments** / **Request changes**: ack, check the
-    click (so a refused person never types in vain), then open the modal."""
+    """Bolt listener of **Approve with comments** / **Request changes**: ack, check what
+    the local store can tell (unknown item, gate moved, unlinked clicker), then open the
+    modal at once: its ``trigger_id`` is good for 3 s and one use (platform-facts §C1), so
+    the gate's approval rule, which may read GitHub, is applied on submission instead."""
     ack()
     user, channel, ts = _where(body)
     action = next(iter(body.get("actions") or ()), {}) or {}
@@ -134,7 +138,7 @@ def on_open_modal(ack: Callable[..., Any], body: dict[str, Any], client: Any,
         _ephemeral(client, channel, user, "This button names no gate loopgate can read; "
                    "nothing changed.")
         return
-    check = check_gate(context["services"], gate, user)
+    check = check_gate(context["services"], gate, user, authorize=False)
     if not check.ok:
         log.info("approval modal for %s %s refused for %s: %s", gate.ref, gate.node, user,
                  check.code)
@@ -142,5 +146,11 @@ def on_open_modal(ack: Callable[..., Any], body: dict[str, Any], client: Any,
             rewrite_message(context["services"], client, gate, channel, ts)
         _ephemeral(client, channel, user, check.message)
         return
-    client.views_open(trigger_id=str(body.get("trigger_id") or ""),
-                      view=decision_modal(gate, outcome, channel=channel, ts=ts))
+    try:
+        client.views_open(trigger_id=str(body.get("trigger_id") or ""),
+                          view=decision_modal(gate, outcome, channel=channel, ts=ts))
+    except SlackApiError as exc:  # e.g. expired_trigger_id: Slack was slow to deliver
+        log.warning("approval modal for %s %s not opened for %s: %s", gate.ref, gate.node,
+                    user, exc.response.get("error"))
+        _ephemeral(client, channel, user, "loopgate could not open the form in time; "
+                   "nothing changed. Click the button again.")

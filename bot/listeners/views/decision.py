@@ -1,10 +1,13 @@
 """The decision modal's submission (issue 12 §1, "Bad input").
 
-Checked before the ack, because a modal error must travel in the ack
-(``response_action: errors``): empty comments, a gate that moved, a clicker who may not
-decide — the modal says why under the text box and nothing changes (one log line). A
-valid submission closes the modal, then the decision is fed to the gate and the message
-rewritten.
+Slack needs the ack within 3 s (platform-facts §C1), and a modal error must travel in the
+ack (``response_action: errors``), so only what the local store can tell is checked before
+it: a form that does not parse, empty comments, an unknown item, a gate that moved, an
+unlinked clicker — the modal says why under the text box and nothing changes (one log
+line). The gate's approval rule may read GitHub (author, pull requests, team membership),
+so it runs after the ack: the modal closes, the decision is fed to the gate, and a
+refusal reaches the person as an ephemeral message (the message is rewritten when the
+gate moved meanwhile).
 """
 
 from __future__ import annotations
@@ -72,7 +75,7 @@ def on_decision_submit(ack: Callable[..., Any], body: dict[str, Any], client: An
                  sub.gate.node)
         _error(ack, "Comments are required for this answer.")
         return
-    check = check_gate(services, sub.gate, sub.user)
+    check = check_gate(services, sub.gate, sub.user, authorize=False)  # no GitHub read
     if not check.ok:
         log.info("decision modal for %s %s refused for %s: %s", sub.gate.ref, sub.gate.node,
                  sub.user, check.code)
