@@ -318,6 +318,8 @@ def classify_feedback(ctx: HookContext) -> HookResult:
     if not count.tally.passed:
         return HookResult.wait(_waiting_reason(ctx, count), surface=surface)
     done = dict(count.entry, approvals=[] if count.tally.changes else count.entry["approvals"])
+    if count.tally.changes:  # the count resets; record-feedback still reads the outcome
+        done["changesRequested"] = count.tally.changes.to_json()
     surface["approvals"][ctx.node.id] = done
     decision = _decision(ctx, count)
     return HookResult.passed(
@@ -369,6 +371,11 @@ def _commented_approvals(ctx: HookContext) -> tuple[str, list[dict[str, Any]]] |
     # (outcome, review-comment entries) of the decided gate, or None when undecided.
     # classify-feedback recorded this entry's approvals just before (same chain).
     entry = _stored(ctx)
+    raw = (ctx.state.surface.get("approvals") or {}).get(ctx.node.id) or {}
+    if raw.get("changesRequested") and raw.get("enteredAt") == entry["enteredAt"]:
+        # A counted changes-requested decided it, by whoever the rule allows (a team
+        # member is not in authorizedUsers: the fallback below would not see them).
+        return CHANGES_REQUESTED, []
     if entry["approvals"]:
         rule = gate_rule(ctx)
         approvals = [Approval.from_json(a) for a in entry["approvals"]]

@@ -525,3 +525,24 @@ def test_home_refresh_applies_the_gates_rule_to_the_item_as_waiting_on_you_does(
 
     assert _waiting_on(world, "bob") == []  # the author may not approve it
     assert "UBOB" not in homes_to_refresh(world.services, REF)
+
+
+def test_a_team_members_request_changes_from_slack_decides_and_says_nothing_wrong(
+        make_world: Callable[..., SlackWorld]) -> None:
+    # record-feedback, after classify-feedback counted a team member's changes-requested,
+    # fell back to the authorizedUsers reading and waited: the gate never moved and the
+    # clicker was told 'did not count your answer' (found by a tester).
+    world = make_world(gates={GATE: {"approvers": ["acme/reviewers"]}})
+    world.tracker.set_team("acme/reviewers", ["bob"])
+    ts, value = _posted(world)
+
+    _request_changes(world, "UBOB", value, ts, "R2 is vague")
+
+    state = world.state()
+    assert state.current_node == "requirements-definition"
+    decision = state.decisions[GATE]
+    assert (decision["by"], decision["outcome"], decision["via"], decision["text"]) == (
+        "@bob", "changes-requested", "slack", "R2 is vague")
+    assert _ephemerals(world, "UBOB") == []
+    [mirror] = world.comments(MIRROR)
+    assert "Changes requested" in mirror.body and "> R2 is vague" in mirror.body
