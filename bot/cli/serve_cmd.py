@@ -98,6 +98,34 @@ def _verify_github(services: Any) -> None:
         logger.info("github app %s", line)
 
 
+def _verify_slack(services: Any) -> None:
+    """Slack's tokens are tried once before anything starts (:mod:`bot.startup_probe`):
+    a refused token exits 2, an unreachable Slack exits 1, each with one line."""
+    if not services.config.has("slack"):
+        return
+    from bot.startup_probe import StartupError, verify_slack
+
+    try:
+        verify_slack(services.config)
+    except StartupError as exc:
+        services.close()
+        fail(str(exc), code=exc.exit_code)
+    except LoopgateError as exc:
+        services.close()
+        fail(str(exc))
+
+
+def _start_failure(exc: Exception) -> tuple[str, int]:
+    """The one line and exit code for a member that failed to start."""
+    from bot.startup_probe import StartupError, unreachable_reason
+
+    if isinstance(exc, StartupError):
+        return str(exc), exc.exit_code
+    if isinstance(exc, OSError):
+        return f"cannot start: {unreachable_reason(exc)}", 2
+    return str(exc), 2
+
+
 def _install_signals(stop: Callable[[], None]) -> None:
     def handler(signum: int, frame: Any) -> None:
         logger.info("signal=%s stopping", signal.Signals(signum).name)
@@ -137,10 +165,21 @@ class _SocketMode:
         self._handler: Any = None
 
     def start(self) -> None:
+        """Connect; a refused app token or an unreachable Slack raises
+        :class:`bot.startup_probe.StartupError` (one line, the variable's name only)."""
+        from slack_sdk.errors import SlackClientError
+
         from bot import app as slack_app
+        from bot.startup_probe import slack_failure
 
         bolt = slack_app.build_app(self._services, socket_mode=True, executor=self._executor)
-        self._handler = slack_app.start_socket_mode(bolt, self._token)
+        slack = self._services.config.section("slack")
+        try:
+            self._handler = slack_app.start_socket_mode(bolt, self._token)
+        except (SlackClientError, OSError) as exc:
+            raise slack_failure(exc, "apps.connections.open",
+                                str(slack.get("appTokenEnv") or "SLACK_APP_TOKEN"),
+                                str(slack.get("apiUrl") or "https://slack.com/api/")) from None
 
     def stop(self, timeout: float) -> None:
         if self._handler is not None:
@@ -344,6 +383,7 @@ def _serve(ctx: CliContext, insecure_webhooks: bool) -> None:
 def _supervise(ctx: CliContext, secret: str | None, insecure_webhooks: bool) -> None:
     services = ctx.take_services()  # the supervisor closes them once every thread ended
     _verify_github(services)  # a GitHub App's settings, before anything is polled
+    _verify_slack(services)
     if not services.config.has("github"):
         logger.info("offline: no github section in %s, so no poller and no webhook "
                     "deliveries; work items live in the local tracker (see the CLI)",
@@ -358,7 +398,7 @@ def _supervise(ctx: CliContext, secret: str | None, insecure_webhooks: bool) -> 
         supervisor.stop()  # what started is joined, then the store is closed
         if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
             _check_port(services.config)  # names the address (taken since the first look)
-        fail(str(exc) if not isinstance(exc, OSError) else f"cannot start: {exc.strerror}")
+        fail(*_start_failure(exc))
     click.echo(f"loopgate: listening on {http.url}")
     sys.stdout.flush()
     logger.info("listening url=%s", http.url)
