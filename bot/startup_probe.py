@@ -15,24 +15,12 @@ import urllib.error
 import urllib.parse
 from typing import Any
 
-from engine.errors import LoopgateError
+from engine.errors import StartupError
 
 __all__ = ["StartupError", "verify_slack", "slack_failure", "unreachable_reason"]
 
 #: Exit code of a refused credential (no restart) and of an unreachable service (restart).
 REFUSED, UNREACHABLE = 2, 1
-
-
-class StartupError(LoopgateError):
-    """``serve`` cannot start; the message is one line naming the cause (never a secret).
-
-    Attributes:
-        exit_code: 2 for a refused credential, 1 for an unreachable service.
-    """
-
-    def __init__(self, message: str, exit_code: int = REFUSED) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
 
 
 def unreachable_reason(exc: BaseException) -> str:

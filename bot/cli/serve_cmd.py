@@ -90,10 +90,11 @@ def _verify_github(services: Any) -> None:
 
     try:
         lines = verify_github(services.config, services.credentials)
+        _verify_token(services)
         lines += verify_teams(services.config, services.graph, services.ports.tracker)
     except LoopgateError as exc:
         services.close()
-        fail(str(exc))
+        fail(str(exc), code=getattr(exc, "exit_code", 2))
     for line in lines:
         logger.info("github app %s", line)
 
@@ -124,6 +125,18 @@ def _start_failure(exc: Exception) -> tuple[str, int]:
     if isinstance(exc, OSError):
         return f"cannot start: {unreachable_reason(exc)}", 2
     return str(exc), 2
+
+
+def _verify_token(services: Any) -> None:
+    """Token mode: ask GitHub once who the token is (``GET /user``), also when
+    ``github.botLogin`` is set or the identity was remembered, so a revoked token is one
+    line at start (exit 2, naming ``github.tokenEnv``'s variable), not a server that runs
+    while every call gets 401."""
+    section = services.config.section("github") if services.config.has("github") else {}
+    if not section or section.get("app"):
+        return  # offline, or App mode (verify_github checked the App)
+    token_env = str(section.get("tokenEnv") or "GITHUB_TOKEN")
+    services.ports.tracker.verify_credentials(token_env)
 
 
 def _install_signals(stop: Callable[[], None]) -> None:

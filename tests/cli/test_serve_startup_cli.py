@@ -1,7 +1,8 @@
 """``loopgate serve`` start-up through the console script against the loopback fakes: a
-refused Slack token or an unreachable Slack is one line on stderr naming the cause (the
-variable's name, never the token), exit 2 for a refused token (systemd does not restart
-it: RestartPreventExitStatus=2) and exit 1 for an unreachable service (it does)."""
+refused Slack or GitHub token, or an unreachable Slack or GitHub, is one line on stderr
+naming the cause (the variable's name, never the token; the host), exit 2 for a refused
+token (systemd does not restart it: RestartPreventExitStatus=2) and exit 1 for an
+unreachable service (Restart=on-failure tries again)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.stack import free_port, loopgate_argv, wait_until
+from tests.fakes.github import FakeGitHub
 from tests.fakes.slack import FakeSlack
 from tests.fakes.slack_socket import FakeSocketMode
 
@@ -130,3 +132,71 @@ def test_serve_with_socket_mode_starts_without_bolts_token_unused_warning(
     [auth] = slack.calls_to("auth.test")  # the start-up check, with the bot token
     assert auth.headers["authorization"] == f"Bearer {BOT_TOKEN}"
     assert APP_TOKEN not in log and BOT_TOKEN not in log
+
+
+class GitHubHome:
+    """An installation with a github section (token mode, no poller) and no slack."""
+
+    def __init__(self, root: Path, gh: FakeGitHub | None, api_url: str = "",
+                 bot_login: str = "") -> None:
+        self.root = root
+        api = api_url or (gh.api_url if gh else "")
+        graphql = gh.graphql_url if gh and not api_url else f"{api}/graphql"
+        login = f"botLogin: {bot_login}, " if bot_login else ""
+        (root / "loopgate.yaml").write_text(
+            "authorizedUsers: [alice]\n"
+            f"server: {{host: 127.0.0.1, port: {free_port()}}}\n"
+            f"github: {{{login}repos: [acme/widgets], apiUrl: '{api}', "
+            f"graphqlUrl: '{graphql}', pollIntervalSeconds: 0}}\n")
+        drop = ("LOOPGATE_DB", "LOOPGATE_CONFIG", "LOOPGATE_LOG_FORMAT", "GITHUB_TOKEN")
+        self.env = {k: v for k, v in os.environ.items() if k not in drop}
+        self.env.update(GITHUB_TOKEN=gh.token if gh else "ghp-unused",
+                        GITHUB_WEBHOOK_SECRET="startup webhook secret")
+
+    def serve(self) -> subprocess.CompletedProcess[str]:
+        argv = [*loopgate_argv(), "--db", str(self.root / "loopgate.db"), "--config",
+                str(self.root / "loopgate.yaml"), "serve"]
+        return subprocess.run(argv, cwd=self.root, env=self.env, capture_output=True,
+                              text=True, timeout=120, check=False)
+
+
+@pytest.fixture
+def gh() -> Iterator[FakeGitHub]:
+    fake = FakeGitHub()
+    fake.start()
+    fake.create_repo("acme/widgets")
+    yield fake
+    fake.stop()
+
+
+REFUSED_TOKEN = ("loopgate: github: read the token's owner: GitHub refused loopgate's "
+                 "credentials (401 Bad credentials) — check the token in $GITHUB_TOKEN")
+
+
+def test_a_revoked_github_token_at_start_exits_2_with_one_line_naming_its_variable(
+        tmp_path: Path, gh: FakeGitHub) -> None:
+    gh.revoke_token()
+    done = GitHubHome(tmp_path, gh).serve()
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [REFUSED_TOKEN]  # no "tried again later" first
+    assert gh.token not in done.stderr + done.stdout
+    assert "botLogin" not in done.stderr  # setting it would not help
+
+
+def test_a_revoked_github_token_is_refused_at_start_even_with_bot_login_set(
+        tmp_path: Path, gh: FakeGitHub) -> None:
+    gh.revoke_token()
+    done = GitHubHome(tmp_path, gh, bot_login="loopgate-bot").serve()
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [REFUSED_TOKEN]
+    assert "listening on" not in done.stdout
+
+
+def test_an_unreachable_github_at_start_exits_1_with_one_line_naming_the_host(
+        tmp_path: Path) -> None:
+    port = free_port()  # nobody listens there
+    done = GitHubHome(tmp_path, None, api_url=f"http://127.0.0.1:{port}").serve()
+    assert done.returncode == 1  # transient: systemd's Restart=on-failure tries again
+    assert done.stderr.splitlines() == [  # and no urllib3 "Retrying" lines before it
+        f"loopgate: github: read the token's owner: GitHub unreachable at 127.0.0.1:{port} "
+        "(Connection refused) — check github.apiUrl and the network"]
