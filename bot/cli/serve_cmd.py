@@ -276,13 +276,16 @@ def _observability(supervisor: Supervisor, services: Any, dispatcher: Any, polle
     from bridges import telemetry
 
     server = services.config.section("server")
-    watch = None
+    watch = auth = None
     if services.config.has("github"):
         watch = telemetry.install(telemetry.RateLimitWatch())
         supervisor.on_close("rate-limit-watch", lambda: telemetry.uninstall(watch))
+        auth = telemetry.install(telemetry.CredentialsWatch())
+        supervisor.on_close("credentials-watch", lambda: telemetry.uninstall(auth))
     health = Health(services, dispatcher=dispatcher, poller=poller,
                     socket=socket.connected if socket is not None else None,
-                    rate_watch=watch, stall_minutes=float(server.get("queueStallMinutes") or 10),
+                    rate_watch=watch, auth_watch=auth,
+                    stall_minutes=float(server.get("queueStallMinutes") or 10),
                     progress=progress)
     supervisor.add_loop("health", health.run, timeout=5)
     if server.get("metrics") is False:
