@@ -109,13 +109,15 @@ def tracker_error(what: str, exc: BridgeError) -> TrackerError:
       ``x-ratelimit-reset``; platform-facts B2, B4);
     * a REST status in :data:`PERMANENT_STATUSES` → permanent (credentials errors stay
       transient: a token is refreshed, an installation may come back);
+    * a 401 (REST or GraphQL: bad credentials) → transient and ``credentials`` set;
     * anything else (5xx, unreachable, GraphQL errors) → transient.
     """
     if isinstance(exc, RateLimited):
         return TrackerError(f"{what}: {exc}", retry_at=exc.reset_at)
     permanent = (isinstance(exc, GitHubApiError) and not isinstance(exc, CredentialsError)
                  and exc.status in PERMANENT_STATUSES)
-    return TrackerError(f"{what}: {exc}", permanent=permanent)
+    refused = isinstance(exc, CredentialsError) and exc.status == 401
+    return TrackerError(f"{what}: {exc}", permanent=permanent, credentials=refused)
 
 
 def _write_interval() -> float:
