@@ -54,7 +54,7 @@ def slack_failure(exc: BaseException, method: str, env: str, api_url: str) -> St
     Returns:
         A :class:`StartupError`: exit 2 when Slack answered with an error (Slack's error
         code is named: ``invalid_auth``, ``not_allowed_token_type``…), exit 1 when it
-        could not be reached.
+        could not be reached, answered 5xx or rate-limited the call (transient).
     """
     from slack_sdk.errors import SlackApiError
 
@@ -62,6 +62,9 @@ def slack_failure(exc: BaseException, method: str, env: str, api_url: str) -> St
         code = exc.response.get("error") if exc.response is not None else None
         status = getattr(exc.response, "status_code", 0)
         what = "app-level token" if method == "apps.connections.open" else "bot token"
+        if status == 429 or code == "ratelimited":
+            return StartupError(f"slack: {method} was rate-limited by {_host(api_url)} "
+                                "(HTTP 429); try again later", UNREACHABLE)
         if status >= 500:
             return StartupError(f"slack: {method} failed: HTTP {status} {code or ''} from "
                                 f"{_host(api_url)}; Slack is unavailable".replace("  ", " "),

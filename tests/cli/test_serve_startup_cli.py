@@ -200,3 +200,13 @@ def test_an_unreachable_github_at_start_exits_1_with_one_line_naming_the_host(
     assert done.stderr.splitlines() == [  # and no urllib3 "Retrying" lines before it
         f"loopgate: github: read the token's owner: GitHub unreachable at 127.0.0.1:{port} "
         "(Connection refused) — check github.apiUrl and the network"]
+
+
+def test_a_rate_limited_slack_at_start_exits_1_not_blaming_the_token(
+        tmp_path: Path, slack: FakeSlack) -> None:
+    slack.rate_limit_once("auth.test", retry_after=30)
+    done = SlackHome(tmp_path, slack.base_url).serve()
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"loopgate: slack: auth.test was rate-limited by 127.0.0.1:{slack.port} (HTTP 429); "
+        "try again later"]
