@@ -10,7 +10,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -102,30 +102,36 @@ def test_a_slack_outage_at_start_exits_1_naming_the_status(
         f"127.0.0.1:{slack.port}; Slack is unavailable"]
 
 
+def _serve_until_listening(home: SlackHome, ready: Callable[[], bool]) -> tuple[int, str, str]:
+    """Start ``serve``, wait for ``ready`` and the listening line, SIGTERM it; returns
+    ``(exit code, stdout, stderr)``."""
+    proc = subprocess.Popen(home.argv(), cwd=home.root, env=home.env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out: list[str] = []
+    err: list[str] = []
+    readers = [threading.Thread(target=lambda s=s, into=into: into.extend(s), daemon=True)
+               for s, into in ((proc.stdout, out), (proc.stderr, err))]
+    for reader in readers:
+        reader.start()
+    try:
+        wait_until(lambda: ready() or proc.poll() is not None, "the Slack side", 60)
+        wait_until(lambda: any("listening on" in x for x in out) or proc.poll() is not None,
+                   "the listening line", 60)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(60)
+        for reader in readers:
+            reader.join(10)
+    return code, "".join(out), "".join(err)
+
+
 def test_serve_with_socket_mode_starts_without_bolts_token_unused_warning(
         tmp_path: Path, slack: FakeSlack) -> None:
     home = SlackHome(tmp_path, slack.base_url)
     with FakeSocketMode() as socket_mode:
         socket_mode.attach(slack)
-        proc = subprocess.Popen(home.argv(), cwd=tmp_path, env=home.env, text=True,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        out: list[str] = []
-        err: list[str] = []
-        readers = [threading.Thread(target=lambda s=s, into=into: into.extend(s), daemon=True)
-                   for s, into in ((proc.stdout, out), (proc.stderr, err))]
-        for reader in readers:
-            reader.start()
-        try:
-            wait_until(lambda: socket_mode.open_connections == 1 or proc.poll() is not None,
-                       "the Socket Mode session", 60)
-            wait_until(lambda: any("listening on" in x for x in out) or proc.poll() is not None,
-                       "the listening line", 60)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            code = proc.wait(60)
-            for reader in readers:
-                reader.join(10)
-    log = "".join(err)
+        code, out, log = _serve_until_listening(
+            home, lambda: socket_mode.open_connections == 1)
     assert code == 0, log
     assert f"loopgate: listening on http://127.0.0.1:{home.port}\n" in out
     assert "will be unused" not in log  # Bolt builds the client from the token itself
@@ -133,6 +139,18 @@ def test_serve_with_socket_mode_starts_without_bolts_token_unused_warning(
     assert auth.headers["authorization"] == f"Bearer {BOT_TOKEN}"
     assert APP_TOKEN not in log and BOT_TOKEN not in log
 
+
+def test_serve_in_slack_http_mode_starts_without_bolts_token_unused_warning(
+        tmp_path: Path, slack: FakeSlack) -> None:
+    home = SlackHome(tmp_path, slack.base_url)
+    del home.env["SLACK_APP_TOKEN"]  # no app-level token: Slack posts to /slack/events
+    home.env["SLACK_SIGNING_SECRET"] = "startup-signing-secret"
+    code, out, log = _serve_until_listening(home, lambda: True)
+    assert code == 0, log
+    assert f"loopgate: listening on http://127.0.0.1:{home.port}\n" in out
+    assert "will be unused" not in log
+    assert len(slack.calls_to("auth.test")) == 1
+    assert slack.all_calls_to("apps.connections.open") == []
 
 class GitHubHome:
     """An installation with a github section (token mode, no poller) and no slack."""
