@@ -241,8 +241,9 @@ class GitHubTracker:
             The :class:`~engine.identity.Actor` (``Actor.from_login(configured)`` when set).
 
         Raises:
-            StartupError: GitHub refused the credentials (exit 2, naming ``token_env``)
-                or could not be reached (exit 1, naming the host) and nothing is cached.
+            StartupError: GitHub refused the credentials (exit 2, naming ``token_env``),
+                could not be reached (exit 1, naming the host), answered 5xx or was
+                rate-limited (exit 1), and nothing is cached.
             ConfigError: an App setting does not match GitHub (naming it), or GitHub
                 answered something else; the message names ``github.botLogin``.
         """
@@ -285,7 +286,12 @@ class GitHubTracker:
             if exc.status == 0:
                 raise StartupError(f"github: {exc} — check github.apiUrl and the network",
                                    exit_code=1) from None
+            if exc.status >= 500:  # GitHub's own trouble: transient, botLogin cannot help
+                raise StartupError(f"github: {exc}; GitHub is unavailable, try again later",
+                                   exit_code=1) from None
             raise self._identity_unknown(exc) from None
+        except RateLimited as exc:
+            raise StartupError(f"github: {exc}", exit_code=1) from None
         except BridgeError as exc:
             raise self._identity_unknown(exc) from None
 

@@ -228,3 +228,13 @@ def test_a_rate_limited_slack_at_start_exits_1_not_blaming_the_token(
     assert done.stderr.splitlines() == [
         f"loopgate: slack: auth.test was rate-limited by 127.0.0.1:{slack.port} (HTTP 429); "
         "try again later"]
+
+
+def test_github_answering_502_at_start_exits_1_without_blaming_bot_login(
+        tmp_path: Path, gh: FakeGitHub) -> None:
+    gh.fail_route("GET", "user", 502, times=10, message="Server Error")
+    done = GitHubHome(tmp_path, gh).serve()
+    assert done.returncode == 1  # GitHub's trouble: systemd tries again
+    assert done.stderr.splitlines() == [
+        "loopgate: github: read the token's owner: GitHub answered 502 Server Error; "
+        "GitHub is unavailable, try again later"]
