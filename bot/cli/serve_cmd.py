@@ -135,8 +135,10 @@ def _verify_token(services: Any) -> None:
     section = services.config.section("github") if services.config.has("github") else {}
     if not section or section.get("app"):
         return  # offline, or App mode (verify_github checked the App)
-    token_env = str(section.get("tokenEnv") or "GITHUB_TOKEN")
-    services.ports.tracker.verify_credentials(token_env)
+    tracker = services.ports.tracker
+    if getattr(tracker, "verified", False):
+        return  # building the services just asked (the identity probe)
+    tracker.verify_credentials(str(section.get("tokenEnv") or "GITHUB_TOKEN"))
 
 
 def _install_signals(stop: Callable[[], None]) -> None:

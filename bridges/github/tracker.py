@@ -174,10 +174,13 @@ class GitHubTracker:
         failures: how many calls to GitHub failed (tracker and contents store), for
             logs and metrics; a gate that could not read what it needed says so itself
             (an ``unverified`` wait), nobody infers it from this counter.
+        verified: GitHub accepted the credentials once in this process.
     """
 
     #: People tick a quiz box by editing loopgate's comment on GitHub.
     comments_editable = True
+    #: GitHub accepted the credentials once in this process (:meth:`verify_credentials`).
+    verified = False
 
     def __init__(self, client: GitHubClient, graphql: GraphQLClient, *,
                  repos: Sequence[str] = (), branch_pattern: str = "issue-{number}",
@@ -269,14 +272,17 @@ class GitHubTracker:
             token_env: as for :meth:`bot_identity`.
 
         Returns:
-            The credentials' :class:`~engine.identity.Actor`.
+            The credentials' :class:`~engine.identity.Actor`; :attr:`verified` is True
+            from then on (``serve`` does not ask twice at start).
 
         Raises:
             StartupError, ConfigError: as for :meth:`bot_identity`.
         """
         try:
             with _quiet_probe():
-                return self.client.viewer()
+                actor = self.client.viewer()
+            self.verified = True
+            return actor
         except CredentialsError as exc:
             if exc.setting:
                 raise ConfigError(f"{exc.setting}: {exc}") from None

@@ -46,6 +46,7 @@ def test_readyz_fails_github_auth_after_three_401s_and_recovers_with_an_accepted
     code, body = _readyz(server)
     assert code == 200, body
     assert body["checks"]["github_auth"] == {"ok": True, "detail": "credentials accepted"}
+    assert gh.count(route="user") == 1  # the start-up identity probe asked once, not twice
     revoked_at = datetime.now(UTC).replace(microsecond=0)
     gh.revoke_token()
     code, body = wait_until(lambda: (lambda r: r if r[0] == 503 else None)(_readyz(server)),
