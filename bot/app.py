@@ -94,14 +94,26 @@ def build_web_client(config: Any, *, token: str | None = None) -> WebClient:
     Raises:
         ConfigError: no token given and the bot token variable is not set.
     """
-    slack = _slack(config)
     if token is None:
-        token = read_secret(str(slack.get("botTokenEnv") or "SLACK_BOT_TOKEN"),
-                            "the Slack bot token")
-    base_url = str(slack.get("apiUrl") or "https://slack.com/api/")
-    if not base_url.endswith("/"):
-        base_url += "/"
-    client = WebClient(token=token, base_url=base_url, timeout=15)
+        token = bot_token(config)
+    return _configure_client(WebClient(token=token), config)
+
+
+def bot_token(config: Any) -> str:
+    """The bot token (``slack.botTokenEnv``).
+
+    Raises:
+        ConfigError: the variable is not set; the message names it.
+    """
+    return read_secret(str(_slack(config).get("botTokenEnv") or "SLACK_BOT_TOKEN"),
+                       "the Slack bot token")
+
+
+def _configure_client(client: WebClient, config: Any) -> WebClient:
+    # slack.apiUrl, a 15 s timeout and up to two retries of HTTP 429 after Retry-After.
+    base_url = str(_slack(config).get("apiUrl") or "https://slack.com/api/")
+    client.base_url = base_url if base_url.endswith("/") else base_url + "/"
+    client.timeout = 15
     client.retry_handlers.append(RateLimitErrorRetryHandler(max_retry_count=2))
     return client
 
@@ -150,8 +162,9 @@ def build_app(
     """
     config = services.config
     slack = _slack(config)
-    if client is None:
-        client = build_web_client(config)
+    # Bolt is handed the token, not a client, when it builds the client itself: given a
+    # client while SLACK_BOT_TOKEN is set it warns on every start that the token is unused.
+    token = bot_token(config) if client is None else None
     if socket_mode is None:
         socket_mode = app_token(config) is not None
     secret_env = str(slack.get("signingSecretEnv") or "SLACK_SIGNING_SECRET")
@@ -160,12 +173,15 @@ def build_app(
     app = App(
         name="loopgate",
         client=client,
+        token=token,
         signing_secret=secret,
         token_verification_enabled=False,  # no auth.test at build time; first use checks
         request_verification_enabled=not socket_mode,
         process_before_response=False,  # ack returns at once; the work runs after it
         listener_executor=executor,
     )
+    if client is None:
+        _configure_client(app.client, config)
     app.use(_services_middleware(services))
     app.use(dedupe_events)  # an Events API retry (same event_id) is handled once (§6)
     for kind in (actions, commands, events, views):

@@ -14,6 +14,10 @@ every check that failed:
   longer than ``server.queueStallMinutes`` (see :class:`QueueWatch`);
 * ``github_rate_limit`` (with GitHub) — no resource exhausted beyond its reset
   (:class:`bridges.telemetry.RateLimitWatch`);
+* ``github_auth`` (with GitHub) — GitHub did not answer the last 3 requests in a row with
+  ``401 Bad credentials`` (:class:`bridges.telemetry.CredentialsWatch`); the detail names
+  the status, when the first refusal came and the token's variable; it passes again with
+  GitHub's first accepted request;
 * ``slack_socket`` (Socket Mode) — the Socket Mode session is connected.
 
 :func:`backlogs` reads each queue's depth and oldest age through its own API; the
@@ -229,6 +233,7 @@ class Health:
         poller: the poller (None: not polling).
         socket: a callable telling whether Socket Mode is connected (None: not used).
         rate_watch: the rate-limit watch (None: no GitHub).
+        auth_watch: the credentials watch (None: no GitHub).
         stall_minutes: ``server.queueStallMinutes``.
         progress: ``queue -> callable`` returning its consumer's finished count.
         clock: monotonic seconds (tests).
@@ -239,6 +244,7 @@ class Health:
     poller: Any = None
     socket: Callable[[], bool] | None = None
     rate_watch: Any = None
+    auth_watch: Any = None
     stall_minutes: float = 10.0
     progress: dict[str, Callable[[], int]] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
@@ -288,6 +294,8 @@ class Health:
         out.extend(self._queue_checks())
         if self.rate_watch is not None:
             out.append(self._rate_check())
+        if self.auth_watch is not None:
+            out.append(self._auth_check())
         if self.socket is not None:
             connected = bool(self.socket())
             out.append(Check("slack_socket", connected,
@@ -337,6 +345,18 @@ class Health:
         names = ", ".join(f"{r} (now until {t.strftime('%H:%M:%SZ')})"
                           for r, t in sorted(stuck.items()))
         return Check("github_rate_limit", False, f"exhausted beyond its reset: {names}")
+
+    def _auth_check(self) -> Check:
+        refused = self.auth_watch.refused()
+        if refused is None:
+            return Check("github_auth", True, "credentials accepted")
+        section = self.services.config.section("github")
+        fix = ("check github.app (its key, its installation)" if section.get("app") else
+               f"check the token in ${section.get('tokenEnv') or 'GITHUB_TOKEN'}")
+        since = refused.since.strftime("%Y-%m-%dT%H:%M:%SZ")
+        return Check("github_auth", False,
+                     f"GitHub answered 401 (bad credentials) to the last {refused.count} "
+                     f"requests, the first at {since}; {fix}")
 
     def readiness(self) -> tuple[bool, dict[str, Any]]:
         """``(ready, body)``: the ``/readyz`` answer's JSON body is ``{"ready", "checks":

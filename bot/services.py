@@ -186,8 +186,10 @@ def _bot_identity(config: Config, tracker: Tracker, store: Any) -> Actor:
     # Gates trust only comments by this actor (a marker alone can be forged): kind and id
     # where GitHub gives them (a User named like the App's slug is not the App's bot).
     if config.has("github"):
-        configured = config.section("github").get("botLogin") or ""
-        return tracker.bot_identity(configured, cache=store)  # type: ignore[attr-defined]
+        section = config.section("github")
+        token_env = "" if section.get("app") else str(section.get("tokenEnv") or "GITHUB_TOKEN")
+        return tracker.bot_identity(  # type: ignore[attr-defined]
+            section.get("botLogin") or "", cache=store, token_env=token_env)
     return Actor.from_login(str(getattr(tracker, "bot_login", "")))
 
 

@@ -5,7 +5,8 @@ The dispatcher, the poller and the GitHub clients call the module functions belo
 :func:`poll_cycle`); each call is handed to every installed :class:`Sink`. Nothing is
 installed by default, so a CLI command or a test pays one empty loop per call. ``loopgate
 serve`` installs :class:`bot.metrics.Metrics` (Prometheus counters, issue 13 §2) and
-:class:`RateLimitWatch` (the readiness check of the rate limit, issue 13 §1).
+:class:`RateLimitWatch` (the readiness check of the rate limit, issue 13 §1) and
+:class:`CredentialsWatch` (the readiness check of GitHub's credentials).
 
 Labels passed here are low-cardinality by construction: an endpoint is a short verb
 phrase (:func:`endpoint_of`), never a repository, a work item or a login.
@@ -16,12 +17,14 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 __all__ = [
     "Sink", "install", "uninstall", "delivery", "github_request", "rate_limit",
     "rate_limited", "poll_cycle", "endpoint_of", "status_class", "RateLimitWatch",
+    "CredentialsWatch", "CredentialsRefused",
 ]
 
 logger = logging.getLogger(__name__)
@@ -189,3 +192,63 @@ class RateLimitWatch(Sink):
         its earlier reset."""
         with self._lock:
             return dict(self._stuck)
+
+
+@dataclass(frozen=True)
+class CredentialsRefused:
+    """GitHub refusing loopgate's credentials, as :class:`CredentialsWatch` saw it.
+
+    Attributes:
+        count: requests answered 401 in a row.
+        since: when the first of them was answered (UTC).
+        endpoint: the last refused request's endpoint (:func:`endpoint_of`).
+    """
+
+    count: int
+    since: datetime
+    endpoint: str
+
+
+class CredentialsWatch(Sink):
+    """Whether GitHub refuses loopgate's credentials (the ``github_auth`` readiness check).
+
+    GitHub answers ``401 Bad credentials`` to a revoked, expired or mistyped token
+    (docs.github.com, "Troubleshooting the REST API"); nothing loopgate writes or reads
+    gets through until a person replaces it. After ``threshold`` requests in a row were
+    answered 401 (an App refreshes its installation token on a first 401, so one refusal
+    alone is normal), the credentials count as refused until GitHub accepts a request
+    again: any answer but 401, an unreachable GitHub and a 5xx (which say nothing about
+    the credentials).
+
+    Args:
+        threshold: requests answered 401 in a row before the check fails.
+        clock: the current UTC time (tests).
+    """
+
+    def __init__(self, threshold: int = 3, clock: Any = None) -> None:
+        self.threshold = threshold
+        self._clock = clock or (lambda: datetime.now(UTC))
+        self._lock = threading.Lock()
+        self._count = 0
+        self._since: datetime | None = None
+        self._endpoint = ""
+
+    def github_request(self, endpoint: str, status: str) -> None:
+        """Count a 401; an answer that shows the credentials were taken clears the count."""
+        if status in ("unreachable", "5xx"):
+            return
+        with self._lock:
+            if status != "401":
+                self._count, self._since, self._endpoint = 0, None, ""
+                return
+            self._count += 1
+            self._endpoint = endpoint
+            if self._since is None:
+                self._since = self._clock()
+
+    def refused(self) -> CredentialsRefused | None:
+        """The refusal, once ``threshold`` requests in a row were answered 401; else None."""
+        with self._lock:
+            if self._count < self.threshold or self._since is None:
+                return None
+            return CredentialsRefused(self._count, self._since, self._endpoint)

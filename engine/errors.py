@@ -13,6 +13,7 @@ __all__ = [
     "WorkItemRefError",
     "ClaimRefused",
     "StoreError",
+    "StartupError",
 ]
 
 
@@ -26,6 +27,21 @@ class GraphConfigError(LoopgateError):
 
 class ConfigError(LoopgateError):
     """loopgate.yaml is invalid; the message names the offending key's path."""
+
+
+class StartupError(LoopgateError):
+    """A service refused loopgate's credentials or could not be reached at start-up; the
+    message is one line naming the cause and the setting (never a secret).
+
+    Attributes:
+        exit_code: 2 when refused (a configuration error: deploy/loopgate.service does not
+            restart it, ``RestartPreventExitStatus=2``), 1 when unreachable (transient:
+            ``Restart=on-failure`` tries again).
+    """
+
+    def __init__(self, message: str, exit_code: int = 2) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
 class WorkItemRefError(LoopgateError, ValueError):

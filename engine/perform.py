@@ -77,6 +77,10 @@ MAX_ATTEMPTS = 10
 #: Exponential back-off: first wait and cap (seconds).
 BACKOFF_FIRST = 2.0
 BACKOFF_CAP = 300.0
+#: Seconds an effect refused for loopgate's credentials (401) waits before the next try.
+CREDENTIALS_WAIT = 60.0
+#: The start of such a row's recorded error (``loopgate effects`` shows it).
+CREDENTIALS_PREFIX = "waiting for GitHub to accept loopgate's credentials (no try spent): "
 #: How long a claim holds a row (seconds): a performer that dies frees it after this.
 CLAIM_SECONDS = 120.0
 
@@ -101,12 +105,14 @@ class Outcome:
         result: JSON to record (a posted comment's ``{id, url, target}``).
         error: why it did not happen (never a token).
         retry_at: the earliest retry GitHub allows (``Retry-After``, a reset), if it said.
+        credentials: the tracker refused loopgate's credentials (401).
     """
 
     kind: str
     result: Mapping[str, Any] = field(default_factory=dict)
     error: str = ""
     retry_at: datetime | None = None
+    credentials: bool = False
 
 
 def _comment_result(comment: Comment, target: WorkItemRef) -> dict[str, Any]:
@@ -214,7 +220,8 @@ def carry_out(row: EffectRow, ports: Ports, settings: EngineSettings,
             ports.tracker.remove_label(effect.target, effect.label)
     except TrackerError as exc:
         kind = FAILED_OUTCOME if exc.permanent else RETRY
-        return Outcome(kind, error=str(exc), retry_at=exc.retry_at)
+        return Outcome(kind, error=str(exc), retry_at=exc.retry_at,
+                       credentials=getattr(exc, "credentials", False))
     return Outcome(DONE_OUTCOME)
 
 
@@ -313,6 +320,8 @@ def perform_row(store: Store, row: EffectRow, ports: Ports, settings: EngineSett
         The :class:`Outcome` (a retry's ``retry_at`` is where the row now waits).
     """
     outcome = carry_out(row, ports, settings, store)
+    if outcome.kind == RETRY and outcome.credentials:
+        return _wait_for_credentials(store, row, outcome, now)
     # A rate limit names its reset: waiting it out is not a failed try (nothing was done).
     limited = outcome.kind == RETRY and outcome.retry_at is not None
     if limited or (outcome.kind == RETRY and row.attempts + 1 < MAX_ATTEMPTS):
@@ -326,6 +335,20 @@ def perform_row(store: Store, row: EffectRow, ports: Ports, settings: EngineSett
                                                  f"{outcome.error}")
     record(store, row, outcome, ports, iso(now))
     return outcome
+
+
+def _wait_for_credentials(store: Store, row: EffectRow, outcome: Outcome,
+                          now: datetime) -> Outcome:
+    # GitHub's 401 Bad credentials: nothing was done and no retry can help until a person
+    # replaces the token, so the row waits CREDENTIALS_WAIT without spending a try (it
+    # would otherwise fail for good after MAX_ATTEMPTS while the token is fixed). It stays
+    # visible: `loopgate effects` shows the error below, /readyz fails github_auth.
+    wait_until = now + timedelta(seconds=CREDENTIALS_WAIT)
+    error = f"{CREDENTIALS_PREFIX}{outcome.error}"
+    store.effects.defer(row.id, iso(wait_until), error, count=False)
+    logger.warning("effect waits for GitHub credentials: %s (row %d) until %s: %s",
+                   row.describe(), row.id, iso(wait_until), outcome.error)
+    return Outcome(RETRY, error=error, retry_at=wait_until, credentials=True)
 
 
 class InlinePerformer:

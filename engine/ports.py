@@ -44,13 +44,17 @@ class TrackerError(Exception):
             rate limit, a 404): an effect fails for good instead of retrying.
         retry_at: the earliest moment a retry is allowed (``Retry-After``, a rate-limit
             reset), when the tracker was told.
+        credentials: the tracker refused loopgate's credentials (GitHub's ``401 Bad
+            credentials``): nothing gets through until a person replaces them, so an
+            effect waits without spending its tries.
     """
 
     def __init__(self, message: str = "", *, permanent: bool = False,
-                 retry_at: datetime | None = None) -> None:
+                 retry_at: datetime | None = None, credentials: bool = False) -> None:
         super().__init__(message)
         self.permanent = permanent
         self.retry_at = retry_at
+        self.credentials = credentials
 
 
 @dataclass(frozen=True)

@@ -40,8 +40,8 @@ class CliContext:
         if key not in self._cache:
             try:
                 self._cache[key] = build()
-            except LoopgateError as exc:
-                fail(str(exc))
+            except LoopgateError as exc:  # StartupError: 1 when a service was unreachable
+                fail(str(exc), code=getattr(exc, "exit_code", 2))
         return self._cache[key]
 
     @property

@@ -90,12 +90,55 @@ def _verify_github(services: Any) -> None:
 
     try:
         lines = verify_github(services.config, services.credentials)
+        _verify_token(services)
         lines += verify_teams(services.config, services.graph, services.ports.tracker)
     except LoopgateError as exc:
         services.close()
-        fail(str(exc))
+        fail(str(exc), code=getattr(exc, "exit_code", 2))
     for line in lines:
         logger.info("github app %s", line)
+
+
+def _verify_slack(services: Any) -> None:
+    """Slack's tokens are tried once before anything starts (:mod:`bot.startup_probe`):
+    a refused token exits 2, an unreachable Slack exits 1, each with one line."""
+    if not services.config.has("slack"):
+        return
+    from bot.startup_probe import StartupError, verify_slack
+
+    try:
+        verify_slack(services.config)
+    except StartupError as exc:
+        services.close()
+        fail(str(exc), code=exc.exit_code)
+    except LoopgateError as exc:
+        services.close()
+        fail(str(exc))
+
+
+def _start_failure(exc: Exception) -> tuple[str, int]:
+    """The one line and exit code for a member that failed to start."""
+    from bot.startup_probe import StartupError, unreachable_reason
+
+    if isinstance(exc, StartupError):
+        return str(exc), exc.exit_code
+    if isinstance(exc, OSError):
+        return f"cannot start: {unreachable_reason(exc)}", 2
+    return str(exc), 2
+
+
+def _verify_token(services: Any) -> None:
+    """Token mode: ask GitHub once who the token is (``GET /user``), also when
+    ``github.botLogin`` is set or the identity was remembered, so a revoked token is one
+    line at start (exit 2, naming ``github.tokenEnv``'s variable), not a server that runs
+    while every call gets 401."""
+    section = services.config.section("github") if services.config.has("github") else {}
+    if not section or section.get("app"):
+        return  # offline, or App mode (verify_github checked the App)
+    tracker = services.ports.tracker
+    if getattr(tracker, "verified", False):
+        return  # building the services just asked (the identity probe)
+    tracker.verify_credentials(str(section.get("tokenEnv") or "GITHUB_TOKEN"))
 
 
 def _install_signals(stop: Callable[[], None]) -> None:
@@ -137,10 +180,21 @@ class _SocketMode:
         self._handler: Any = None
 
     def start(self) -> None:
+        """Connect; a refused app token or an unreachable Slack raises
+        :class:`bot.startup_probe.StartupError` (one line, the variable's name only)."""
+        from slack_sdk.errors import SlackClientError
+
         from bot import app as slack_app
+        from bot.startup_probe import slack_failure
 
         bolt = slack_app.build_app(self._services, socket_mode=True, executor=self._executor)
-        self._handler = slack_app.start_socket_mode(bolt, self._token)
+        slack = self._services.config.section("slack")
+        try:
+            self._handler = slack_app.start_socket_mode(bolt, self._token)
+        except (SlackClientError, OSError) as exc:
+            raise slack_failure(exc, "apps.connections.open",
+                                str(slack.get("appTokenEnv") or "SLACK_APP_TOKEN"),
+                                str(slack.get("apiUrl") or "https://slack.com/api/")) from None
 
     def stop(self, timeout: float) -> None:
         if self._handler is not None:
@@ -224,13 +278,16 @@ def _observability(supervisor: Supervisor, services: Any, dispatcher: Any, polle
     from bridges import telemetry
 
     server = services.config.section("server")
-    watch = None
+    watch = auth = None
     if services.config.has("github"):
         watch = telemetry.install(telemetry.RateLimitWatch())
         supervisor.on_close("rate-limit-watch", lambda: telemetry.uninstall(watch))
+        auth = telemetry.install(telemetry.CredentialsWatch())
+        supervisor.on_close("credentials-watch", lambda: telemetry.uninstall(auth))
     health = Health(services, dispatcher=dispatcher, poller=poller,
                     socket=socket.connected if socket is not None else None,
-                    rate_watch=watch, stall_minutes=float(server.get("queueStallMinutes") or 10),
+                    rate_watch=watch, auth_watch=auth,
+                    stall_minutes=float(server.get("queueStallMinutes") or 10),
                     progress=progress)
     supervisor.add_loop("health", health.run, timeout=5)
     if server.get("metrics") is False:
@@ -347,6 +404,7 @@ def _serve(ctx: CliContext, insecure_webhooks: bool) -> None:
 def _supervise(ctx: CliContext, secret: str | None, insecure_webhooks: bool) -> None:
     services = ctx.take_services()  # the supervisor closes them once every thread ended
     _verify_github(services)  # a GitHub App's settings, before anything is polled
+    _verify_slack(services)
     if not services.config.has("github"):
         logger.info("offline: no github section in %s, so no poller and no webhook "
                     "deliveries; work items live in the local tracker (see the CLI)",
@@ -361,7 +419,7 @@ def _supervise(ctx: CliContext, secret: str | None, insecure_webhooks: bool) -> 
         supervisor.stop()  # what started is joined, then the store is closed
         if isinstance(exc, OSError) and exc.errno == errno.EADDRINUSE:
             _check_port(services.config)  # names the address (taken since the first look)
-        fail(str(exc) if not isinstance(exc, OSError) else f"cannot start: {exc.strerror}")
+        fail(*_start_failure(exc))
     click.echo(f"loopgate: listening on {http.url}")
     sys.stdout.flush()
     logger.info("listening url=%s", http.url)

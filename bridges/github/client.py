@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import requests
 from github import Github, GithubException
@@ -60,6 +60,25 @@ from engine.ports import Comment
 __all__ = ["GitHubClient", "RateGuard", "ConditionalResult", "rate_limit_reset"]
 
 logger = logging.getLogger(__name__)
+
+
+def unreachable_reason(exc: BaseException) -> str:
+    """Why a request did not reach GitHub, in words: the ``strerror`` of the socket error
+    at the bottom of requests' and urllib3's wrapping (``Connection refused``, ``Name or
+    service not known``), ``timed out``, else the exception's class name."""
+    seen: set[int] = set()
+    todo: list[Any] = [exc]
+    while todo:
+        err = todo.pop(0)
+        if not isinstance(err, BaseException) or id(err) in seen:
+            continue
+        seen.add(id(err))
+        if isinstance(err, TimeoutError) or "Timeout" in type(err).__name__:
+            return "timed out"
+        if isinstance(err, OSError) and err.strerror:
+            return str(err.strerror)
+        todo += [getattr(err, "reason", None), err.__cause__, err.__context__, *err.args]
+    return type(exc).__name__
 
 T = TypeVar("T")
 
@@ -257,10 +276,15 @@ class GitHubClient:
                 raise self._convert(what, exc.status, exc.headers, exc.data) from None
             except requests.RequestException as exc:
                 telemetry.github_request(endpoint, 0)
-                kind = type(exc).__name__
-                raise GitHubApiError(0, f"{what}: GitHub unreachable ({kind})") from None
+                raise GitHubApiError(0, f"{what}: GitHub unreachable at {self.host} "
+                                     f"({unreachable_reason(exc)})") from None
             self._observe(endpoint)
             return result
+
+    @property
+    def host(self) -> str:
+        """``host[:port]`` of ``github.apiUrl`` (named when GitHub cannot be reached)."""
+        return urlsplit(self.api_url).netloc or self.api_url
 
     def _observe(self, endpoint: str) -> None:
         """Telemetry of a call that answered: its status and the rate limit, from the

@@ -29,7 +29,8 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 from bridges.github.app import (
@@ -41,7 +42,7 @@ from bridges.github.app import (
 from bridges.github.client import GitHubClient
 from bridges.github.errors import BridgeError, CredentialsError, GitHubApiError, RateLimited
 from bridges.github.graphql import GraphQLClient
-from engine.errors import ConfigError
+from engine.errors import ConfigError, StartupError
 from engine.identity import Actor
 from engine.mergegate import CHECK_NAME, PENDING
 from engine.ports import Comment, CommentEdits, IssueInfo, PullRequest, TrackerError
@@ -108,13 +109,15 @@ def tracker_error(what: str, exc: BridgeError) -> TrackerError:
       ``x-ratelimit-reset``; platform-facts B2, B4);
     * a REST status in :data:`PERMANENT_STATUSES` → permanent (credentials errors stay
       transient: a token is refreshed, an installation may come back);
+    * a 401 (REST or GraphQL: bad credentials) → transient and ``credentials`` set;
     * anything else (5xx, unreachable, GraphQL errors) → transient.
     """
     if isinstance(exc, RateLimited):
         return TrackerError(f"{what}: {exc}", retry_at=exc.reset_at)
     permanent = (isinstance(exc, GitHubApiError) and not isinstance(exc, CredentialsError)
                  and exc.status in PERMANENT_STATUSES)
-    return TrackerError(f"{what}: {exc}", permanent=permanent)
+    refused = isinstance(exc, CredentialsError) and exc.status == 401
+    return TrackerError(f"{what}: {exc}", permanent=permanent, credentials=refused)
 
 
 def _write_interval() -> float:
@@ -171,10 +174,13 @@ class GitHubTracker:
         failures: how many calls to GitHub failed (tracker and contents store), for
             logs and metrics; a gate that could not read what it needed says so itself
             (an ``unverified`` wait), nobody infers it from this counter.
+        verified: GitHub accepted the credentials once in this process.
     """
 
     #: People tick a quiz box by editing loopgate's comment on GitHub.
     comments_editable = True
+    #: GitHub accepted the credentials once in this process (:meth:`verify_credentials`).
+    verified = False
 
     def __init__(self, client: GitHubClient, graphql: GraphQLClient, *,
                  repos: Sequence[str] = (), branch_pattern: str = "issue-{number}",
@@ -216,7 +222,8 @@ class GitHubTracker:
                    branch_pattern=section.get("branchPattern") or "",
                    team_cache_seconds=float(section.get("teamCacheSeconds", 300)))
 
-    def bot_identity(self, configured: str = "", cache: Any = None) -> Actor:
+    def bot_identity(self, configured: str = "", cache: Any = None,
+                     token_env: str = "") -> Actor:
         """Who loopgate posts as: ``configured`` (``github.botLogin``) when set, else what
         GitHub says (token mode ``GET /user``; App mode ``GET /app`` → ``<slug>[bot]``,
         see :meth:`GitHubClient.viewer`), remembered in ``cache`` per server and
@@ -230,14 +237,18 @@ class GitHubTracker:
         Args:
             configured: ``github.botLogin``, or "".
             cache: a store with ``kv_get``/``kv_set`` (the SQLite store), or None.
+            token_env: the token's variable (``github.tokenEnv``) in token mode, named
+                when GitHub refuses the token; "" in App mode.
 
         Returns:
             The :class:`~engine.identity.Actor` (``Actor.from_login(configured)`` when set).
 
         Raises:
-            ConfigError: GitHub could not tell and nothing is cached; the message names
-                the setting to fix (``github.app.appId`` when the App's JWT was refused,
-                else ``github.botLogin``).
+            StartupError: GitHub refused the credentials (exit 2, naming ``token_env``),
+                could not be reached (exit 1, naming the host), answered 5xx or was
+                rate-limited (exit 1), and nothing is cached.
+            ConfigError: an App setting does not match GitHub (naming it), or GitHub
+                answered something else; the message names ``github.botLogin``.
         """
         if configured:
             return Actor.from_login(configured)
@@ -245,18 +256,50 @@ class GitHubTracker:
         cached = _actor_from_json(cache.kv_get("github", key) if cache is not None else None)
         if cached is not None:
             return cached
-        try:
-            actor = self.client.viewer()
-        except CredentialsError as exc:
-            if exc.setting:
-                raise ConfigError(f"{exc.setting}: {exc}") from None
-            raise self._identity_unknown(exc) from None
-        except BridgeError as exc:
-            raise self._identity_unknown(exc) from None
+        actor = self.verify_credentials(token_env)
         if cache is not None and actor.id is not None:  # an incomplete answer is asked again
             cache.kv_set("github", key, json.dumps(
                 {"login": actor.login, "kind": actor.kind, "id": actor.id}))
         return actor
+
+    def verify_credentials(self, token_env: str = "") -> Actor:
+        """Ask GitHub once who the credentials are (``serve`` at start, whether or not
+        ``github.botLogin`` is set). A failure is one line: the identity probe's retries
+        (urllib3's ``Retrying`` warnings) and the client's "tried again later" warning
+        are held back, since nothing is tried again — the process exits.
+
+        Args:
+            token_env: as for :meth:`bot_identity`.
+
+        Returns:
+            The credentials' :class:`~engine.identity.Actor`; :attr:`verified` is True
+            from then on (``serve`` does not ask twice at start).
+
+        Raises:
+            StartupError, ConfigError: as for :meth:`bot_identity`.
+        """
+        try:
+            with _quiet_probe():
+                actor = self.client.viewer()
+            self.verified = True
+            return actor
+        except CredentialsError as exc:
+            if exc.setting:
+                raise ConfigError(f"{exc.setting}: {exc}") from None
+            fix = f"check the token in ${token_env}" if token_env else "check github.app"
+            raise StartupError(f"github: {exc} — {fix}") from None
+        except GitHubApiError as exc:
+            if exc.status == 0:
+                raise StartupError(f"github: {exc} — check github.apiUrl and the network",
+                                   exit_code=1) from None
+            if exc.status >= 500:  # GitHub's own trouble: transient, botLogin cannot help
+                raise StartupError(f"github: {exc}; GitHub is unavailable, try again later",
+                                   exit_code=1) from None
+            raise self._identity_unknown(exc) from None
+        except RateLimited as exc:
+            raise StartupError(f"github: {exc}", exit_code=1) from None
+        except BridgeError as exc:
+            raise self._identity_unknown(exc) from None
 
     @staticmethod
     def _identity_unknown(exc: Exception) -> ConfigError:
@@ -552,3 +595,19 @@ class GitHubTracker:
             return []
         middle = head[len(before): len(head) - len(after) if after else None]
         return [int(middle)] if middle.isdigit() else []
+
+
+@contextmanager
+def _quiet_probe() -> Iterator[None]:
+    # A start-up probe's failure is reported once by its caller: urllib3's retry warnings
+    # and the client's "tried again later" (untrue here) are raised above WARNING meanwhile.
+    loggers = [logging.getLogger(name) for name in ("urllib3.connectionpool",
+                                                     "bridges.github.client")]
+    levels = [one.level for one in loggers]
+    for one in loggers:
+        one.setLevel(logging.ERROR)
+    try:
+        yield
+    finally:
+        for one, level in zip(loggers, levels, strict=True):
+            one.setLevel(level)

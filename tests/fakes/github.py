@@ -27,6 +27,12 @@ What it does like GitHub:
   ``login: "name"`` (no suffix) and the same numeric ``databaseId`` as REST's ``id``. A
   ``User`` can have the login an App's slug has (``loopgate``): it is another account.
 * A comment body over 65,536 characters is refused with ``422`` (platform-facts A8).
+* A token GitHub does not accept (unknown, or revoked: :meth:`FakeGitHub.revoke_token`)
+  gets ``401`` with ``{"message": "Bad credentials", "documentation_url":
+  "https://docs.github.com/rest"}`` on every REST and GraphQL call, ``/user`` included
+  (docs.github.com "Troubleshooting the REST API": 401 when the token is invalid or
+  revoked; the body as GitHub sends it, e.g. github.com/pluveto/upgit/issues/70). It is
+  not a rate limit: no ``Retry-After``, and retrying with the same token changes nothing.
 
 Use it from a test::
 
@@ -331,6 +337,7 @@ class FakeGitHub(LoopbackServer):
                  bot_type: str = "User", api_prefix: str = "", edits_newest_first: bool = True,
                  first_comment_id: int = FIRST_COMMENT_ID, app: FakeApp | None = None) -> None:
         self.token = token
+        self.token_revoked = False
         self.app = app
         if app is not None:
             app.fake = self
@@ -728,6 +735,12 @@ class FakeGitHub(LoopbackServer):
         hold.released.wait(HOLD_TIMEOUT)
         return hold.apply
 
+    def revoke_token(self, revoked: bool = True) -> None:
+        """Refuse :attr:`token` from now on (401 Bad credentials), as GitHub does for a
+        revoked or expired personal token; ``False`` accepts it again (a new token)."""
+        with self.lock:
+            self.token_revoked = revoked
+
     # -- HTTP plumbing -----------------------------------------------------------------
     def _authorized(self, h: BaseHTTPRequestHandler, path: str) -> _Response | None:
         """None when the request's credentials are accepted, else the refusal."""
@@ -741,9 +754,11 @@ class FakeGitHub(LoopbackServer):
                     verdict[0], {"message": verdict[1],
                                  "documentation_url": "https://docs.github.com/rest"})
         scheme, _, token = value.partition(" ")
-        if scheme.lower() in ("token", "bearer") and token.strip() == self.token:
+        if (scheme.lower() in ("token", "bearer") and token.strip() == self.token
+                and not self.token_revoked):
             return None
-        return _Response(401, {"message": "Bad credentials"})
+        return _Response(401, {"message": "Bad credentials",
+                               "documentation_url": "https://docs.github.com/rest"})
 
     def _serve(self, h: BaseHTTPRequestHandler) -> None:
         split = urlsplit(h.path)
