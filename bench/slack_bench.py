@@ -109,7 +109,7 @@ def _walk_to_approval(services: Services, ref: WorkItemRef) -> str:
 
 def _socket_mode_samples(services: Services, fake: FakeSlack, value: str,
                          n: int) -> list[float]:
-    from bot.app import build_app, start_socket_mode
+    from bot.app import build_app, start_socket_mode, stop_socket_mode
     from tests.fakes.slack_socket import FakeSocketMode
 
     with FakeSocketMode() as server:
@@ -126,7 +126,7 @@ def _socket_mode_samples(services: Services, fake: FakeSlack, value: str,
                 if i >= 20:  # the first 20 warm up
                     samples.append(server.ack_times[envelope] * 1000.0)
         finally:
-            handler.close()
+            stop_socket_mode(handler)
     return samples
 
 

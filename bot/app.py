@@ -22,6 +22,7 @@ import hashlib
 import hmac
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
@@ -299,3 +300,29 @@ def start_socket_mode(app: App, app_token_value: str) -> Any:
     handler.connect()  # returns once connected; the session runs in its own threads
     return handler
 
+
+def stop_socket_mode(handler: Any, timeout: float = 10.0) -> bool:
+    """Close a :func:`start_socket_mode` handler and wait for its threads.
+
+    slack_sdk's builtin client has a race: its session runner sets the session state's
+    ``terminated`` back to False when it starts receiving, so a ``close()`` that lands
+    just as a session starts (right after connecting, or after a reconnect) leaves the
+    runner looping forever and ``close()`` waiting on it. While ``close()`` runs, the
+    state is marked terminated again every 0.1 s, which lets that loop end.
+
+    Args:
+        handler: the ``SocketModeHandler``.
+        timeout: seconds to wait for ``close()`` before giving up.
+
+    Returns:
+        True when it closed within ``timeout``.
+    """
+    closing = threading.Thread(target=handler.close, name="socket-mode-close", daemon=True)
+    closing.start()
+    deadline = time.monotonic() + timeout
+    while closing.is_alive() and time.monotonic() < deadline:
+        state = getattr(handler.client, "current_session_state", None)
+        if state is not None:
+            state.terminated = True
+        closing.join(0.1)
+    return not closing.is_alive()

@@ -198,7 +198,10 @@ class _SocketMode:
 
     def stop(self, timeout: float) -> None:
         if self._handler is not None:
-            self._handler.close()
+            from bot import app as slack_app
+
+            if not slack_app.stop_socket_mode(self._handler, timeout):
+                logger.warning("Socket Mode did not close within %.0f s", timeout)
 
     @property
     def running(self) -> bool:

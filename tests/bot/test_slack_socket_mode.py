@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.app import build_app, start_socket_mode
+from bot.app import build_app, start_socket_mode, stop_socket_mode
 from bot.blocks import ids
 from bot.notifier import load_thread
 from bot.supervisor import Supervisor, ThreadPool
@@ -57,7 +57,7 @@ def socket_world(tmp_path: Path, fake_slack: FakeSlack,
             server.wait_connected()
             yield world, server
         finally:
-            handler.close()
+            assert stop_socket_mode(handler)
     report = supervisor.stop()
     assert report.clean, report
 
