@@ -55,17 +55,24 @@ def _ephemeral(client: Any, channel: str, user: str, text: str) -> None:
     client.chat_postEphemeral(channel=channel, user=user, text=text)
 
 
+def _clicked_gate(body: dict[str, Any], client: Any, channel: str, user: str) -> GateRef | None:
+    # The click's gate, or None after telling the clicker the button could not be read.
+    try:
+        return parse_gate_click(body)
+    except ValueError as exc:
+        log.warning("approval click refused: %s", exc)
+        _ephemeral(client, channel, user, "This button names no gate loopgate can read; "
+                   "nothing changed.")
+        return None
+
+
 def on_approve(ack: Callable[..., Any], body: dict[str, Any], client: Any,
                context: Mapping[str, Any]) -> None:
     """Bolt listener of **Approve**: ack, then decide ``approved``."""
     ack()
     user, channel, ts = _where(body)
-    try:
-        gate = parse_gate_click(body)
-    except ValueError as exc:
-        log.warning("approval click refused: %s", exc)
-        _ephemeral(client, channel, user, "This button names no gate loopgate can read; "
-                   "nothing changed.")
+    gate = _clicked_gate(body, client, channel, user)
+    if gate is None:
         return
     finish(context["services"], client, gate, user, "approved", "", channel, ts)
 
@@ -131,12 +138,8 @@ def on_open_modal(ack: Callable[..., Any], body: dict[str, Any], client: Any,
     user, channel, ts = _where(body)
     action = next(iter(body.get("actions") or ()), {}) or {}
     outcome = MODAL_OUTCOMES.get(str(action.get("action_id") or ""), "")
-    try:
-        gate = parse_gate_click(body)
-    except ValueError as exc:
-        log.warning("approval click refused: %s", exc)
-        _ephemeral(client, channel, user, "This button names no gate loopgate can read; "
-                   "nothing changed.")
+    gate = _clicked_gate(body, client, channel, user)
+    if gate is None:
         return
     check = check_gate(context["services"], gate, user, authorize=False)
     if not check.ok:
