@@ -111,7 +111,9 @@ def _effects_backlog(store: Any, now: datetime) -> Backlog:
 
 def _slack_backlog(store: Any, now: datetime) -> Backlog:
     db = store.db()
-    if not db["slack_outbox"].exists():
+    # On SQLite the bot makes its tables when its worker starts (a status before that has
+    # none); on PostgreSQL they are migrated when serve starts (issue 15).
+    if getattr(db, "dialect", "") != "postgresql" and not db["slack_outbox"].exists():
         return Backlog(0)
     count, oldest = db.execute(
         "SELECT COUNT(*), MIN(created_at) FROM slack_outbox WHERE sent_at IS NULL AND "

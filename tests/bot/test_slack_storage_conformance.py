@@ -125,3 +125,18 @@ def test_links_and_codes_behave_the_same(store: Any) -> None:
     assert slack_users_for_login(services, "alice") == ["UALICE"]
     assert unlink(services, "UALICE") is True and unlink(services, "UALICE") is False
     assert resolve_login(services, "UALICE") is None
+
+
+def test_the_readiness_check_reads_the_slack_outbox_on_both_backends(store: Any) -> None:
+    # issue 13 x issue 15: /readyz and /metrics read the Slack outbox's depth and oldest
+    # age on PostgreSQL too (it was read through sqlite-utils' table API there and failed)
+    from bot.health import Backlog, _slack_backlog
+
+    ensure_slack_tables(store)
+    now = datetime(2026, 3, 1, 12, 10, 0, tzinfo=UTC)
+    assert _slack_backlog(store, now) == Backlog(0)
+    with store.writing() as db:
+        db.execute("INSERT INTO slack_outbox (item, event, data, created_at, "
+                   "next_attempt_at) VALUES (?, ?, ?, ?, ?)",
+                   (str(REF), "quiz-pending", "{}", NOW, NOW))
+    assert _slack_backlog(store, now) == Backlog(1, 600.0)

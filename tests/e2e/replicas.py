@@ -188,7 +188,10 @@ class Script:
             try:
                 response = requests.post(f"{urls[index]}/github/webhook", data=body,
                                          headers=headers, timeout=10)
-            except requests.ConnectionError:
+            except (requests.ConnectionError, requests.exceptions.ChunkedEncodingError):
+                # refused, or cut mid-answer by the SIGKILL: GitHub would redeliver, and so
+                # does this sender, at the next replica (a delivery the killed one took is
+                # a duplicate there)
                 with self._lock:
                     self.failovers += 1
                 time.sleep(0.05)
