@@ -14,13 +14,11 @@ Authorization before anything changes (for the ephemeral refusal) is
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot.blocks.approval import OUTCOME_LABELS, GateRef
+from bot.click_lock import item_lock
 from bot.identity import resolve_login, slack_users_for_login
 from engine.approvals import People, Verdict, authorize, recorded_approvals
 from engine.graph.model import Graph
@@ -53,19 +51,6 @@ log = logging.getLogger(__name__)
 FEEDBACK_HOOK = "classify-feedback"
 #: The outcomes a Slack click may state.
 DECISION_OUTCOMES = tuple(OUTCOME_LABELS)
-
-_LOCKS: dict[WorkItemRef, threading.Lock] = {}
-_GUARD = threading.Lock()
-
-
-@contextmanager
-def _item_lock(ref: WorkItemRef) -> Iterator[None]:
-    # Two clicks on one gate in this process are handled one after the other.
-    with _GUARD:
-        lock = _LOCKS.setdefault(ref, threading.Lock())
-    with lock:
-        yield
-
 
 def approval_gates(graph: Graph) -> list[str]:
     """The node ids whose exit chain runs ``classify-feedback`` (requirements-approval,
@@ -278,7 +263,7 @@ def decide(services: Any, gate: GateRef, slack_user: str, outcome: str,
         KeyError: ``outcome`` is not one of :data:`DECISION_OUTCOMES`.
     """
     body = slack_reply_body(outcome, text)
-    with _item_lock(gate.ref):
+    with item_lock(gate.ref):
         check = check_gate(services, gate, slack_user)
         if not check.ok:
             log.info("slack decision on %s %s refused for %s: %s", gate.ref, gate.node,

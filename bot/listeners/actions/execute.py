@@ -12,15 +12,15 @@ gets "already selected by @x" and changes nothing (first answer wins).
 from __future__ import annotations
 
 import logging
-import threading
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
 from bot.blocks import ids
 from bot.blocks.card import phase_selection_node_id, selection_from_state, status_card
 from bot.blocks.mirror import initial_state
+from bot.click_lock import item_lock
 from bot.identity import resolve_login
 from bot.notifier import load_thread, save_thread
 from engine.errors import WorkItemRefError
@@ -35,19 +35,6 @@ log = logging.getLogger(__name__)
 
 #: The event-log kind of a refused click.
 REFUSED_EVENT = "slack.execute_refused"
-
-_LOCKS: dict[WorkItemRef, threading.Lock] = {}
-_LOCKS_GUARD = threading.Lock()
-
-
-@contextmanager
-def _item_lock(ref: WorkItemRef) -> Iterator[None]:
-    # Two clicks on one card are handled one after the other in this process, so the
-    # second sees the first one's decision before it could feed the gate again.
-    with _LOCKS_GUARD:
-        lock = _LOCKS.setdefault(ref, threading.Lock())
-    with lock:
-        yield
 
 
 def _replicas_lock(services: Any, ref: WorkItemRef) -> AbstractContextManager[Any]:
@@ -153,7 +140,7 @@ def execute(services: Any, client: Any, body: Mapping[str, Any]) -> ExecuteOutco
         outcome = ExecuteOutcome("not-started", "This card names no work item.")
         client.chat_postEphemeral(channel=channel, user=user, text=outcome.message)
         return outcome
-    with _item_lock(click.ref), _replicas_lock(services, click.ref):
+    with item_lock(click.ref), _replicas_lock(services, click.ref):
         outcome = _decide(services, click)
     if outcome.decision and (outcome.code == "selected" or click.interactive):
         _rewrite_card(services, client, click, outcome.decision)
