@@ -434,6 +434,9 @@ def recorded_approvals(state: Any, node_id: str) -> tuple[Approval, ...]:
     entry = (state.surface.get("approvals") or {}).get(node_id)
     if not isinstance(entry, Mapping) or entry.get("enteredAt") != entered:
         return ()
+    visit = state.visit(node_id)  # issue 19 §2: the entry belongs to the current visit
+    if visit is not None and entry.get("visit", visit.number) != visit.number:
+        return ()
     return tuple(Approval.from_json(a) for a in entry.get("approvals") or ()
                  if isinstance(a, Mapping))
 

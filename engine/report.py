@@ -26,12 +26,15 @@ from engine.graph.model import Graph, Node
 from engine.outcomes import SKIPPED
 from engine.runtime import ESCALATED_NODE, NOT_SELECTED, declared_skips, is_selected
 from engine.state import STATE_VERSION, ItemState, ItemStatus
+from engine.visits import Visit, visits_to_json
 
 __all__ = [
     "NOT_SELECTED_LINE",
     "SATISFIED",
     "build_report",
     "document_view",
+    "render_history",
+    "visit_history",
     "skip_provenance",
     "render_table",
     "where",
@@ -76,15 +79,20 @@ def _skip_line(skip: Mapping[str, Any]) -> _Line:
     return _Line("skipped", skip_provenance(skip), True)
 
 
-def _decision_note(decision: Any) -> str:
-    if not isinstance(decision, Mapping):
+def _decision_note(visit: Visit | None) -> str:
+    """``; decided by <who>[ via <via>]`` (``; attested by <who>`` for a quiz) for the
+    current visit's decision, with ``, visit <n>`` from the second visit on (issue 19 §2:
+    a re-entered gate shows its latest answer, never its first); "" when it has none."""
+    decision = visit.decision if visit is not None else None
+    if decision is None or not decision.by:
         return ""
-    if decision.get("attestedBy"):
-        return f"; attested by {decision['attestedBy']}"
-    if decision.get("by"):
-        via = f" via {decision['via']}" if decision.get("via") else ""
-        return f"; decided by {decision['by']}{via}"
-    return ""
+    doc = decision.document
+    if doc.get("attestedBy"):
+        note = f"; attested by {doc['attestedBy']}"
+    else:
+        via = f" via {doc['via']}" if doc.get("via") else ""
+        note = f"; decided by {decision.by}{via}"
+    return note + (f", visit {visit.number}" if visit is not None and visit.number > 1 else "")
 
 
 class _Reader:
@@ -111,7 +119,7 @@ class _Reader:
         if record is not None and record.outcome == ESCALATED_NODE:
             return _Line("escalated", record.last_block)
         if record is not None and record.exited_at and record.outcome:
-            note = _decision_note(state.decisions.get(node.id))
+            note = _decision_note(state.visit(node.id))
             return _Line("passed", f"outcome {record.outcome}{note}", True)
         if record is not None and record.exited_at and record.forced:
             return _Line("forced past", "moved past by force: never passed")
@@ -157,26 +165,94 @@ def _invalid_opt_ins(graph: Graph, state: ItemState) -> list[dict[str, Any]]:
 
 
 def _attestations(state: ItemState) -> list[dict[str, Any]]:
-    return [
-        {"node": node_id, "attestedBy": d.get("attestedBy"), "attestedAt": d.get("attestedAt"),
-         "comment": d.get("comment")}
-        for node_id, d in state.decisions.items()
-        if isinstance(d, Mapping) and d.get("attestedBy")
-    ]
+    # The current visit's attestation per quiz (issue 19 §2).
+    out = []
+    for node_id in state.visits:
+        decision = state.decision(node_id)
+        doc = decision.document if decision is not None else {}
+        if doc.get("attestedBy"):
+            out.append({"node": node_id, "attestedBy": doc.get("attestedBy"),
+                        "attestedAt": doc.get("attestedAt"), "comment": doc.get("comment")})
+    return out
 
 
 def _phase_selection(graph: Graph, state: ItemState) -> dict[str, Any] | None:
-    decision = state.decisions.get(graph.start)
-    if not isinstance(decision, Mapping):
+    decision = state.decision(graph.start)
+    if decision is None:
         return None
-    return {"node": graph.start, "by": decision.get("by"), "via": decision.get("via"),
-            "at": decision.get("at")}
+    doc = decision.document
+    return {"node": graph.start, "by": doc.get("by"), "via": doc.get("via"),
+            "at": doc.get("at")}
+
+
+def visit_history(state: ItemState) -> list[dict[str, Any]]:
+    """Every visit of every node, in the order they began (issue 19 §2: the history stays
+    readable after a gate is re-entered).
+
+    Returns:
+        ``[{node, visit, enteredAt, exitedAt, outcome, current, decision}]`` sorted by
+        ``enteredAt`` (visits with an unknown entry — rebuilt from old state — first, by
+        node order); ``current`` is true for each node's latest visit; ``decision`` is
+        the record as the gate wrote it, or None.
+    """
+    rows = []
+    for order, (node_id, seq) in enumerate(state.visits.items()):
+        for visit in seq:
+            doc = visit.to_json()
+            rows.append((visit.entered_at or visit.exited_at, order, visit.number, {
+                "node": node_id, "visit": visit.number, "enteredAt": visit.entered_at,
+                "exitedAt": visit.exited_at, "outcome": visit.outcome,
+                "current": visit is seq[-1], "decision": doc.get("decision"),
+                **({"inferred": True} if visit.inferred else {})}))
+    rows.sort(key=lambda r: (r[0], r[1], r[2]))
+    return [r[3] for r in rows]
+
+
+def render_history(state: ItemState) -> str:
+    """The ``check ITEM --history`` text: one line per visit, oldest first.
+
+    Each line: ``<node> visit <n>: entered <t>, left <t> with <outcome>[; decided by <who>
+    via <how> at <t> (<comment>)][ — current]``; an open visit reads ``still open``.
+    Returns ``<item> — no visits recorded`` when there are none.
+    """
+    lines = [f"{state.ref} — visits, oldest first"]
+    for row in visit_history(state):
+        lines.append("  " + _history_line(row))
+    return "\n".join(lines) if len(lines) > 1 else f"{state.ref} — no visits recorded"
+
+
+def _history_line(row: Mapping[str, Any]) -> str:
+    entered = row["enteredAt"] or "(time not recorded)"
+    if row["exitedAt"]:
+        left = f"left {row['exitedAt']} with {row['outcome'] or 'no outcome (moved by force)'}"
+    else:
+        left = "still open"
+    line = f"{row['node']} visit {row['visit']}: entered {entered}, {left}"
+    decision = row.get("decision")
+    if isinstance(decision, Mapping):
+        line += _history_decision(decision)
+    if row.get("inferred"):
+        line += " [rebuilt from a record written before visits were kept]"
+    return line + (" — current" if row["current"] else "")
+
+
+def _history_decision(doc: Mapping[str, Any]) -> str:
+    who = doc.get("attestedBy") or doc.get("by") or "unknown"
+    verb = "attested by" if doc.get("attestedBy") else "decided by"
+    how = f" ({doc['outcome']})" if doc.get("outcome") else ""
+    via = f" via {doc['via']}" if doc.get("via") else ""
+    at = f" at {doc['at']}" if doc.get("at") else ""
+    where = f" — {doc['comment']}" if doc.get("comment") else ""
+    text = f" — “{doc['text']}”" if doc.get("text") else ""
+    return f"; {verb} {who}{how}{via}{at}{where}{text}"
 
 
 def document_view(state: ItemState) -> dict[str, Any]:
     """``state.to_document()`` without the deep copy: the same keys and values, sharing the
     state's containers (``check --all`` reads 10,000 states; copying each one's frozen
     selection graph twice would cost more than reading them). Treat it as read-only.
+    ``decisions`` is each node's CURRENT visit's decision (the key's meaning is kept so
+    consumers do not break); ``visits`` holds every visit (issue 19 §2).
     """
     return {
         "version": STATE_VERSION,
@@ -185,7 +261,8 @@ def document_view(state: ItemState) -> dict[str, Any]:
         "status": state.status,
         "startedAt": state.started_at,
         "nodes": {k: v.to_mapping() for k, v in state.nodes.items()},
-        "decisions": state.decisions,
+        "decisions": state.current_decisions(),
+        "visits": visits_to_json(state.visits),
         "forced": state.forced,
         "parked": state.parked,
         "completions": state.completions,
@@ -223,7 +300,8 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
         phaseSelection, completions, document}``; ``nodes`` is ``[{id, status, detail,
         outcome, attempts, forced}]`` in graph order; ``skips`` is the trusted view with
         a ``provenance`` line per node; ``unmet`` is ``[{node, status}]`` for every
-        non-terminal node that is not passed, skipped or not selected; ``ok`` is true only
+        non-terminal node that is not passed, skipped or not selected; ``decisions`` is
+        the current visit's decision per node (issue 19 §2); ``ok`` is true only
         for a complete item with nothing unmet. The report shares the state's containers
         (see :func:`document_view`): treat it as read-only.
     """
@@ -251,7 +329,7 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
         "recompute": recompute,
         "unmet": unmet,
         "nodes": nodes,
-        "decisions": state.decisions,
+        "decisions": document["decisions"],
         "parked": state.parked,
         "forced": state.forced,
         "skips": {k: {**v, "provenance": skip_provenance(v)} for k, v in reader.declared.items()},

@@ -556,9 +556,12 @@ class Runtime:
         left.forced = True
         if source != to:
             left.exited_at = now  # left behind, but its outcome stays unset: never passed
+            if state.visit(source) is not None:
+                state.end_visit(source, now, "", forced=True)
         target = state.record(to)
         target.forced = True
         target.entered_at, target.exited_at, target.outcome = now, "", ""
+        state.begin_visit(to, now, forced=True)
         target.attempts, target.last_block = 0, ""
         state.current_node = to
         state.parked = {}
@@ -598,6 +601,8 @@ class Runtime:
         # A skipped node runs no hook at all: no label, no log entry, no assignment.
         record, now = w.state.record(node.id), w.now()
         record.outcome, record.entered_at, record.exited_at = SKIPPED, now, now
+        w.state.begin_visit(node.id, now)
+        w.state.end_visit(node.id, now, SKIPPED)
         data: dict[str, Any] = {"node": node.id, "via": skip.get("via", "")}
         if skip.get("token"):
             data["token"] = skip["token"]
@@ -610,6 +615,7 @@ class Runtime:
         if came_from != node.id:  # a self-loop keeps counting attempts
             record.attempts, record.last_block = 0, ""
         record.entered_at, record.exited_at, record.outcome = w.now(), "", ""
+        state.begin_visit(node.id, record.entered_at)
         state.status, state.parked = ItemStatus.RUNNING, {}
         w.log("graph.advanced", {"from": came_from, "to": node.id} if came_from
               else {"to": node.id})
@@ -645,17 +651,29 @@ class Runtime:
         state = w.state
         outcome = str(data.get("outcome") or OUTCOME_PASS)
         decision = data.get("decision")
-        if decision is not None and node.id not in state.decisions:  # first answer wins
-            entry = _jsonable(decision)
-            entry = entry if isinstance(entry, dict) else {"decision": entry}
-            entry.setdefault("at", w.now())
-            state.decisions[node.id] = entry
+        if decision is not None:
+            self._record_decision(w, node, decision, outcome)
         self._record_plan(w, node, data)
         record = state.record(node.id)
         record.outcome, record.exited_at = outcome, w.now()
+        state.end_visit(node.id, record.exited_at, outcome)
         record.last_block = ""  # issue 14 §9: a passed node shows no stale block
         state.parked = {}
         return self._route(w, node, outcome)
+
+    @staticmethod
+    def _record_decision(w: _Walk, node: Node, decision: Any, outcome: str) -> None:
+        """Record a gate's decision on the node's open visit: first answer wins within a
+        visit, and a re-entered gate starts a new visit with none (issue 19 §2)."""
+        entry = _jsonable(decision)
+        entry = entry if isinstance(entry, dict) else {"decision": entry}
+        entry.setdefault("at", w.now())
+        if w.state.record_decision(node.id, entry):
+            visit = w.state.visit(node.id)
+            w.log("graph.decided", {
+                "node": node.id, "visit": visit.number if visit else 1, "outcome": outcome,
+                "by": entry.get("by") or entry.get("attestedBy") or "",
+                "via": entry.get("via") or "", "commentId": entry.get("commentId") or 0})
 
     def _route(self, w: _Walk, node: Node, outcome: str) -> str | None:
         edge = self.graph.route(node.id, outcome)
@@ -708,6 +726,7 @@ class Runtime:
         record.outcome = ESCALATED_NODE
         if self.graph.has_node(ESCALATED_NODE) and node.id != ESCALATED_NODE:
             record.exited_at = w.now()
+            w.state.end_visit(node.id, record.exited_at, ESCALATED_NODE)
             return ESCALATED_NODE
         w.state.status = ItemStatus.ESCALATED
         w.state.parked = {"node": node.id, "reason": reason, "at": w.now(), "blocked": True}

@@ -2,16 +2,20 @@
 
 The JSON document (:meth:`ItemState.to_document`) keeps the keys of the designs' state
 file: ``version, workItem, currentNode, nodes, decisions, forced, parked, completions,
-skips, optIns, surface, loop``. Absent keys read as empty (:meth:`ItemState.from_document`).
+skips, optIns, surface, loop`` plus ``visits`` (issue 19 §2). Absent keys read as empty
+(:meth:`ItemState.from_document`); a document without ``visits`` (written before visits
+were kept) is read through :func:`engine.visits.legacy_visits`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from engine.refs import WorkItemRef
+from engine.visits import Visit, VisitDecision, visits_from_document, visits_to_json
 
 __all__ = ["STATE_VERSION", "NodeRecord", "ItemState", "ItemStatus"]
 
@@ -81,7 +85,8 @@ class ItemState:
         current_node: the pointer ("" before start).
         status: one of :class:`ItemStatus`.
         nodes: node id -> :class:`NodeRecord` for every node entered or skipped.
-        decisions: node id -> the gate's recorded decision (first answer wins).
+        visits: node id -> that node's :class:`~engine.visits.Visit` records, oldest
+            first (issue 19 §2); each holds the decision given during it.
         forced: the list of forced moves ``{from, to, reason, by, at}``.
         parked: ``{node, reason, at}`` while waiting, else ``{}``.
         completions: node id -> ``{by, at}`` for accepted ``complete`` claims.
@@ -98,7 +103,7 @@ class ItemState:
     current_node: str = ""
     status: str = ItemStatus.RUNNING
     nodes: dict[str, NodeRecord] = field(default_factory=dict)
-    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    visits: dict[str, tuple[Visit, ...]] = field(default_factory=dict)
     forced: list[dict[str, Any]] = field(default_factory=list)
     parked: dict[str, Any] = field(default_factory=dict)
     completions: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -112,8 +117,73 @@ class ItemState:
         """The node's record, created empty when missing."""
         return self.nodes.setdefault(node_id, NodeRecord())
 
+    @property
+    def decisions(self) -> Mapping[str, dict[str, Any]]:
+        """node id -> the CURRENT (latest) visit's decision record, for nodes whose latest
+        visit has one (read-only; record through :meth:`record_decision`). A re-entered
+        gate has no decision here until it is answered again (issue 19 §2)."""
+        return MappingProxyType(self.current_decisions())
+
+    def current_decisions(self) -> dict[str, dict[str, Any]]:
+        """A fresh ``{node id: the current visit's decision record}`` (JSON-shaped)."""
+        out: dict[str, dict[str, Any]] = {}
+        for node, seq in self.visits.items():
+            if seq and seq[-1].decision is not None:
+                out[node] = seq[-1].decision.to_json()
+        return out
+
+    def history(self, node_id: str) -> tuple[Visit, ...]:
+        """Every visit to ``node_id``, oldest first (empty when never entered)."""
+        return self.visits.get(node_id, ())
+
+    def visit(self, node_id: str) -> Visit | None:
+        """The current (latest) visit to ``node_id``, or None."""
+        seq = self.visits.get(node_id)
+        return seq[-1] if seq else None
+
+    def decision(self, node_id: str) -> VisitDecision | None:
+        """The current visit's decision at ``node_id``, or None."""
+        current = self.visit(node_id)
+        return current.decision if current is not None else None
+
+    def begin_visit(self, node_id: str, at: str, *, forced: bool = False) -> Visit:
+        """Open the next visit to ``node_id`` entered at ``at`` (ISO-8601 UTC); an open
+        visit still on record is closed first (left at ``at``, no outcome)."""
+        seq = self.visits.get(node_id, ())
+        if seq and seq[-1].open:
+            seq = (*seq[:-1], seq[-1].left(at, ""))
+        visit = Visit(len(seq) + 1, at, forced=forced)
+        self.visits[node_id] = (*seq, visit)
+        return visit
+
+    def record_decision(self, node_id: str, record: Mapping[str, Any]) -> bool:
+        """Record ``record`` (a gate's decision document) on the open visit to
+        ``node_id``; first answer wins within a visit. Returns True when recorded."""
+        current = self._open_visit(node_id)
+        decided = current.decided(VisitDecision.from_json(record))
+        self._replace_last(node_id, decided)
+        return decided is not current
+
+    def end_visit(self, node_id: str, at: str, outcome: str, *, forced: bool = False) -> None:
+        """Close the open visit to ``node_id`` at ``at`` with ``outcome``."""
+        self._replace_last(node_id, self._open_visit(node_id).left(at, outcome, forced=forced))
+
+    def _open_visit(self, node_id: str) -> Visit:
+        current = self.visit(node_id)
+        if current is not None and current.open:
+            return current
+        # No open visit (state from before visits were kept): one from the node record.
+        record = self.nodes.get(node_id)
+        return self.begin_visit(node_id, record.entered_at if record else "")
+
+    def _replace_last(self, node_id: str, visit: Visit) -> None:
+        seq = self.visits.get(node_id, ())
+        self.visits[node_id] = (*seq[:-1], visit) if seq else (visit,)
+
     def to_document(self) -> dict[str, Any]:
-        """The JSON document ``loopgate check --format json`` prints."""
+        """The JSON document ``loopgate check --format json`` prints. ``decisions`` is the
+        current visit's decision per node (the key's meaning before visits were kept, so
+        consumers do not break); ``visits`` holds every visit (issue 19 §2)."""
         return {
             "version": STATE_VERSION,
             "workItem": str(self.ref),
@@ -121,7 +191,8 @@ class ItemState:
             "status": self.status,
             "startedAt": self.started_at,
             "nodes": {k: v.to_mapping() for k, v in self.nodes.items()},
-            "decisions": _copy(self.decisions),
+            "decisions": self.current_decisions(),
+            "visits": visits_to_json(self.visits),
             "forced": _copy(self.forced),
             "parked": _copy(self.parked),
             "completions": _copy(self.completions),
@@ -133,14 +204,16 @@ class ItemState:
 
     @classmethod
     def from_document(cls, doc: Mapping[str, Any]) -> ItemState:
-        """Build from a document; absent keys read as empty."""
+        """Build from a document; absent keys read as empty, and a document without
+        ``visits`` has its visits rebuilt from ``decisions`` and ``nodes``
+        (:func:`engine.visits.visits_from_document`)."""
         return cls(
             ref=WorkItemRef.parse(str(doc["workItem"])),
             loop=str(doc.get("loop") or ""),
             current_node=str(doc.get("currentNode") or ""),
             status=str(doc.get("status") or ItemStatus.RUNNING),
             nodes={k: NodeRecord.from_mapping(v) for k, v in (doc.get("nodes") or {}).items()},
-            decisions=_copy(doc.get("decisions") or {}),
+            visits=visits_from_document(doc),
             forced=_copy(doc.get("forced") or []),
             parked=_copy(doc.get("parked") or {}),
             completions=_copy(doc.get("completions") or {}),

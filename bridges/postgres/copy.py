@@ -30,6 +30,7 @@ __all__ = ["CopyReport", "copy_sqlite_to_postgres", "TABLES"]
 TABLES = (
     ("items", "rowid"), ("node_records", "rowid"), ("skips", "rowid"), ("opt_ins", "rowid"),
     ("decisions", "rowid"), ("completions", "rowid"), ("forced_moves", "rowid"),
+    ("visits", "rowid"),
     ("events", "seq"), ("kv", "rowid"), ("effects", "id"),
     ("github_poll", "rowid"), ("github_seen", "rowid"), ("github_deliveries", "rowid"),
     ("slack_outbox", "id"), ("slack_threads", "rowid"), ("slack_messages", "rowid"),

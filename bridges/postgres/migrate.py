@@ -122,6 +122,8 @@ ENGINE = MigrationSet("loopgate-engine", (
         "CREATE INDEX effects_item_status ON effects (item, status, id)",
         "CREATE INDEX effects_status ON effects (status, id)",
     )),
+    # Each visit to a node with its own decision (issue 19 §2); SQLite's 0006_visits.
+    Migration("0006_visits", (_node_keyed("visits", False),)),
 ))
 
 

@@ -141,13 +141,23 @@ def event_decisions(ctx: HookContext) -> list[Approval]:
 
 def _stored(ctx: HookContext) -> dict[str, Any]:
     # This entry's record: a re-entered gate (after changes requested) starts from zero.
+    # Tied to the visit (issue 19 §2): two entries within one clock second stay apart.
     rec = ctx.state.nodes.get(ctx.node.id)
     entered = rec.entered_at if rec is not None else ""
+    visit = ctx.state.visit(ctx.node.id)
+    number = visit.number if visit is not None else 0
     entry = (ctx.state.surface.get("approvals") or {}).get(ctx.node.id)
-    if isinstance(entry, Mapping) and entry.get("enteredAt") == entered:
-        return {"enteredAt": entered, "approvals": list(entry.get("approvals") or ()),
+    if _same_entry(entry, entered, number):
+        return {"enteredAt": entered, "visit": number,
+                "approvals": list(entry.get("approvals") or ()),
                 "refused": list(entry.get("refused") or ())}
-    return {"enteredAt": entered, "approvals": [], "refused": []}
+    return {"enteredAt": entered, "visit": number, "approvals": [], "refused": []}
+
+
+def _same_entry(entry: Any, entered: str, visit: int) -> bool:
+    # An entry recorded before visits were kept has no ``visit``: its enteredAt decides.
+    return (isinstance(entry, Mapping) and entry.get("enteredAt") == entered
+            and entry.get("visit", visit) == visit)
 
 
 @dataclass
@@ -297,7 +307,8 @@ def classify_feedback(ctx: HookContext) -> HookResult:
 
     Each decision of the event (GitHub replies; a Slack click) is authorized by
     :func:`engine.approvals.evaluate` and recorded in ``surface.approvals[node]``
-    (``{enteredAt, approvals: [{by, at, via, outcome, ...}], refused: [...]}``); a refusal
+    (``{enteredAt, visit, approvals: [{by, at, via, outcome, ...}], refused: [...]}``,
+    one per visit to the gate, issue 19 §2); a refusal
     is logged and said on the thread with its reason. The latest counted
     ``changes-requested`` decides at once (the count resets); otherwise the gate passes
     once ``approvals`` distinct people approved.
@@ -372,7 +383,7 @@ def _commented_approvals(ctx: HookContext) -> tuple[str, list[dict[str, Any]]] |
     # classify-feedback recorded this entry's approvals just before (same chain).
     entry = _stored(ctx)
     raw = (ctx.state.surface.get("approvals") or {}).get(ctx.node.id) or {}
-    if raw.get("changesRequested") and raw.get("enteredAt") == entry["enteredAt"]:
+    if raw.get("changesRequested") and _same_entry(raw, entry["enteredAt"], entry["visit"]):
         # A counted changes-requested decided it, by whoever the rule allows (a team
         # member is not in authorizedUsers: the fallback below would not see them).
         return CHANGES_REQUESTED, []

@@ -10,6 +10,8 @@ Tables (issue 2 §5):
 * ``node_records`` — attempts, outcome, enteredAt, exitedAt, lastBlock, forced per node.
 * ``skips``, ``opt_ins``, ``decisions``, ``completions`` — node id -> JSON entry.
 * ``forced_moves`` — the list of forced moves, in order.
+* ``visits`` — node id -> the JSON list of the node's visits (issue 19 §2); ``decisions``
+  then holds the current visit's decision per node.
 * ``events`` — the event log: ``seq, item, at, kind, data``.
 * ``comments``, ``comment_edits`` — the local thread (the offline tracker).
 * ``kv`` — ``(namespace, key) -> value`` JSON for bridges (labels, pull requests, polls).
@@ -159,3 +161,12 @@ def _effects(db: Database) -> None:
     db["effects"].create_index(["key"], unique=True)
     db["effects"].create_index(["item", "status", "id"])
     db["effects"].create_index(["status", "id"])
+
+
+@MIGRATIONS(name="0006_visits")
+def _visits(db: Database) -> None:
+    # Each visit to a node with its own decision (issue 19 §2): ``data`` is the node's
+    # JSON list of visits. Items written before have none; they are read from
+    # ``decisions`` and ``node_records`` (engine.visits.legacy_visits).
+    db["visits"].create({"item": str, "node": str, "ord": int, "data": str},
+                        pk=("item", "node"))

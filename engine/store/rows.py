@@ -15,6 +15,7 @@ from typing import Any
 
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
+from engine.visits import visits_from_document, visits_to_json
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
 
 __all__ = [
@@ -30,12 +31,14 @@ Query = Callable[[str, tuple[Any, ...]], Iterable[tuple[Any, ...]]]
 ENTRY_TABLES = (
     ("skips", "skips"),
     ("opt_ins", "opt_ins"),
-    ("decisions", "decisions"),
     ("completions", "completions"),
 )
 #: Every table whose rows belong to one item (replaced wholesale on each write).
+#: ``visits`` holds ``node -> [visit, ...]`` (issue 19 §2); ``decisions`` keeps the
+#: current visit's decision per node, as before visits were kept, and is read only for an
+#: item written before then (no ``visits`` rows): see :func:`_visits`.
 CHILD_TABLES = ("node_records", "skips", "opt_ins", "decisions", "completions",
-                "forced_moves")
+                "forced_moves", "visits")
 ITEM_COLUMNS = (
     "item, owner, repo, number, loop, current_node, status, parked, surface, "
     "started_at, revision, updated_at"
@@ -110,9 +113,25 @@ def read_state(query: Query, ref: WorkItemRef) -> ItemState | None:
         for node, data in query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord",
                                 (item,)):
             target[node] = json.loads(data)
+    state.visits = _visits(state, *(
+        list(query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord", (item,)))
+        for table in ("visits", "decisions")))
     state.forced = [json.loads(d) for (d,) in query(
         "SELECT data FROM forced_moves WHERE item = ? ORDER BY ord", (item,))]
     return state
+
+
+def _visits(state: ItemState, visit_rows: list[tuple[Any, ...]],
+            decision_rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+    """The item's visits from its ``visits`` rows, or, for an item written before visits
+    were kept (none), rebuilt from its ``decisions`` rows and node records — through the
+    one deserialiser, :func:`engine.visits.visits_from_document`."""
+    if visit_rows:
+        return visits_from_document({"visits": {n: json.loads(d) for n, d in visit_rows}})
+    return visits_from_document({
+        "nodes": {k: v.to_mapping() for k, v in state.nodes.items()},
+        "decisions": {n: json.loads(d) for n, d in decision_rows},
+        "surface": state.surface})
 
 
 def write_statements(tx: StoreTransaction) -> list[tuple[str, list[tuple[Any, ...]]]]:
@@ -149,6 +168,12 @@ def _state_statements(item: str, state: ItemState) -> list[tuple[str, list[tuple
             out.append((f"INSERT INTO {table} (item, node, ord, data) VALUES (?,?,?,?)",
                         [(item, node, i, json_text(e))
                          for i, (node, e) in enumerate(entries.items())]))
+    out.append(("INSERT INTO decisions (item, node, ord, data) VALUES (?,?,?,?)",
+                [(item, node, i, json_text(e))
+                 for i, (node, e) in enumerate(state.current_decisions().items())]))
+    out.append(("INSERT INTO visits (item, node, ord, data) VALUES (?,?,?,?)",
+                [(item, node, i, json_text(seq))
+                 for i, (node, seq) in enumerate(visits_to_json(state.visits).items())]))
     out.append((_INSERT_FORCED, [
         (item, i, _text(m, "from"), _text(m, "to"), _text(m, "by"), _text(m, "reason"),
          _text(m, "at"), json_text(m)) for i, m in enumerate(state.forced)]))
@@ -193,6 +218,8 @@ def stream_states(query: Query) -> Iterator[ItemState]:
                        "c.node, c.attempts, c.outcome, c.entered_at, c.exited_at, "
                        "c.last_block, c.forced")
     entries = {attr: _ordered(query, table, "c.node, c.data") for table, attr in ENTRY_TABLES}
+    visits = _ordered(query, "visits", "c.node, c.data")
+    decisions = _ordered(query, "decisions", "c.node, c.data")
     forced = _ordered(query, "forced_moves", "c.data")
     for row in items:
         state = state_from_row(tuple(row))
@@ -203,5 +230,6 @@ def stream_states(query: Query) -> Iterator[ItemState]:
             target = getattr(state, attr)
             for node, data in rows.take(item):
                 target[node] = json.loads(data)
+        state.visits = _visits(state, visits.take(item), decisions.take(item))
         state.forced = [json.loads(d) for (d,) in forced.take(item)]
         yield state

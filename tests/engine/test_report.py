@@ -146,10 +146,9 @@ def test_complete_items_are_ok_and_show_decisions() -> None:
                    select=_passed("selected"), a=_passed(), critic=_skipped(),
                    gate=_passed("approved"), b=_passed(),
                    done=NodeRecord(entered_at="t"))
-    state.decisions = {
-        "select": {"by": "@alice", "via": "checklist", "at": "t0"},
-        "gate": {"attestedBy": "alice", "attestedAt": "t9", "comment": "local://x/comment-3"},
-    }
+    state.record_decision("select", {"by": "@alice", "via": "checklist", "at": "t0"})
+    state.record_decision("gate", {"attestedBy": "alice", "attestedAt": "t9",
+                                   "comment": "local://x/comment-3"})
     report = build_report(GRAPH, state)
     assert report["ok"] is True and report["unmet"] == []
     assert report["phaseSelection"] == {"node": "select", "by": "@alice", "via": "checklist",
@@ -167,7 +166,7 @@ def test_render_table_lays_out_one_row_per_node() -> None:
     state = _state(current="gate", select=_passed("selected"), a=_skipped(), critic=_skipped())
     state.skips["a"] = dict(DECLARED)
     state.parked = {"node": "gate", "reason": "waiting for a decision at gate", "at": "t"}
-    state.decisions["select"] = {"by": "@alice", "via": "reply"}
+    state.record_decision("select", {"by": "@alice", "via": "reply"})
     state.forced.append({"from": "x", "to": "gate", "by": "@ops", "reason": "stuck"})
     state.skips["select"] = {"via": "forged"}
     text = render_table(build_report(GRAPH, state))

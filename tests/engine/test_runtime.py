@@ -391,7 +391,9 @@ def test_an_answered_gate_stays_passed_in_check(rt: Runtime) -> None:
     assert rt.status(REF)["phaseSelection"]["via"] == "reply"
 
 
-def test_gate_decisions_are_first_answer_wins(store: Any) -> None:
+def test_gate_decisions_are_kept_per_visit(store: Any) -> None:
+    # Issue 19 §2 replaced "first answer wins for the item's life": each visit to the gate
+    # has its own decision; ``decisions`` is the current visit's, the history keeps both.
     graph = _graph(lambda m: m["edges"].__setitem__(5, {"from": "gate", "to": "a",
                                                         "on": "approved"}))
     rt = make_runtime(store, graph)
@@ -402,7 +404,24 @@ def test_gate_decisions_are_first_answer_wins(store: Any) -> None:
     rt.advance(REF, say(rt, "alice", "approve"))  # back to a
     rt.complete(REF, "a", "agent-1")
     state = rt.advance(REF, say(rt, "bob", "approve"))
-    assert state.decisions["gate"]["by"] == "alice"
+    assert state.decisions["gate"]["by"] == "bob"
+    visits = rt.store.load(REF).history("gate")
+    assert [(v.number, v.outcome, v.decision.by if v.decision else None)
+            for v in visits[:2]] == [(1, "approved", "alice"), (2, "approved", "bob")]
+    assert visits[0].exited_at < visits[1].entered_at
+
+
+def test_within_a_visit_the_first_answer_wins(store: Any) -> None:
+    rt = make_runtime(store)
+    rt.settings = EngineSettings(authorized_users=("alice", "bob"), loop="mini")
+    rt.start(REF)
+    rt.advance(REF, say(rt, "alice", "select"))
+    with rt.store.transaction(REF) as tx:  # the open visit to a
+        assert tx.state.record_decision("a", {"by": "@alice", "outcome": "approved"})
+        assert not tx.state.record_decision("a", {"by": "@bob", "outcome": "approved"})
+    state = rt.store.load(REF)
+    assert state.decision("a").by == "@alice"
+    assert [v.number for v in state.history("a")] == [1]
 
 
 def test_changes_requested_loops_back_and_reenters(rt: Runtime) -> None:
