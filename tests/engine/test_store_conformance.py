@@ -16,6 +16,7 @@ from sqlite_utils import Database
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
+from engine.visits import Visit, VisitDecision
 from engine.store.migrations import MIGRATION_SET, MIGRATIONS
 from engine.store.sqlite import SqliteStore
 from tests.engine.runtime_support import make_store
@@ -42,8 +43,20 @@ def _full_state(state: ItemState) -> None:
     state.nodes["phase-selection"] = NodeRecord(1, "selected", "t1", "t2", "", False)
     state.nodes["brainstorming"] = NodeRecord(0, "skipped", "t2", "t2", "", False)
     state.nodes["design"] = NodeRecord(2, "", "t3", "", "design.md is missing", True)
-    state.decisions["phase-selection"] = {"by": "@alice", "via": "reply",
-                                          "frozen": {"nodes": [{"id": "a", "optIn": True}]}}
+    state.visits["phase-selection"] = (
+        Visit(1, "t1", "t2", "selected", VisitDecision.from_json(
+            {"by": "@alice", "via": "reply",
+             "frozen": {"nodes": [{"id": "a", "optIn": True}]}})),)
+    # A gate answered twice: changes requested on visit 1, approved on visit 2 (open: 3).
+    state.visits["design"] = (
+        Visit(1, "t0", "t1", "changes-requested", VisitDecision.from_json(
+            {"by": "@bob", "at": "t1", "outcome": "changes-requested", "comment": "u1",
+             "commentId": 11})),
+        Visit(2, "t2", "t3", "approved", VisitDecision.from_json(
+            {"by": "@carol", "at": "t3", "outcome": "approved", "comment": "",
+             "commentId": 0, "via": "slack", "text": "ok ✓"}), forced=True),
+        Visit(3, "t3"),
+    )
     state.forced = [{"from": "a", "to": "b", "reason": "r1", "by": "@ops", "at": "t"},
                     {"from": "b", "to": "design", "reason": "r2 — ünïcode", "by": "@ops",
                      "at": "t"}]
@@ -81,6 +94,85 @@ def test_every_key_round_trips_exactly(store: Any) -> None:
     assert loaded.to_document() == expected
     assert list(loaded.nodes) == ["phase-selection", "brainstorming", "design"]
     assert [m["reason"] for m in loaded.forced] == ["r1", "r2 — ünïcode"]
+
+
+def test_visits_round_trip_with_their_decisions(store: Any) -> None:
+    with store.transaction(REF) as tx:
+        _full_state(tx.create("loop"))
+    loaded = store.load(REF)
+    assert [(v.number, v.outcome, v.decision.by if v.decision else None, v.forced)
+            for v in loaded.history("design")] == [
+        (1, "changes-requested", "@bob", False), (2, "approved", "@carol", True),
+        (3, "", None, False)]
+    assert loaded.history("design")[1].decision.text == "ok ✓"
+    # decisions: the current visit's; design's visit 3 is open and undecided.
+    assert set(loaded.decisions) == {"phase-selection"}
+    assert [s.number for s in next(iter(store.load_all())).history("design")] == [1, 2, 3]
+
+
+def _old_document() -> dict[str, Any]:
+    # Written by loopgate before visits were kept (9b43445): requirements-approval got
+    # changes requested by @alice on its first visit and was approved by @bob on its second.
+    return json.loads((Path(__file__).parent / "data" / "state_before_visits.json")
+                      .read_text("utf-8"))
+
+
+def _write_old_rows(store: Any, doc: dict[str, Any]) -> None:
+    # The rows the old SQL stores wrote for ``doc``: no visits table rows.
+    state = ItemState.from_document(doc)
+    with store.transaction(REF) as tx:
+        tx.create("x")
+        tx.state.__dict__.update(state.__dict__)
+    old = doc["decisions"]
+    with store.writing() as db:
+        db.execute("DELETE FROM visits WHERE item = ?", (str(REF),))
+        db.execute("DELETE FROM decisions WHERE item = ?", (str(REF),))
+        for i, (node, data) in enumerate(old.items()):
+            db.execute("INSERT INTO decisions (item, node, ord, data) VALUES (?,?,?,?)",
+                       (str(REF), node, i, json.dumps(data)))
+
+
+def _assert_old_item_read(state: ItemState) -> None:
+    gate = state.history("requirements-approval")
+    assert [(v.number, v.outcome, v.decision.by, v.decision.outcome, v.decision.comment_id,
+             v.inferred) for v in gate] == [
+        (1, "changes-requested", "@alice", "changes-requested", 1005, True),
+        (2, "approved", "@bob", "approved", 1009, True)]
+    assert (gate[0].entered_at, gate[0].exited_at) == ("", "2026-03-01T12:00:30Z")
+    assert (gate[1].entered_at, gate[1].exited_at) == ("2026-03-01T12:00:44Z",
+                                                       "2026-03-01T12:00:54Z")
+    assert state.decisions["requirements-approval"] == {
+        "by": "@bob", "at": "2026-03-01T12:00:54Z", "outcome": "approved",
+        "comment": "https://github.com/acme/widgets/issues/7#issuecomment-1009",
+        "commentId": 1009}
+    assert [v.number for v in state.history("design")] == [1]
+    assert state.visit("design").open
+
+
+def test_a_document_written_before_visits_were_kept_loads_with_its_visits() -> None:
+    doc = _old_document()
+    assert "visits" not in doc and doc["decisions"]["requirements-approval"]["by"] == "@alice"
+    state = ItemState.from_document(doc)
+    _assert_old_item_read(state)
+    again = ItemState.from_document(state.to_document())  # written back: the new shape
+    assert again.to_document() == state.to_document()
+    _assert_old_item_read(again)
+
+
+def test_sql_rows_written_before_visits_were_kept_load_with_their_visits(store: Any) -> None:
+    if not hasattr(store, "writing"):
+        pytest.skip("the memory store keeps documents (the test above)")
+    _write_old_rows(store, _old_document())
+    _assert_old_item_read(store.load(REF))
+    _assert_old_item_read(next(iter(store.load_all())))
+    with store.transaction(REF) as tx:  # written back by this loopgate: the new rows
+        tx.state.surface["touched"] = True
+    with store.writing() as db:
+        rows = db.execute("SELECT node FROM visits WHERE item = ? ORDER BY ord",
+                          (str(REF),)).fetchall()
+    assert [r[0] for r in rows] == ["phase-selection", "requirements-definition",
+                                    "requirements-approval", "design"]
+    _assert_old_item_read(store.load(REF))
 
 
 def test_load_returns_a_copy(store: Any) -> None:
