@@ -185,9 +185,12 @@ def _phase_selection(graph: Graph, state: ItemState) -> dict[str, Any] | None:
             "at": doc.get("at")}
 
 
-def visit_history(state: ItemState) -> list[dict[str, Any]]:
+def visit_history(visits: Mapping[str, Sequence[Visit]]) -> list[dict[str, Any]]:
     """Every visit of every node, in the order they began (issue 19 §2: the history stays
     readable after a gate is re-entered).
+
+    Args:
+        visits: ``ItemState.visits`` (node id -> visits, oldest first).
 
     Returns:
         ``[{node, visit, enteredAt, exitedAt, outcome, current, decision}]`` sorted by
@@ -196,7 +199,7 @@ def visit_history(state: ItemState) -> list[dict[str, Any]]:
         the record as the gate wrote it, or None.
     """
     rows = []
-    for order, (node_id, seq) in enumerate(state.visits.items()):
+    for order, (node_id, seq) in enumerate(visits.items()):
         for visit in seq:
             doc = visit.to_json()
             rows.append((visit.entered_at or visit.exited_at, order, visit.number, {
@@ -208,17 +211,21 @@ def visit_history(state: ItemState) -> list[dict[str, Any]]:
     return [r[3] for r in rows]
 
 
-def render_history(state: ItemState) -> str:
+def render_history(work_item: str, visits: Mapping[str, Sequence[Visit]]) -> str:
     """The ``check ITEM --history`` text: one line per visit, oldest first.
+
+    Args:
+        work_item: the item's ref as text (the heading).
+        visits: ``ItemState.visits``.
 
     Each line: ``<node> visit <n>: entered <t>, left <t> with <outcome>[; decided by <who>
     via <how> at <t> (<comment>)][ — current]``; an open visit reads ``still open``.
     Returns ``<item> — no visits recorded`` when there are none.
     """
-    lines = [f"{state.ref} — visits, oldest first"]
-    for row in visit_history(state):
+    lines = [f"{work_item} — visits, oldest first"]
+    for row in visit_history(visits):
         lines.append("  " + _history_line(row))
-    return "\n".join(lines) if len(lines) > 1 else f"{state.ref} — no visits recorded"
+    return "\n".join(lines) if len(lines) > 1 else f"{work_item} — no visits recorded"
 
 
 def _history_line(row: Mapping[str, Any]) -> str:

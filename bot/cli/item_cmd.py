@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -21,9 +21,10 @@ from bot.cli.context import CliContext, fail, parse_item
 from bot.cli.help import format_option
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.refs import WorkItemRef
-from engine.report import build_report, render_table, where
+from engine.report import build_report, render_history, render_table, visit_history, where
 from engine.runtime import OWED
 from engine.state import ItemState, ItemStatus
+from engine.visits import visits_from_json
 
 __all__ = ["register", "check_document", "fails"]
 
@@ -218,9 +219,14 @@ _SHARED = ("document", "decisions", "parked", "forced", "completions")
 
 def check_document(report: dict[str, Any]) -> dict[str, Any]:
     """The ``check --format json`` object of one item: the state document (version,
-    workItem, currentNode, nodes, decisions, forced, parked, completions, skips, optIns,
-    surface, loop) plus ``report`` (the check report without the keys that repeat the
-    document; its ``skips``/``optIns`` are the trusted views, with provenance)."""
+    workItem, currentNode, nodes, decisions, visits, forced, parked, completions, skips,
+    optIns, surface, loop) plus ``report`` (the check report without the keys that repeat
+    the document; its ``skips``/``optIns`` are the trusted views, with provenance).
+
+    ``decisions`` keeps its meaning for consumers written before visits were kept: each
+    node's decision — now its CURRENT visit's (a gate sent back and approved on its
+    second visit reads ``approved``); ``visits`` is ``{node: [{visit, enteredAt,
+    exitedAt, outcome, decision?}]}`` (issue 19 §2)."""
     body = {k: v for k, v in report.items() if k not in _SHARED}
     return {**report["document"], "report": body}
 
@@ -255,6 +261,19 @@ def _reports(services: Any, item: WorkItemRef | None, recompute: bool,
                                effects=owed.get(state.ref, ()))
 
 
+def _with_history(reports: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    # ``--history`` in JSON: the report gains ``history``, every visit oldest first
+    # (issue 19 §2); the document's ``visits`` key is there either way.
+    for report in reports:
+        visits = visits_from_json(report["document"].get("visits") or {})
+        yield {**report, "history": visit_history(visits)}
+
+
+def _history_text(report: Mapping[str, Any]) -> str:
+    visits = visits_from_json(report["document"].get("visits") or {})
+    return render_history(report["workItem"], visits)
+
+
 def _emit_json(reports: Iterable[dict[str, Any]], many: bool, fail_on: str | None) -> bool:
     failed = False
     if not many:
@@ -275,12 +294,14 @@ def _emit_json(reports: Iterable[dict[str, Any]], many: bool, fail_on: str | Non
 
 
 def _emit_table(reports: Iterable[dict[str, Any]], fail_on: str | None, *, color: bool,
-                summary: Summary | None) -> bool:
+                summary: Summary | None, history: bool = False) -> bool:
     failed, any_report = False, False
     paint = painter(color)
     for i, report in enumerate(reports):
         any_report = True
         click.echo(("\n" if i else "") + render_table(report, paint), color=color)
+        if history:
+            click.echo(_history_text(report))
         failed = fails(report, fail_on) or failed
         if summary is not None:
             summary.add(report)
@@ -319,25 +340,33 @@ def _check_filters(services: Any, item: WorkItemRef | None, all_items: bool,
 @click.option("--color", "color", type=click.Choice(COLOR_MODES), default="auto",
               show_default=True,
               help="Colour status words: auto = on a terminal unless NO_COLOR is set.")
+@click.option("--history", "history", is_flag=True,
+              help="Also list every visit to every node, oldest first, each with its own "
+                   "decision (JSON: the report's history key).")
 @click.pass_obj
 def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
           recompute: bool, fail_on: str | None, node: str | None, status: str | None,
-          color: str) -> None:
+          color: str, history: bool) -> None:
     """Report where ITEM (or every item, with --all) stands, node by node; --all ends with
-    a summary table (items per current node and status).
+    a summary table (items per current node and status). Decisions shown are each gate's
+    current visit's; --history lists every visit (a gate sent back and answered again
+    has one decision per visit).
 
     \b
     Example:
       loopgate check --all --status parked --node phase-selection
+      loopgate check acme/widgets#7 --history
     """
     services = obj.services
     _check_filters(services, item, all_items, node, status)
     reports = _reports(services, item, recompute, node, status)
     if fmt == "json":
-        failed = _emit_json(reports, all_items, fail_on)
+        failed = _emit_json(_with_history(reports) if history else reports, all_items,
+                            fail_on)
     else:
         summary = Summary([n.id for n in services.graph.ordered()]) if all_items else None
-        failed = _emit_table(reports, fail_on, color=use_color(color), summary=summary)
+        failed = _emit_table(reports, fail_on, color=use_color(color), summary=summary,
+                             history=history)
     if failed:
         raise SystemExit(1)
 

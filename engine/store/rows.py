@@ -15,8 +15,8 @@ from typing import Any
 
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
-from engine.visits import visits_from_document, visits_to_json
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
+from engine.visits import visits_from_document, visits_to_json
 
 __all__ = [
     "ENTRY_TABLES", "CHILD_TABLES", "ITEM_COLUMNS", "Query", "read_state", "write_statements",

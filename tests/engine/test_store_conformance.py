@@ -16,9 +16,9 @@ from sqlite_utils import Database
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
-from engine.visits import Visit, VisitDecision
 from engine.store.migrations import MIGRATION_SET, MIGRATIONS
 from engine.store.sqlite import SqliteStore
+from engine.visits import Visit, VisitDecision
 from tests.engine.runtime_support import make_store
 
 REF = WorkItemRef("acme", "widgets", 7)
