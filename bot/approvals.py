@@ -28,6 +28,7 @@ from engine.ports import Comment, TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
 from engine.state import ItemState
+from engine.visits import Visit
 
 __all__ = [
     "FEEDBACK_HOOK",
@@ -43,6 +44,8 @@ __all__ = [
     "check_gate",
     "Decided",
     "decide",
+    "gate_visit",
+    "gate_decision",
 ]
 
 log = logging.getLogger(__name__)
@@ -164,15 +167,51 @@ class GateCheck:
         return self.code == "ok"
 
 
+def gate_visit(state: ItemState, gate: GateRef) -> Visit | None:
+    """The visit to ``gate.node`` a message was posted for (issue 19 §2): the one entered
+    at ``gate.entered_at``; for a message naming no time, the current visit; for a time
+    no visit has (a visit rebuilt from state written before visits were kept has no
+    entry time), the latest visit entered no later than it. None when never visited."""
+    history = state.history(gate.node)
+    if not history:
+        return None
+    if not gate.entered_at:
+        return history[-1]
+    exact = [v for v in history if v.entered_at == gate.entered_at]
+    if exact:
+        return exact[-1]
+    earlier = [v for v in history if v.entered_at <= gate.entered_at]
+    return earlier[-1] if earlier else history[-1]
+
+
+def gate_decision(state: ItemState, gate: GateRef) -> dict[str, Any]:
+    """The decision recorded on the visit ``gate`` names (:func:`gate_visit`) as the gate
+    wrote it (``{by, at, outcome, via, text, ...}``), ``{}`` when it has none. The
+    message of a gate's second visit thus shows the second answer, never the first."""
+    visit = gate_visit(state, gate)
+    return visit.decision.to_json() if visit is not None and visit.decision else {}
+
+
+def _said(decision: dict[str, Any]) -> str:
+    outcome = str(decision.get("outcome") or "")
+    return (f" ({OUTCOME_LABELS.get(outcome, outcome)} by {decision.get('by')})"
+            if outcome else "")
+
+
 def _outdated(state: ItemState, gate: GateRef) -> str:
     record = state.nodes.get(gate.node)
     entered = record.entered_at if record is not None else ""
     if state.current_node == gate.node and (not gate.entered_at or entered == gate.entered_at):
         return ""
-    decision = state.decisions.get(gate.node) or {}
-    outcome = str(decision.get("outcome") or "")
-    said = (f" ({OUTCOME_LABELS.get(outcome, outcome)} by {decision.get('by')})"
-            if outcome else "")
+    visit = gate_visit(state, gate)
+    said = _said(gate_decision(state, gate))
+    current = state.visit(gate.node)
+    if state.current_node == gate.node and visit is not None and current is not None \
+            and current is not visit:
+        # The gate was sent back and waits again: this message was for an earlier visit.
+        return (f"This message is outdated: it was for visit {visit.number} of `{gate.node}` "
+                f"of {gate.ref}{said}; `{gate.node}` waits again (visit {current.number}) — "
+                "answer its newer message. Nothing changed.")
     return (f"This message is outdated: `{gate.node}` of {gate.ref} is no longer waiting"
             f"{said}; the item is at `{state.current_node or '—'}`. Nothing changed.")
 
@@ -228,7 +267,8 @@ class Decided:
             check refused it after the pre-check allowed it), ``already-decided`` or one of
             :class:`GateCheck`'s refusals.
         message: the sentence for the clicker ("" when ``decided``).
-        decision: ``state.decisions[node]`` after the click (``{}`` when none).
+        decision: the decision of the visit clicked on after the click (``{}`` when
+            none; :func:`gate_decision`).
         current_node: where the item is after the click.
     """
 
@@ -272,7 +312,7 @@ def decide(services: Any, gate: GateRef, slack_user: str, outcome: str,
         reply = Comment(id=0, author=check.login, body=body)
         after = services.runtime.advance(
             gate.ref, {"comments": [reply], "via": VIA_SLACK, "expectNode": gate.node})
-    decision = dict(after.decisions.get(gate.node) or {})
+    decision = gate_decision(after, gate)
     if after.current_node == gate.node and after.parked.get("unverified"):
         # The gate could not check the click (a tracker read failed) and waits: nothing
         # replays a Slack click, so it was not taken (fail closed, issue 11 §2).

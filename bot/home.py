@@ -14,13 +14,16 @@ import logging
 from typing import Any
 
 from bot.approvals import is_approval_gate, may_decide
+from bot.blocks.approval import OUTCOME_LABELS
 from bot.blocks.home import ItemRow, WaitingRow, home_view
 from bot.identity import resolve_login
 from bot.listeners.commands.check import _recorded_authors, item_owners
 from bot.notifier import ensure_slack_tables, write_scope
 from engine.approvals import recorded_approvals
+from engine.visits import Visit
 
-__all__ = ["home_rows", "publish_home", "homes_to_refresh", "refresh_homes", "web_base"]
+__all__ = ["home_rows", "publish_home", "homes_to_refresh", "refresh_homes", "web_base",
+           "decision_phrase", "last_decision", "previous_visit"]
 
 log = logging.getLogger(__name__)
 
@@ -53,6 +56,47 @@ def _quiz_row(state: Any, node: Any, base: str) -> WaitingRow:
                       location if location.startswith(("https://", "http://")) else "")
 
 
+def decision_phrase(visit: Visit) -> str:
+    """``✅ Approved by @bob`` for a visit's decision (a quiz: ``attested by @alice``), ""
+    when the visit has none."""
+    decision = visit.decision
+    if decision is None:
+        return ""
+    outcome = decision.outcome or visit.outcome
+    if decision.document.get("attestedBy"):
+        label = "attested"
+    else:
+        label = OUTCOME_LABELS.get(outcome, outcome or "decided")
+    return f"{label} by {decision.by or 'someone'}"
+
+
+def previous_visit(state: Any, node_id: str) -> str:
+    """``visit 1: ✋ Changes requested by @alice`` for a gate waiting on a later visit (issue
+    19 §2: the one deciding now sees why it came back), "" on a first visit."""
+    history = state.history(node_id)
+    if len(history) < 2 or history[-2].decision is None:
+        return ""
+    return f"visit {history[-2].number}: {decision_phrase(history[-2])}"
+
+
+def last_decision(state: Any) -> str:
+    """The item's latest decision among each node's CURRENT visit (issue 19 §2):
+    ``last decision: ✅ Approved at `node` by @bob (visit 2)``; "" when none."""
+    latest: tuple[str, str, Visit] | None = None
+    for node_id in state.visits:
+        visit = state.visit(node_id)
+        if visit is None or visit.decision is None:
+            continue
+        at = visit.decision.at or visit.exited_at
+        if latest is None or at >= latest[0]:
+            latest = (at, node_id, visit)
+    if latest is None:
+        return ""
+    _, node_id, visit = latest
+    text = decision_phrase(visit).replace(" by ", f" at `{node_id}` by ", 1)
+    return f"last decision: {text}" + (f" (visit {visit.number})" if visit.number > 1 else "")
+
+
 def _waits_on(services: Any, state: Any, login: str) -> bool:
     # The gate's own rule for this item (preventSelfApproval needs whose work it is), and
     # not someone whose approval it already counted (issue 11 §2).
@@ -72,15 +116,18 @@ def home_rows(services: Any, login: str) -> tuple[list[WaitingRow], list[ItemRow
         owners = item_owners(services, state, authors)
         if login in owners:
             items.append(ItemRow(str(state.ref), state.current_node, state.status,
-                                 _url(state, base)))
+                                 _url(state, base), last_decision(state)))
         if not state.current_node or state.status == "complete":
             continue
         node = services.graph.node(state.current_node)
         record = state.nodes.get(node.id)
         since = record.entered_at if record else ""
         if is_approval_gate(services.graph, node.id) and _waits_on(services, state, login):
+            visit = state.visit(node.id)
             waiting.append(WaitingRow(str(state.ref), node.id, "approval", since,
-                                      node.description, _url(state, base)))
+                                      node.description, _url(state, base),
+                                      visit=visit.number if visit is not None else 1,
+                                      previous=previous_visit(state, node.id)))
         elif node.id in (state.surface.get("quiz") or {}) and login in owners:
             waiting.append(_quiz_row(state, node, base))
     waiting.sort(key=lambda row: (row.since, row.ref))

@@ -167,25 +167,29 @@ def approval_message(
 
 def approval_done_message(
     gate: GateRef, decision: Mapping[str, Any], *, item_url: str = "", revision: int = 1,
-    moved_to: str = "",
+    moved_to: str = "", visit: int = 0,
 ) -> tuple[str, list[Block]]:
     """The message rewritten read-only once the gate was answered (or moved on).
 
     Args:
         gate: the gate visit.
-        decision: ``state.decisions[node]`` (``by``, ``outcome``, ``at``, ``via``,
+        decision: the decision recorded on the visit the message was for
+            (``bot.approvals.gate_decision``: ``by``, ``outcome``, ``at``, ``via``,
             ``text``, ``approvers`` at a gate that needed several approvals); empty when
             the gate moved without one (skipped, forced).
         item_url: the issue link.
         revision: the new revision.
         moved_to: where the item is now, named when there is no decision.
+        visit: that visit's number; from 2 on it is named ("visit 2"), so a gate sent
+            back and answered again reads as its own answer (issue 19 §2).
     """
     outcome = str(decision.get("outcome") or "")
     if outcome:
         via = " from Slack" if decision.get("via") == "slack" else " on GitHub"
         head = (f"{OUTCOME_LABELS.get(outcome, outcome)} — `{gate.node}` of "
                 f"{_item(gate.ref, item_url)} by {escape(str(decision.get('by') or '?'))}"
-                f"{via} at {escape(str(decision.get('at') or ''))}{_approvers(decision)}")
+                f"{via} at {escape(str(decision.get('at') or ''))}{_approvers(decision)}"
+                f"{f' (visit {visit})' if visit > 1 else ''}")
     else:
         head = (f"⏭️ `{gate.node}` of {_item(gate.ref, item_url)} is no longer waiting"
                 f"{f' (now at `{escape(moved_to)}`)' if moved_to else ''}.")

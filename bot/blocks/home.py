@@ -33,6 +33,9 @@ class WaitingRow:
         item_url: the issue link ("" when unknown).
         comment_url: the quiz comment ("" when none).
         explainer_url: the explainer page when it is a URL ("" otherwise).
+        visit: which visit to the node this is (issue 19 §2; named from 2 on).
+        previous: the previous visit's answer (``visit 1: ✋ Changes requested by
+            @alice``), "" for none.
     """
 
     ref: str
@@ -43,16 +46,21 @@ class WaitingRow:
     item_url: str = ""
     comment_url: str = ""
     explainer_url: str = ""
+    visit: int = 1
+    previous: str = ""
 
 
 @dataclass(frozen=True)
 class ItemRow:
-    """One of the viewer's work items: reference, current node, status, link."""
+    """One of the viewer's work items: reference, current node, status, link, and its
+    latest decision among each node's current visit (``bot.home.last_decision``; "" for
+    none)."""
 
     ref: str
     node: str
     status: str
     item_url: str = ""
+    decision: str = ""
 
 
 def _button(text: str, url: str, action_id: str) -> dict[str, Any]:
@@ -66,6 +74,8 @@ def _waiting_blocks(row: WaitingRow, index: int) -> list[dict[str, Any]]:
     what = "approval" if row.kind == "approval" else "quiz"
     line = (f"*{escape(row.ref)}* · `{escape(row.node)}` ({what}) — waiting since "
             f"{escape(row.since or '?')}")
+    if row.visit > 1:  # sent back and waiting again (issue 19 §2)
+        line += f" — visit {row.visit}" + (f" ({escape(row.previous)})" if row.previous else "")
     if row.description:
         line += f"\n{escape(truncate(row.description, 200))}"
     blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": line}}]
@@ -81,7 +91,8 @@ def _waiting_blocks(row: WaitingRow, index: int) -> list[dict[str, Any]]:
 
 def _item_line(row: ItemRow) -> str:
     ref = f"<{row.item_url}|{escape(row.ref)}>" if row.item_url else escape(row.ref)
-    return f"• {ref} — at `{escape(row.node or '—')}` ({escape(row.status or '—')})"
+    line = f"• {ref} — at `{escape(row.node or '—')}` ({escape(row.status or '—')})"
+    return f"{line} — {escape(row.decision)}" if row.decision else line
 
 
 def _more(count: int) -> str:

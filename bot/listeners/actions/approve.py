@@ -16,7 +16,7 @@ from typing import Any
 
 from slack_sdk.errors import SlackApiError
 
-from bot.approvals import Decided, check_gate, decide
+from bot.approvals import Decided, check_gate, decide, gate_decision, gate_visit
 from bot.blocks import ids
 from bot.blocks.approval import GateRef, approval_done_message, decision_modal
 from bot.home import refresh_homes
@@ -107,10 +107,12 @@ def rewrite_message(services: Any, client: Any, gate: GateRef, channel: str, ts:
         "AND channel = ? AND ts = ?", (str(gate.ref), gate.node, "approval", channel, ts)
     ).fetchone()
     revision = (int(row[0]) if row else 0) + 1
-    decision = dict(state.decisions.get(gate.node) or {})
+    decision = gate_decision(state, gate)  # the visit the message was for (issue 19 §2)
     url = _item_url(services, gate)
+    visit = gate_visit(state, gate)
     text, blocks = approval_done_message(gate, decision, item_url=url, revision=revision,
-                                         moved_to=state.current_node)
+                                         moved_to=state.current_node,
+                                         visit=visit.number if visit is not None else 0)
     client.chat_update(channel=channel, ts=ts, text=text, blocks=[b.to_dict() for b in blocks])
     if row:
         with write_scope(services.store) as db:
