@@ -37,6 +37,7 @@ EVENT_KINDS = (
     "graph.quiz_attested",
     "graph.node_entered",
     "graph.effect_failed",
+    "graph.decided",
 )
 
 
