@@ -193,22 +193,23 @@ def visit_history(visits: Mapping[str, Sequence[Visit]]) -> list[dict[str, Any]]
         visits: ``ItemState.visits`` (node id -> visits, oldest first).
 
     Returns:
-        ``[{node, visit, enteredAt, exitedAt, outcome, current, decision}]`` sorted by
-        ``enteredAt`` (visits with an unknown entry — rebuilt from old state — first, by
-        node order); ``current`` is true for each node's latest visit; ``decision`` is
-        the record as the gate wrote it, or None.
+        ``[{node, visit, enteredAt, exitedAt, outcome, current, decision}]`` in the order
+        the visits began (their ``seq``; visits rebuilt from old state, which have none,
+        first, by time then node order); ``current`` is true for each node's latest
+        visit; ``decision`` is the record as the gate wrote it, or None.
     """
     rows = []
     for order, (node_id, seq) in enumerate(visits.items()):
         for visit in seq:
             doc = visit.to_json()
-            rows.append((visit.entered_at or visit.exited_at, order, visit.number, {
+            rows.append((visit.seq, visit.entered_at or visit.exited_at, order, visit.number, {
                 "node": node_id, "visit": visit.number, "enteredAt": visit.entered_at,
                 "exitedAt": visit.exited_at, "outcome": visit.outcome,
                 "current": visit is seq[-1], "decision": doc.get("decision"),
+                **({"forced": True} if visit.forced else {}),
                 **({"inferred": True} if visit.inferred else {})}))
-    rows.sort(key=lambda r: (r[0], r[1], r[2]))
-    return [r[3] for r in rows]
+    rows.sort(key=lambda r: r[:4])
+    return [r[4] for r in rows]
 
 
 def render_history(work_item: str, visits: Mapping[str, Sequence[Visit]]) -> str:
@@ -238,6 +239,8 @@ def _history_line(row: Mapping[str, Any]) -> str:
     decision = row.get("decision")
     if isinstance(decision, Mapping):
         line += _history_decision(decision)
+    if row.get("forced") and row["outcome"]:
+        line += " [entered by force]"
     if row.get("inferred"):
         line += " [rebuilt from a record written before visits were kept]"
     return line + (" — current" if row["current"] else "")

@@ -152,7 +152,8 @@ class ItemState:
         seq = self.visits.get(node_id, ())
         if seq and seq[-1].open:
             seq = (*seq[:-1], seq[-1].left(at, ""))
-        visit = Visit(len(seq) + 1, at, forced=forced)
+        order = sum(len(v) for v in self.visits.values()) + 1
+        visit = Visit(len(seq) + 1, at, forced=forced, seq=order)
         self.visits[node_id] = (*seq, visit)
         return visit
 

@@ -13,7 +13,7 @@ one (de)serialiser of the stored shape, called by ``ItemState.to_document`` /
 Stored shape (camelCase, the state document's ``visits`` key)::
 
     visits: {node id: [{visit, enteredAt, exitedAt, outcome, decision?, forced?,
-                        inferred?}, ...]}
+                        inferred?, seq?}, ...]}
 
 ``decision`` is the gate's record exactly as the gate wrote it (``engine.records``
 documents: ``{by, at, outcome, comment, commentId, via?, text?, approvers?}`` for an
@@ -130,6 +130,9 @@ class Visit:
         forced: the pointer was moved onto (or off) the node by ``force`` in this visit.
         inferred: rebuilt from state written before visits were kept (see
             :func:`legacy_visits`): its number and times are the best the old record tells.
+        seq: the item's count of visits when this one began (1, 2, ... across all nodes),
+            so the history keeps the walk's order when several visits share a clock
+            second; 0 for an inferred visit.
     """
 
     number: int
@@ -139,6 +142,7 @@ class Visit:
     decision: VisitDecision | None = None
     forced: bool = False
     inferred: bool = False
+    seq: int = 0
 
     @property
     def open(self) -> bool:
@@ -155,8 +159,8 @@ class Visit:
         return replace(self, exited_at=at, outcome=outcome, forced=self.forced or forced)
 
     def to_json(self) -> dict[str, Any]:
-        """``{visit, enteredAt, exitedAt, outcome}`` plus ``decision``, ``forced`` and
-        ``inferred`` when set."""
+        """``{visit, enteredAt, exitedAt, outcome}`` plus ``decision``, ``forced``,
+        ``inferred`` and ``seq`` when set."""
         doc: dict[str, Any] = {"visit": self.number, "enteredAt": self.entered_at,
                                "exitedAt": self.exited_at, "outcome": self.outcome}
         if self.decision is not None:
@@ -165,6 +169,8 @@ class Visit:
             doc["forced"] = True
         if self.inferred:
             doc["inferred"] = True
+        if self.seq:
+            doc["seq"] = self.seq
         return doc
 
     @classmethod
@@ -185,6 +191,7 @@ class Visit:
             decision=VisitDecision.from_json(decision) if decision is not None else None,
             forced=bool(doc.get("forced", False)),
             inferred=bool(doc.get("inferred", False)),
+            seq=_int(doc.get("seq")),
         )
 
 
