@@ -106,7 +106,7 @@ class VisitDecision:
 
     def to_json(self) -> dict[str, Any]:
         """The record exactly as the gate wrote it (a fresh, mutable copy)."""
-        return _plain(self.document)
+        return {str(k): _plain(v) for k, v in self.document.items()}
 
 
 def _int(value: Any) -> int:
