@@ -46,7 +46,8 @@ class HookResult:
         reason: a sentence for people (required for wait and block).
         data: extra results the runtime understands:
             ``outcome`` (overrides the routing outcome on pass),
-            ``decision`` (a mapping recorded as ``decisions[node]``, first answer wins),
+            ``decision`` (a mapping recorded on the node's current visit, first answer
+            wins within a visit; ``decisions[node]`` reads it, issue 19 §2),
             ``skips`` ({node: {via, token, by, reason}}) and ``optIns`` ({node: {via, by}})
             recorded for nodes not yet entered, ``retriable`` (bool, for block),
             ``refused`` (list of tokens named back by a gate), ``unverified`` (bool, on
