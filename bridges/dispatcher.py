@@ -66,6 +66,7 @@ from bridges.github.router import (
     comment_key,
 )
 from bridges.github.webhook import Delivery
+from engine.authorship import screen
 from engine.effects import RECORD_CHECKLIST
 from engine.errors import LoopgateError
 from engine.hooks.phase_selection import parse_selection
@@ -541,7 +542,7 @@ class Dispatcher:
     def _comment_on(self, ref: WorkItemRef, comment: Comment) -> DispatchResult:
         if self._needs_start(ref):
             if self._is_start_request(comment):
-                return self._start(ref, "comment")
+                return self._authored(ref, comment) or self._start(ref, "comment")
             if self.store.load(ref) is None:
                 # Noted, so the item's first start may still offer it to the gate (first
                 # sight, issue 14 §11); its content key is recorded as for any delivery.
@@ -605,6 +606,20 @@ class Dispatcher:
         return DispatchResult(HANDLED, reason, (str(ref),), node=node)
 
     # -- helpers ---------------------------------------------------------------------------
+    def _authored(self, ref: WorkItemRef, comment: Comment) -> DispatchResult | None:
+        """None when ``comment`` counts as its author's (issue 19 §1, the engine's one rule
+        :func:`engine.authorship.screen`); else ``retry`` (GitHub could not tell) or
+        ``dropped`` ``not-counted`` with one structured log line."""
+        result = screen([comment], self.tracker, matters=lambda c: True)
+        if result.unverified:
+            return DispatchResult(RETRY, "unverified", (str(ref),))
+        for refused in result.not_counted:
+            logger.warning("start request on %s not counted: %s", ref, refused.reason,
+                           extra={"event": "dispatch.comment_not_counted", "item": str(ref),
+                                  **refused.to_json()})
+            return DispatchResult(DROPPED, "not-counted", (str(ref),))
+        return None
+
     def _observe(self, ref: WorkItemRef, comment: Comment) -> None:
         for observer in list(self.comment_observers):
             try:
