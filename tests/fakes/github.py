@@ -17,6 +17,10 @@ What it does like GitHub:
 * Comment edits are recorded as ``userContentEdits`` (the creation entry added on the
   first edit, ``includesCreatedEdit`` set), returned newest first by default so clients
   must sort them themselves.
+* Other accounts can hold personal tokens (:meth:`FakeGitHub.add_user_token`): a REST
+  ``PATCH`` of someone else's comment with one is an edit by that user — ``user`` stays the
+  author, ``updated_at`` moves, and GraphQL shows the user as ``editor`` and in
+  ``userContentEdits`` beside the creation entry (platform-facts F3, A1-A4).
 * Unknown ids in ``nodes(ids:)`` answer ``null`` plus a ``NOT_FOUND`` error.
 * Comment ids start above 2^31 (ids like ``5186334064`` are ordinary on github.com), so
   selecting GraphQL's 32-bit ``databaseId`` of a comment is GitHub's own error ("Int cannot
