@@ -21,7 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.notifier import ensure_slack_tables, iso, write_scope
-from engine.authorship import LINK_LINE, has_link_code, screen
+from engine.authorship import LINK_LINE, has_link_code, needs_check, screen
 from engine.ports import Comment
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
@@ -179,6 +179,8 @@ def confirm_link_from_comment(services: Any, ref: WorkItemRef, comment: Comment)
 def _own_words(services: Any, ref: WorkItemRef, comment: Comment) -> bool:
     """True when the link code counts as the comment author's (issue 19 §1); otherwise one
     structured log line says why."""
+    if not needs_check(comment):  # the author's words as created (a webhook, offline)
+        return True
     result = screen([comment], services.ports.tracker, matters=has_link_code)
     if result.counted:
         return True

@@ -35,6 +35,12 @@ Kinds (issue 3 §4, explainer design C5):
 
 Comments on a pull request are routed to the work items the pull request delivers.
 
+Authorship (issue 19 §1): a comment the poller or the catch-up read from GitHub is its
+author's only when GitHub's edit history says so (:mod:`engine.authorship`; the runtime
+screens every event, a start request is screened here, the Slack link in
+:mod:`bot.identity`); an ``issue_comment.edited`` whose sender is not the author arrives as a
+``comment`` carrying ``edited_by`` (key ``edited:<id>:<sha16>``) so the gate names it.
+
 De-duplication is persisted (:mod:`bridges.github.persistence`): on the delivery id
 (``X-GitHub-Delivery`` or the poller's id) and on the content key (``comment:<id>``,
 ``quiz:<id>:<sha16>``, ``start:<ref>``), so webhook and poller share one record.

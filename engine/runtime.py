@@ -365,6 +365,10 @@ class Runtime:
                 optional ``expectNode`` key makes the event apply only while the pointer
                 is at that node (an ingress that read the state before this transaction,
                 such as Slack's Execute, must not answer the next gate by accident).
+                Comments whose body may not be their author's (read now, or seen edited by
+                someone else) are screened first (issue 19 §1, :meth:`_screen`): one that
+                does not count is left out, logged (``graph.comment_not_counted``) and named
+                in the wait; if the tracker cannot tell, the wait is ``unverified``.
 
         Returns:
             A copy of the committed state.

@@ -35,6 +35,11 @@ For each changed comment:
   of the gates (:meth:`GitHubTracker.prefetch`); a failed or rate-limited lookup leaves
   the keys unseen, holds the cursor back and drops the ETag, so the next cycle retries.
 
+* a new human comment that could decide something (a decisive reply, a typed attestation
+  line, a keyword, a link code) is looked up ahead in the same ⌈K/100⌉ way: the gate counts
+  it only when GitHub's edit history shows nobody else edited it (issue 19 §1); a plain
+  comment, or an idle cycle, asks GraphQL nothing.
+
 * loopgate's own phase-selection checklist, updated after it was created → one
   ``checklist_edited`` delivery per body (key ``checklist:<comment id>:<sha16>``): the
   Slack card is redrawn to match (issue 14 §15).
