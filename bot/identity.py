@@ -21,6 +21,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from bot.notifier import ensure_slack_tables, iso, write_scope
+from engine.authorship import LINK_LINE, has_link_code, needs_check, screen
 from engine.ports import Comment
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
@@ -45,7 +46,7 @@ LINK_TTL = timedelta(minutes=15)
 # No 0/O/1/I: the code is read from Slack and typed into GitHub.
 _ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"
 _CODE_LENGTH = 10
-_LINK_LINE = re.compile(r"(?im)^[ \t]*loopgate[ \t]+link[ \t]+(?P<code>[A-Za-z0-9]{4,64})[ \t]*$")
+_LINK_LINE = LINK_LINE  # one reading of link codes with the engine's authorship rule
 _LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$")
 
 
@@ -128,7 +129,10 @@ def confirm_link_from_comment(services: Any, ref: WorkItemRef, comment: Comment)
 
     Called by the GitHub dispatcher for each human comment. Refused (None, logged) when
     the comment is self-authored, the repository is not configured, the code is unknown,
-    used or expired, or the author is not the login the code was issued for.
+    used or expired, or the author is not the login the code was issued for — and when
+    the code is not the author's own words: GitHub shows someone else edited the comment,
+    or could not tell (issue 19 §1, :func:`engine.authorship.screen`; the person posts the
+    code again).
 
     Args:
         services: the wired services.
@@ -143,6 +147,8 @@ def confirm_link_from_comment(services: Any, ref: WorkItemRef, comment: Comment)
         return None
     if not _configured_repo(services, ref):
         log.info("link code on %s ignored: not a configured repository", ref)
+        return None
+    if not _own_words(services, ref, comment):
         return None
     code = match["code"].upper()
     author = normalize_login(comment.author)
@@ -168,6 +174,22 @@ def confirm_link_from_comment(services: Any, ref: WorkItemRef, comment: Comment)
         )
     log.info("slack user %s linked to @%s (comment %s on %s)", slack_user, login, comment.id, ref)
     return str(slack_user)
+
+
+def _own_words(services: Any, ref: WorkItemRef, comment: Comment) -> bool:
+    """True when the link code counts as the comment author's (issue 19 §1); otherwise one
+    structured log line says why."""
+    if not needs_check(comment):  # the author's words as created (a webhook, offline)
+        return True
+    result = screen([comment], services.ports.tracker, matters=has_link_code)
+    if result.counted:
+        return True
+    reason = (result.not_counted[0].reason if result.not_counted
+              else f"{result.unverified}; post the code again")
+    log.warning("link code on %s by @%s refused: %s", ref, comment.author or "unknown", reason,
+                extra={"event": "slack.link_refused", "item": str(ref),
+                       "commentId": comment.id, "reason": reason})
+    return False
 
 
 def _refusal(row: Any, author: str, now: str) -> str:

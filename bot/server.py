@@ -20,12 +20,28 @@ from flask import Flask
 
 from engine.errors import ConfigError
 
-__all__ = ["build_wsgi_app", "inbox_replay", "Server", "MAX_BODY_BYTES"]
+__all__ = ["build_wsgi_app", "inbox_replay", "Server", "MAX_BODY_BYTES", "HTTP_SETTINGS"]
 
 logger = logging.getLogger(__name__)
 
 #: GitHub caps webhook payloads at 25 MB; anything larger is refused before reading.
 MAX_BODY_BYTES = 25 * 1024 * 1024 + 1024
+
+#: waitress settings that keep the front answering while slow clients hold connections
+#: (issue 19 §6). waitress reads every request in its event loop and hands a worker thread
+#: only a complete one, so a client trickling its headers costs a connection, never a
+#: thread; what runs out is connections: waitress 3 stops accepting at
+#: ``connection_limit`` (default 100), which 150 trickling sockets exceed. So: room for
+#: 1000 connections, ``poll()`` rather than ``select()`` (whose FD_SETSIZE stops at 1024
+#: descriptors), a silent connection closed after 30 s (checked every 10 s), and request
+#: headers capped at 64 KiB (a trickler cannot hold one open for days).
+HTTP_SETTINGS: dict[str, Any] = {
+    "connection_limit": 1000,
+    "asyncore_use_poll": True,
+    "channel_timeout": 30,
+    "cleanup_interval": 10,
+    "max_request_header_size": 64 * 1024,
+}
 
 
 def _slack_http_mode(services: Any) -> bool:
@@ -148,7 +164,8 @@ class Server:
     """A waitress server running in a background thread, stoppable from any thread.
 
     Nothing runs before :meth:`start`: waitress starts its request threads when the
-    server is created, so the server is created (and the socket bound) there.
+    server is created, so the server is created (and the socket bound) there, with
+    :data:`HTTP_SETTINGS` (slow clients cannot starve it, issue 19 §6).
 
     Args:
         app: the WSGI app.
@@ -181,7 +198,8 @@ class Server:
         from waitress import create_server
 
         self._server = create_server(self._app, host=self._host, port=self._port,
-                                     threads=self._threads, ident="loopgate")
+                                     threads=self._threads, ident="loopgate",
+                                     **HTTP_SETTINGS)
         self._thread = threading.Thread(target=self._server.run, name="loopgate-http",
                                         daemon=True)
         self._thread.start()

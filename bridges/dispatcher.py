@@ -35,6 +35,12 @@ Kinds (issue 3 §4, explainer design C5):
 
 Comments on a pull request are routed to the work items the pull request delivers.
 
+Authorship (issue 19 §1): a comment the poller or the catch-up read from GitHub is its
+author's only when GitHub's edit history says so (:mod:`engine.authorship`; the runtime
+screens every event, a start request is screened here, the Slack link in
+:mod:`bot.identity`); an ``issue_comment.edited`` whose sender is not the author arrives as a
+``comment`` carrying ``edited_by`` (key ``edited:<id>:<sha16>``) so the gate names it.
+
 De-duplication is persisted (:mod:`bridges.github.persistence`): on the delivery id
 (``X-GitHub-Delivery`` or the poller's id) and on the content key (``comment:<id>``,
 ``quiz:<id>:<sha16>``, ``start:<ref>``), so webhook and poller share one record.
@@ -66,6 +72,7 @@ from bridges.github.router import (
     comment_key,
 )
 from bridges.github.webhook import Delivery
+from engine.authorship import screen
 from engine.effects import RECORD_CHECKLIST
 from engine.errors import LoopgateError
 from engine.hooks.phase_selection import parse_selection
@@ -541,7 +548,7 @@ class Dispatcher:
     def _comment_on(self, ref: WorkItemRef, comment: Comment) -> DispatchResult:
         if self._needs_start(ref):
             if self._is_start_request(comment):
-                return self._start(ref, "comment")
+                return self._authored(ref, comment) or self._start(ref, "comment")
             if self.store.load(ref) is None:
                 # Noted, so the item's first start may still offer it to the gate (first
                 # sight, issue 14 §11); its content key is recorded as for any delivery.
@@ -605,6 +612,20 @@ class Dispatcher:
         return DispatchResult(HANDLED, reason, (str(ref),), node=node)
 
     # -- helpers ---------------------------------------------------------------------------
+    def _authored(self, ref: WorkItemRef, comment: Comment) -> DispatchResult | None:
+        """None when ``comment`` counts as its author's (issue 19 §1, the engine's one rule
+        :func:`engine.authorship.screen`); else ``retry`` (GitHub could not tell) or
+        ``dropped`` ``not-counted`` with one structured log line."""
+        result = screen([comment], self.tracker, matters=lambda c: True)
+        if result.unverified:
+            return DispatchResult(RETRY, "unverified", (str(ref),))
+        for refused in result.not_counted:
+            logger.warning("start request on %s not counted: %s", ref, refused.reason,
+                           extra={"event": "dispatch.comment_not_counted", "item": str(ref),
+                                  **refused.to_json()})
+            return DispatchResult(DROPPED, "not-counted", (str(ref),))
+        return None
+
     def _observe(self, ref: WorkItemRef, comment: Comment) -> None:
         for observer in list(self.comment_observers):
             try:

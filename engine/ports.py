@@ -75,6 +75,14 @@ class Comment:
         author_type: REST ``user.type`` (``User``/``Bot``), "" when the tracker does not
             say (the offline thread).
         author_id: REST ``user.id``, or None.
+        as_read: the body is the comment as the tracker holds it *now* (a listing read by
+            the poller or a catch-up), not as its author created it: someone with write
+            access may have edited it since, so it counts as the author's only once the
+            tracker's edit history says nobody else did (issue 19 §1,
+            :mod:`engine.authorship`). False for a webhook's ``created`` payload, a Slack
+            click and the offline thread.
+        edited_by: who the ingress saw edit the body (an ``issue_comment.edited``
+            webhook's ``sender``), or None.
     """
 
     id: int
@@ -87,6 +95,8 @@ class Comment:
     issue_number: int = 0
     author_type: str = ""
     author_id: int | None = None
+    as_read: bool = False
+    edited_by: Actor | None = None
 
     @property
     def actor(self) -> Actor:
@@ -138,6 +148,8 @@ class CommentEdits:
         author_type: the author's ``__typename`` (``User``, ``Bot`` ...) or "".
         author_id: the author's ``databaseId`` or None.
         editor_id: the editor's ``databaseId`` or None.
+        complete: False when GitHub holds more history entries than were read (its
+            ``totalCount`` exceeds the nodes returned): an older editor may be missing.
     """
 
     comment_id: int
@@ -151,6 +163,7 @@ class CommentEdits:
     author_type: str = ""
     author_id: int | None = None
     editor_id: int | None = None
+    complete: bool = True
 
     @property
     def author_actor(self) -> Actor:

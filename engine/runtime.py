@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import engine.hooks  # noqa: F401  -- registers every shipped hook in REGISTRY
+from engine.authorship import could_matter, needs_check, screen, wait_note
 from engine.effects import FAILED, PENDING, RUNNING, Effect, PublishGate
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.graph.model import Graph, HookRef, Node
@@ -85,6 +86,11 @@ ESCALATED_NODE = "escalated"
 AMNESTY = "a skip is a plan, not an amnesty"
 
 _KINDS = (PASS, WAIT, BLOCK, SKIP)
+
+#: Keys :meth:`Runtime.advance` adds to an event whose comments it screened for
+#: authorship (issue 19 §1): the comments removed, and why the tracker could not tell.
+NOT_COUNTED_KEY = "notCounted"
+UNVERIFIED_KEY = "authorshipUnverified"
 
 
 # -- the ONE trusted read of skips -------------------------------------------------------
@@ -359,6 +365,10 @@ class Runtime:
                 optional ``expectNode`` key makes the event apply only while the pointer
                 is at that node (an ingress that read the state before this transaction,
                 such as Slack's Execute, must not answer the next gate by accident).
+                Comments whose body may not be their author's (read now, or seen edited by
+                someone else) are screened first (issue 19 §1, :meth:`_screen`): one that
+                does not count is left out, logged (``graph.comment_not_counted``) and named
+                in the wait; if the tracker cannot tell, the wait is ``unverified``.
 
         Returns:
             A copy of the committed state.
@@ -366,7 +376,7 @@ class Runtime:
         Raises:
             ClaimRefused: ``not-started``.
         """
-        event = dict(event or {})
+        event = self._screen(ref, dict(event or {}))
         expected = event.pop("expectNode", None)
 
         def decide(tx: Transaction) -> ItemState:
@@ -376,10 +386,38 @@ class Runtime:
                 return state
             if not self._finished(state, node) and node.actor != "agent":
                 w = _Walk(tx, state, self.ports)
+                for entry in event.get(NOT_COUNTED_KEY) or ():
+                    w.log("graph.comment_not_counted", {"node": node.id, **entry})
                 self._go(w, node, self._evaluate(w, node, event))
             return state
 
         return self._operate(ref, decide).copy()
+
+    def _screen(self, ref: WorkItemRef, event: dict[str, Any]) -> dict[str, Any]:
+        """Keep only the event's comments that count as their authors' (issue 19 §1,
+        :func:`engine.authorship.screen`: one lookup, before any decision, so a retried
+        decision asks GitHub no second time). The removed ones go to
+        :data:`NOT_COUNTED_KEY`, and a failed lookup to :data:`UNVERIFIED_KEY`."""
+        comments = event.get("comments")
+        if not isinstance(comments, list | tuple) or not any(
+                needs_check(c) for c in comments if hasattr(c, "as_read")):
+            return event
+        result = screen([c for c in comments if hasattr(c, "as_read")], self.ports.tracker,
+                        matters=lambda c: could_matter(c, self.settings))
+        for refused in result.not_counted:
+            logger.warning("comment %s on %s not counted: %s", refused.comment_id, ref,
+                           refused.reason, extra={"event": "graph.comment_not_counted",
+                                                  "item": str(ref), **refused.to_json()})
+        if result.unverified:
+            logger.warning("authorship of comments on %s unverified: %s", ref,
+                           result.unverified, extra={"event": "graph.comment_unverified",
+                                                     "item": str(ref)})
+        screened = {**event, "comments": list(result.counted)}
+        if result.not_counted:
+            screened[NOT_COUNTED_KEY] = [n.to_json() for n in result.not_counted]
+        if result.unverified:
+            screened[UNVERIFIED_KEY] = result.unverified
+        return screened
 
     def complete(self, ref: WorkItemRef, node_id: str, actor: str) -> ItemState:
         """Claim that ``node_id`` is done, then evaluate its exit chain.
@@ -642,8 +680,11 @@ class Runtime:
         if result.kind == PASS:
             return self._exit_pass(w, node, result.data)
         if result.kind == WAIT:
-            self._park(w, node, result.reason or f"waiting at {node.id}",
-                       unverified=bool(result.data.get("unverified")))
+            # Issue 19 §1: a reply that did not count as its author's is named in the wait.
+            note = wait_note(event.get(NOT_COUNTED_KEY) or (), event.get(UNVERIFIED_KEY) or "")
+            self._park(w, node, (result.reason or f"waiting at {node.id}") + note,
+                       unverified=bool(result.data.get("unverified")
+                                       or event.get(UNVERIFIED_KEY)))
             return None
         return self._block(w, node, result)
 

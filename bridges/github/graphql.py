@@ -61,9 +61,13 @@ logger = logging.getLogger(__name__)
 
 #: GitHub's limit of ids per ``nodes(ids:)`` call.
 MAX_IDS = 100
-#: How many of the newest edits are asked for per comment (``userContentEdits(last:)``);
-#: the comment's own editor/lastEditedAt covers anything older.
-EDITS_WINDOW = 10
+#: How many history entries are asked for per comment (``userContentEdits(last:)``), the
+#: most one connection gives. The order is not trusted (platform-facts A3: newest first,
+#: so ``last`` reads the oldest), the comment's own editor/lastEditedAt covers the newest,
+#: and a longer history is marked incomplete (issue 19 §1: an editor may be missing, so
+#: the authorship rule does not count it). 100 comments x 100 entries stays far below
+#: GitHub's 500,000 nodes a query (A10).
+EDITS_WINDOW = 100
 
 
 def query_names() -> list[str]:
@@ -108,6 +112,13 @@ def _when(text: str | None) -> datetime | None:
 def _edit(entry: Mapping[str, Any]) -> CommentEdit:
     actor = Actor.from_graphql(entry.get("editor"))
     return CommentEdit(actor.login or None, actor.kind, str(entry["editedAt"]), actor.id)
+
+
+def _complete(node: Mapping[str, Any]) -> bool:
+    # Every history entry GitHub holds was returned (totalCount vs the nodes read).
+    conn = node.get("userContentEdits") or {}
+    total = conn.get("totalCount")
+    return not isinstance(total, int) or total <= len(conn.get("nodes") or [])
 
 
 def _history(node: Mapping[str, Any], author: Actor, editor: Actor) -> list[CommentEdit]:
@@ -185,6 +196,7 @@ def parse_comment_edits(node: Mapping[str, Any]) -> CommentEdits | None:
         author_type=author.kind,
         author_id=author.id,
         editor_id=editor.id,
+        complete=_complete(node),
     )
 
 

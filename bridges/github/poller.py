@@ -35,6 +35,11 @@ For each changed comment:
   of the gates (:meth:`GitHubTracker.prefetch`); a failed or rate-limited lookup leaves
   the keys unseen, holds the cursor back and drops the ETag, so the next cycle retries.
 
+* a new human comment that could decide something (a decisive reply, a typed attestation
+  line, a keyword, a link code) is looked up ahead in the same ⌈K/100⌉ way: the gate counts
+  it only when GitHub's edit history shows nobody else edited it (issue 19 §1); a plain
+  comment, or an idle cycle, asks GraphQL nothing.
+
 * loopgate's own phase-selection checklist, updated after it was created → one
   ``checklist_edited`` delivery per body (key ``checklist:<comment id>:<sha16>``): the
   Slack card is redrawn to match (issue 14 §15).
@@ -79,6 +84,7 @@ from bridges.github.router import (
 )
 from bridges.github.tracker import GitHubTracker
 from bridges.github.webhook import Delivery
+from engine.authorship import could_matter, has_link_code, needs_check
 from engine.identity import Actor
 from engine.ports import Comment, TrackerError
 from engine.refs import WorkItemRef
@@ -340,6 +346,7 @@ class Poller:
             return
         humans, ticks = self._classify(repo, window, items)
         ready = self._prefetch(window, ticks, report)
+        vetted = self._prefetch_authorship(window, humans)
         try:
             for comment, delivery in sorted(humans + ready, key=lambda p: (p[0].updated_at,
                                                                             p[0].id)):
@@ -347,6 +354,8 @@ class Poller:
         finally:
             if self.tracker is not None and ready:
                 self.tracker.discard_prefetched([c.id for c, _ in ready])
+            if self.tracker is not None and vetted:
+                self.tracker.discard_prefetched(vetted)
         self._commit(window)
 
     def _poll_labels(self, repo: str, report: RepoReport) -> None:
@@ -488,6 +497,32 @@ class Poller:
             report.retries += len(ticks)
             return []
         return ticks
+
+    def _prefetch_authorship(self, window: _Window,
+                             humans: list[tuple[Comment, Delivery]]) -> list[int]:
+        """Look up, in ⌈K/100⌉ GraphQL queries, who edited the new comments that could
+        matter (a decisive reply, a typed attestation line, a keyword, a link code): the
+        authorship rule (issue 19 §1) asks for each before it counts, and an idle cycle
+        asks nothing. Best effort: on failure each gate asks again itself and, GitHub
+        still unable to tell, waits ``unverified`` (the cursor is held back then).
+
+        Returns:
+            The ids looked up (to discard once the cycle is over).
+        """
+        if self.tracker is None:
+            return []
+        settings = self.dispatcher.settings
+        ids = [c.id for c, d in humans if d.event == COMMENT and needs_check(c)
+               and (could_matter(c, settings) or has_link_code(c))]
+        if not ids:
+            return []
+        try:
+            self.tracker.prefetch(ids)
+        except TrackerError as exc:
+            logger.warning("poll repo=%s authorship lookup deferred (%d comments): %s",
+                           window.repo, len(ids), exc)
+            return []
+        return ids
 
     def _deliver(self, repo: str, window: _Window, comment: Comment, delivery: Delivery,
                  report: RepoReport) -> None:

@@ -34,7 +34,7 @@ from bridges.dispatcher import Dispatcher
 from bridges.github.errors import PayloadError, SignatureError
 from bridges.github.inbox import HANDLED, HELD, OWED, InboxError, adopt_legacy_inbox
 from bridges.github.router import Dropped, RouterConfig, route
-from bridges.github.webhook import parse_delivery, verify_signature
+from bridges.github.webhook import MAX_DELIVERY_ID, parse_delivery, verify_signature
 from engine.errors import LoopgateError
 
 __all__ = ["webhook_blueprint", "health_blueprint", "replay_inbox", "replay_loop",
@@ -97,7 +97,8 @@ def webhook_blueprint(dispatcher: Dispatcher, router_config: RouterConfig, *,
                 verify_signature(request.headers, body, secret)
             except SignatureError as exc:
                 logger.warning("webhook refused delivery=%s: %s",
-                               request.headers.get("X-GitHub-Delivery", "-"), exc)
+                               request.headers.get("X-GitHub-Delivery", "-")[:MAX_DELIVERY_ID],
+                               exc)
                 return _answer(401, error="invalid signature")
         return _receive(dispatcher, router_config, body, signed=bool(secret))
 
@@ -111,11 +112,11 @@ def _receive(dispatcher: Dispatcher, router_config: RouterConfig, body: bytes, *
     except PayloadError as exc:
         logger.warning("webhook bad delivery: %s", exc)
         return _answer(400, error=str(exc))
-    if signed:  # only GitHub can sign: its installation id saves a lookup (issue 9 §2)
-        _learn_installation(dispatcher, delivery.data)
     try:
+        if signed:  # only GitHub can sign: its installation id saves a lookup (issue 9 §2)
+            _learn_installation(dispatcher, delivery.data)
         routed = route(delivery, router_config)
-    except (KeyError, TypeError, ValueError) as exc:
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
         # Signed but malformed (e.g. a comment id that is not a number): the sender's fault.
         logger.warning("delivery=%s source=github kind=%s result=refused reason=bad-payload "
                        "error=%s", delivery.delivery_id, delivery.route_key, type(exc).__name__)
@@ -172,7 +173,7 @@ def replay_inbox(dispatcher: Dispatcher, router_config: RouterConfig) -> int:
         try:
             delivery = parse_delivery(headers, entry.body)
             routed = route(delivery, router_config)
-        except (PayloadError, KeyError, TypeError, ValueError) as exc:
+        except (PayloadError, KeyError, TypeError, ValueError, AttributeError) as exc:
             logger.warning("delivery=%s kept in the inbox is unreadable: %s",
                            entry.delivery_id, exc)
             inbox.done(entry.delivery_id, "unreadable")

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from bridges.github.webhook import Delivery
@@ -52,6 +52,7 @@ __all__ = [
     "quiz_key",
     "body_hash",
     "comment_key",
+    "edited_key",
     "checklist_key",
     "start_key",
     "comment_from_rest",
@@ -198,12 +199,16 @@ def classify_comment(comment: Comment, bot: Actor | str, *, edited: bool,
     return Dropped("human-edit-ignored") if edited else COMMENT
 
 
-def comment_from_rest(raw: Mapping[str, Any], issue_number: int = 0) -> Comment:
+def comment_from_rest(raw: Mapping[str, Any], issue_number: int = 0, *,
+                      as_read: bool = True) -> Comment:
     """Build a :class:`Comment` from a REST or webhook ``comment`` object.
 
     Args:
         raw: the comment JSON (``id``, ``node_id``, ``user.login``, ``body``, ...).
         issue_number: the issue/PR number when known; otherwise read from ``issue_url``.
+        as_read: the body is the comment as GitHub holds it now, which someone else may
+            have edited (:attr:`Comment.as_read`, issue 19 §1): True unless the object is
+            an ``issue_comment.created`` payload, whose body is the author's as created.
     """
     author = Actor.from_rest(raw.get("user"))
     number = issue_number or _number_from_url(str(raw.get("issue_url") or ""))
@@ -218,6 +223,7 @@ def comment_from_rest(raw: Mapping[str, Any], issue_number: int = 0) -> Comment:
         issue_number=number,
         author_type=author.kind,
         author_id=author.id,
+        as_read=as_read,
     )
 
 
@@ -243,7 +249,9 @@ def _routed(delivery: Delivery, kind: str, **data: Any) -> Delivery:
 def _comment_created(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped:
     payload = delivery.data
     ref = _ref(payload)
-    comment = comment_from_rest(payload.get("comment") or {}, ref.number if ref else 0)
+    # A created payload holds the body as its author wrote it (issue 19 §1).
+    comment = comment_from_rest(payload.get("comment") or {}, ref.number if ref else 0,
+                                as_read=False)
     kind = classify_comment(comment, cfg.bot, edited=False)
     if isinstance(kind, Dropped):
         return kind
@@ -258,15 +266,37 @@ def _comment_edited(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped
     comment = comment_from_rest(payload.get("comment") or {}, ref.number if ref else 0)
     kind = classify_comment(comment, cfg.bot, edited=True,
                             previous_body=previous_body(payload))
+    is_pr = bool((payload.get("issue") or {}).get("pull_request"))
+    if kind == Dropped("human-edit-ignored"):
+        return _edited_by_other(delivery, ref, comment, is_pr) or kind
     if isinstance(kind, Dropped):
         return kind
-    is_pr = bool((payload.get("issue") or {}).get("pull_request"))
     if kind == CHECKLIST_EDITED:
         return _routed(delivery, CHECKLIST_EDITED, ref=ref, comment=comment,
                        key=checklist_key(comment.id, comment.body), pull_request=is_pr)
     return _routed(delivery, QUIZ_ATTESTATION, ref=ref, comment_id=comment.id,
                    node_id=comment.node_id, url=comment.url,
                    key=quiz_key(comment.id, comment.body), pull_request=is_pr)
+
+
+def edited_key(comment_id: int, body: str) -> str:
+    """The de-duplication key of a person's comment edited by someone else:
+    ``edited:<id>:<sha256(body)[:16]>``."""
+    return f"edited:{comment_id}:{body_hash(body)}"
+
+
+def _edited_by_other(delivery: Delivery, ref: WorkItemRef | None, comment: Comment,
+                     is_pr: bool) -> Delivery | None:
+    """A person's comment edited by someone other than its author (the payload's ``sender``
+    is not the comment's ``user``, platform-facts A5/B6): routed as a ``comment`` carrying
+    :attr:`Comment.edited_by`, so the gate names why it does not count (issue 19 §1).
+    None for the author's own edit (still ignored, as before)."""
+    sender = Actor.from_rest(delivery.data.get("sender"))
+    if sender.same_as(comment.actor) and sender.known:
+        return None
+    edited = replace(comment, as_read=False, edited_by=sender)
+    return _routed(delivery, COMMENT, ref=ref, comment=edited,
+                   key=edited_key(comment.id, comment.body), pull_request=is_pr)
 
 
 def previous_body(payload: Mapping[str, Any]) -> str | None:

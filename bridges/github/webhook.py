@@ -17,11 +17,20 @@ from typing import Any
 
 from bridges.github.errors import PayloadError, SignatureError
 
-__all__ = ["Delivery", "header", "sign", "verify_signature", "parse_delivery", "SIGNATURE_HEADER"]
+__all__ = ["Delivery", "header", "sign", "verify_signature", "parse_delivery", "SIGNATURE_HEADER",
+           "MAX_DEPTH", "MAX_DELIVERY_ID"]
 
 SIGNATURE_HEADER = "X-Hub-Signature-256"
 _PREFIX = "sha256="
 _HEX_LEN = 64
+#: The deepest nesting of objects and arrays a delivery may have (issue 19 §6). GitHub's
+#: payloads nest about 6 levels (a comment's ``reactions`` inside ``comment`` inside the
+#: payload); 64 leaves room for any event GitHub adds and refuses a body built to exhaust
+#: the parser's recursion before anything walks it.
+MAX_DEPTH = 64
+#: The longest ``X-GitHub-Delivery`` accepted (issue 19 §6): GitHub's is a 36-character
+#: GUID; the id becomes a database key and a log field, so a longer one is refused.
+MAX_DELIVERY_ID = 100
 
 
 @dataclass(frozen=True)
@@ -110,6 +119,23 @@ def verify_signature(headers: Mapping[str, str], body: bytes, secret: str | byte
         raise SignatureError(f"{SIGNATURE_HEADER} does not match the body")
 
 
+def _depth_over(value: Any, limit: int) -> bool:
+    """True when ``value`` nests objects/arrays more than ``limit`` levels (walked with a
+    stack, not recursion, so the check itself cannot exhaust the interpreter's stack)."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        children = (item.values() if isinstance(item, dict)
+                    else item if isinstance(item, list) else None)
+        if children is None:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children
+                     if isinstance(child, dict | list))
+    return False
+
+
 def parse_delivery(headers: Mapping[str, str], body: bytes) -> Delivery:
     """Parse a verified webhook request into a :class:`Delivery`.
 
@@ -121,7 +147,9 @@ def parse_delivery(headers: Mapping[str, str], body: bytes) -> Delivery:
         ``Delivery(delivery_id, "github", event, action, payload)``.
 
     Raises:
-        PayloadError: a required header is missing, or the body is not a JSON object.
+        PayloadError: a required header is missing, the delivery id is longer than
+            :data:`MAX_DELIVERY_ID`, the body is not a JSON object, or it nests deeper than
+            :data:`MAX_DEPTH` (issue 19 §6: a 400, never a crash).
     """
     event = header(headers, "X-GitHub-Event").strip()
     if not event:
@@ -129,13 +157,22 @@ def parse_delivery(headers: Mapping[str, str], body: bytes) -> Delivery:
     delivery_id = header(headers, "X-GitHub-Delivery").strip()
     if not delivery_id:
         raise PayloadError("missing X-GitHub-Delivery header")
+    if len(delivery_id) > MAX_DELIVERY_ID:
+        # The id itself is not repeated: it is what is too long.
+        raise PayloadError(f"X-GitHub-Delivery is {len(delivery_id)} characters long "
+                           f"(at most {MAX_DELIVERY_ID})")
     try:
         payload = json.loads(body.decode("utf-8"))
+    except RecursionError:
+        raise PayloadError(f"delivery {delivery_id}: body nests deeper than {MAX_DEPTH} "
+                           "levels") from None
     except (UnicodeDecodeError, ValueError) as exc:
         kind = exc.__class__.__name__
         raise PayloadError(f"delivery {delivery_id}: body is not UTF-8 JSON ({kind})") from None
     if not isinstance(payload, dict):
         raise PayloadError(f"delivery {delivery_id}: body is not a JSON object")
+    if _depth_over(payload, MAX_DEPTH):
+        raise PayloadError(f"delivery {delivery_id}: body nests deeper than {MAX_DEPTH} levels")
     action = payload.get("action")
     action_name = action if isinstance(action, str) else ""
     return Delivery(delivery_id, "github", event, action_name, payload)

@@ -95,6 +95,15 @@ def test_a_truncated_history_is_completed_from_editor_and_last_edited_at() -> No
     assert edits.latest_edit() == CommentEdit("helper", "Bot", "2024-05-01T11:00:00Z")
 
 
+def test_a_history_longer_than_was_read_is_marked_incomplete() -> None:
+    # Issue 19 §1: an editor older than the window could be hidden, so the authorship rule
+    # must not count such a comment; the whole history read is complete.
+    node = _node()
+    assert parse_comment_edits(node).complete is True  # type: ignore[union-attr]
+    node["userContentEdits"]["totalCount"] = 101
+    assert parse_comment_edits(node).complete is False  # type: ignore[union-attr]
+
+
 def test_a_ghost_editor_is_none_and_never_edited_has_no_edits() -> None:
     ghost = parse_comment_edits(_node(editor=None, userContentEdits={"totalCount": 2, "nodes": [
         {"editedAt": "2024-05-01T09:00:00Z", "editor": {"__typename": "User", "login": "x"}},

@@ -17,6 +17,10 @@ What it does like GitHub:
 * Comment edits are recorded as ``userContentEdits`` (the creation entry added on the
   first edit, ``includesCreatedEdit`` set), returned newest first by default so clients
   must sort them themselves.
+* Other accounts can hold personal tokens (:meth:`FakeGitHub.add_user_token`): a REST
+  ``PATCH`` of someone else's comment with one is an edit by that user — ``user`` stays the
+  author, ``updated_at`` moves, and GraphQL shows the user as ``editor`` and in
+  ``userContentEdits`` beside the creation entry (platform-facts F3, A1-A4).
 * Unknown ids in ``nodes(ids:)`` answer ``null`` plus a ``NOT_FOUND`` error.
 * Comment ids start above 2^31 (ids like ``5186334064`` are ordinary on github.com), so
   selecting GraphQL's 32-bit ``databaseId`` of a comment is GitHub's own error ("Int cannot
@@ -338,6 +342,8 @@ class FakeGitHub(LoopbackServer):
                  first_comment_id: int = FIRST_COMMENT_ID, app: FakeApp | None = None) -> None:
         self.token = token
         self.token_revoked = False
+        #: Personal tokens of other accounts (:meth:`add_user_token`): token -> login.
+        self.user_tokens: dict[str, str] = {}
         self.app = app
         if app is not None:
             app.fake = self
@@ -735,6 +741,22 @@ class FakeGitHub(LoopbackServer):
         hold.released.wait(HOLD_TIMEOUT)
         return hold.apply
 
+    def add_user_token(self, login: str, token: str | None = None) -> str:
+        """Give ``login`` (a ``User``) a personal token: REST writes made with it are that
+        user's, so a ``PATCH`` of someone else's comment is an edit by ``login`` — recorded
+        in ``userContentEdits`` with ``login`` as ``editor``, the creation entry added on the
+        first edit, ``editor``/``lastEditedAt``/``includesCreatedEdit`` updated, while the
+        REST comment keeps ``user`` = its author and only ``updated_at`` moves (a
+        collaborator with write access may edit anyone's comment: platform-facts F3, A1-A4).
+
+        Returns:
+            The token.
+        """
+        token = token or f"ghp-user-{login}"
+        with self.lock:
+            self.user_tokens[token] = login
+        return token
+
     def revoke_token(self, revoked: bool = True) -> None:
         """Refuse :attr:`token` from now on (401 Bad credentials), as GitHub does for a
         revoked or expired personal token; ``False`` accepts it again (a new token)."""
@@ -756,6 +778,8 @@ class FakeGitHub(LoopbackServer):
         scheme, _, token = value.partition(" ")
         if (scheme.lower() in ("token", "bearer") and token.strip() == self.token
                 and not self.token_revoked):
+            return None
+        if scheme.lower() in ("token", "bearer") and token.strip() in self.user_tokens:
             return None
         return _Response(401, {"message": "Bad credentials",
                                "documentation_url": "https://docs.github.com/rest"})
@@ -984,7 +1008,11 @@ class FakeGitHub(LoopbackServer):
 
     def _api_actor(self, h: Any) -> tuple[str, str]:
         """Who a write through the API is made by: ``(REST login, type)`` of the token
-        (an App's installation token: its bot)."""
+        (an App's installation token: its bot; a user token: that user)."""
+        _, _, token = str(h.headers.get("Authorization", "")).partition(" ")
+        user = self.user_tokens.get(token.strip())
+        if user is not None:
+            return user, "User"
         by_app = self.app.api_actor() if self.app is not None else None
         return by_app or (self.bot_login, self.bot_type)
 
