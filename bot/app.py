@@ -32,6 +32,7 @@ from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
+from bot.blocks.escaping import slack_text
 from bot.listeners import actions, commands, events, views
 from bot.listeners.events.dedupe import dedupe_events
 from engine.errors import ConfigError
@@ -133,7 +134,8 @@ def _on_error(error: Exception, body: Mapping[str, Any], respond: Any = None) ->
     log.error("slack listener failed: %s", type(error).__name__, exc_info=error)
     if respond is not None and isinstance(body, Mapping) and body.get("response_url"):
         try:
-            respond(text=GENERIC_ERROR, response_type="ephemeral", replace_original=False)
+            respond(text=slack_text(GENERIC_ERROR), response_type="ephemeral",
+                    replace_original=False)
         except Exception as exc:  # noqa: BLE001 - nothing more can be said to the user
             log.warning("could not report the failure to Slack: %s", type(exc).__name__)
 

@@ -38,6 +38,7 @@ from slack_sdk.models.blocks import Block
 from bot.approvals import approval_gates, approver_slack_users, is_approval_gate
 from bot.blocks.approval import GateRef, approval_message, reminder_text
 from bot.blocks.card import phase_selection_card, phase_selection_node_id, status_card
+from bot.blocks.escaping import slack_text
 from bot.blocks.mirror import with_selection
 from bot.blocks.notices import (
     comment_urls,
@@ -75,6 +76,8 @@ CLAIM_SECONDS = 120
 # Slack error codes that are worth retrying (everything else is a refusal).
 _TRANSIENT = {"ratelimited", "service_unavailable", "internal_error", "fatal_error",
               "request_timeout", "team_added_to_org"}
+#: Web API methods whose ``text`` is message text (escaped by :func:`slack_text`).
+_MESSAGE_METHODS = ("chat_postMessage", "chat_update", "chat_postEphemeral")
 
 
 class _Refused(Exception):
@@ -619,6 +622,8 @@ class SlackWorker:
 
     # -- Slack calls -------------------------------------------------------------------
     def _call(self, method: str, **kwargs: Any) -> Any:
+        if "text" in kwargs and method in _MESSAGE_METHODS:
+            kwargs["text"] = slack_text(kwargs["text"])  # issue 19 §6: Slack's escaping
         channel = str(kwargs.get("channel") or "")
         if channel and method in ("chat_postMessage", "chat_update"):
             self._pace(channel)
