@@ -35,6 +35,7 @@ from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 from bot.blocks.escaping import slack_text
 from bot.listeners import actions, commands, events, views
 from bot.listeners.events.dedupe import dedupe_events
+from bot.slack_origin import origin_middleware
 from engine.errors import ConfigError
 
 __all__ = [
@@ -185,6 +186,7 @@ def build_app(
     )
     if client is None:
         _configure_client(app.client, config)
+    app.use(origin_middleware(services))  # another workspace or app: ignored (issue 19 §6)
     app.use(_services_middleware(services))
     app.use(dedupe_events)  # an Events API retry (same event_id) is handled once (§6)
     for kind in (actions, commands, events, views):
