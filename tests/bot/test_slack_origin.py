@@ -15,8 +15,13 @@ import pytest
 from flask import Flask
 from waitress import create_server
 
-from bot.app import SLACK_PATH, build_app, register_http_routes, start_socket_mode, \
-    stop_socket_mode
+from bot.app import (
+    SLACK_PATH,
+    build_app,
+    register_http_routes,
+    start_socket_mode,
+    stop_socket_mode,
+)
 from bot.slack_origin import FOREIGN_REPLY, mismatch
 from bot.supervisor import Supervisor, ThreadPool
 from tests.bot.conftest import (
