@@ -47,6 +47,7 @@ from bot.blocks.notices import (
     quiz_pending_notice,
     quiz_stale_notice,
 )
+from bot.blocks.operator import operator_request_message
 from bot.home import refresh_homes
 from bot.identity import slack_users_for_login
 from bot.listeners.actions.approve import rewrite_message
@@ -59,6 +60,7 @@ from bot.notifier import (
     write_scope,
 )
 from bot.routing import channel_for
+from engine.operator import NOTICE as OPERATOR_NOTICE
 from engine.ports import IssueInfo, SystemClock
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
@@ -351,6 +353,8 @@ class SlackWorker:
             self._quiz_pending(ref, data)
         elif event in ("quiz-attested", "quiz-stale"):
             self._quiz_update(ref, event, data)
+        elif event == OPERATOR_NOTICE:
+            self._operator_request(ref, data)
         elif is_approval_gate(self.services.graph, str(data.get("node") or "")):
             self._approval_pending(ref, event, data)
         else:
@@ -537,6 +541,15 @@ class SlackWorker:
         text, blocks = event_line(ref, event, data, item_url=info_url)
         self._call("chat_postMessage", channel=thread["channel"],
                    thread_ts=thread["ts"], text=text, blocks=_dicts(blocks))
+
+    def _operator_request(self, ref: WorkItemRef, data: Mapping[str, Any]) -> None:
+        # Issue 19 §5: the request with a Confirm button, in the item's thread.
+        thread = self._ensure_thread(ref)
+        if thread is None:
+            return
+        text, blocks = operator_request_message(ref, data)
+        self._call("chat_postMessage", channel=thread["channel"], thread_ts=thread["ts"],
+                   text=text, blocks=_dicts(blocks), unfurl_links=False)
 
     def _item_url(self, ref: WorkItemRef) -> str:
         try:

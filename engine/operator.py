@@ -40,6 +40,7 @@ from engine.state import ItemState
 
 __all__ = [
     "SURFACE_KEY",
+    "NOTICE",
     "PENDING",
     "CONFIRMED",
     "Confirmation",
@@ -56,6 +57,8 @@ __all__ = [
 
 #: Where requests are kept in the item's surface.
 SURFACE_KEY = "operatorRequests"
+#: The notifier event of a new request (Slack: a thread message with a Confirm button).
+NOTICE = "operator-request"
 PENDING = "pending"
 CONFIRMED = "confirmed"
 

@@ -30,7 +30,15 @@ from typing import Any, TypeVar
 import engine.hooks  # noqa: F401  -- registers every shipped hook in REGISTRY
 from engine import operator as op
 from engine.approvals import Verdict
-from engine.effects import FAILED, PENDING, RUNNING, Effect, PostComment, PublishGate
+from engine.effects import (
+    FAILED,
+    PENDING,
+    RUNNING,
+    Effect,
+    Notify,
+    PostComment,
+    PublishGate,
+)
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.graph.model import Graph, HookRef, Node
 from engine.hooks.base import (
@@ -593,6 +601,9 @@ class Runtime:
         w.log("graph.operator_requested", {k: request[k] for k in request if k != "refused"})
         body = with_self_marker(op.request_text(request), op.request_marker(request["id"]))
         w.emit(PostComment(state.ref, body))
+        # The Slack thread gets a Confirm button (bot.listeners.actions.operator).
+        w.emit(Notify(state.ref, op.NOTICE, {k: request[k] for k in request
+                                              if k not in ("refused", "status")}))
         return dict(request)
 
     def _answer_requests(self, w: _Walk, event: Mapping[str, Any]) -> Mapping[str, Any]:
