@@ -681,7 +681,8 @@ class Runtime:
         data = {"request": request["id"], "by": confirmation.by, "via": confirmation.via,
                 "reason": reason}
         w.log("graph.operator_confirmation_refused", data)
-        logger.warning("operator confirmation refused: %s", data)
+        logger.warning("operator confirmation refused on %s: %s", w.state.ref, data,
+                       extra={"event": "graph.operator_confirmation_refused"})
         line = (f"`the-loop confirm {request['id']}` by @{confirmation.by} did not count: "
                 f"{reason}. The operator request stays pending.")
         w.emit(PostComment(w.state.ref, with_self_marker(line)))
