@@ -63,7 +63,11 @@ PENDING = "pending"
 CONFIRMED = "confirmed"
 
 #: ``the-loop confirm <id>`` at the start of a line (ids are 8 lower-case hex digits).
-_CONFIRM = re.compile(r"^[ \t>]*the-loop[ \t]+confirm[ \t]+`?([0-9a-f]{8})\b", re.I | re.M)
+#: A quoted line (``> the-loop confirm …``, e.g. quoting the request) confirms nothing.
+_CONFIRM = re.compile(r"^[ \t]*the-loop[ \t]+confirm[ \t]+`?([0-9a-f]{8})\b", re.I | re.M)
+
+#: Forcing an item to the escalated node stops it: it walks around no gate.
+_GIVE_UP = "escalated"
 
 #: Outcomes that leave a human gate unanswered (it sent the item back, or went stale).
 _NOT_PASSED = ("", CHANGES_REQUESTED, STALE, "escalated")
@@ -126,12 +130,13 @@ def force_passes(graph: Graph, state: ItemState, to: str,
     """The human gates a forced move to ``to`` would walk around, once the selection is
     made: every non-terminal human node declared before ``to`` that has not passed and is
     not skipped (``skipped``: the trusted skips), the current one included. A move back
-    to rework (every earlier gate passed) or onto a gate passes none.
+    to rework (every earlier gate passed), onto a gate, or to ``escalated`` (giving up)
+    passes none.
 
     Returns:
         Node ids in graph order; empty before the selection or when ``to`` is unknown.
     """
-    if not selection_made(graph, state) or not graph.has_node(to):
+    if not selection_made(graph, state) or not graph.has_node(to) or to == _GIVE_UP:
         return []
     limit = graph.position(to)
     out = []

@@ -152,3 +152,19 @@ def test_before_the_selection_the_verbs_work_as_before(home: Path) -> None:
     result = run(home, "skip", ITEM, "--node", "spec-quiz", "--reason", "docs only")
     assert result.exit_code == 0 and "skipped: spec-quiz" in result.output
     assert "operatorRequests" not in doc(home)["surface"]
+
+
+def test_giving_up_to_escalated_needs_no_confirmation(home: Path) -> None:
+    selected(home)
+    result = run(home, "force", ITEM, "--to", "escalated", "--reason", "stuck")
+    assert result.exit_code == 0, result.output
+    assert doc(home)["currentNode"] == "escalated"
+
+
+def test_a_quoted_confirm_line_confirms_nothing(home: Path) -> None:
+    selected(home)
+    rid = request_id(run(home, "skip", ITEM, "--node", "spec-quiz", "--reason", "r"))
+    result = reply(home, "alice", f"> the-loop confirm {rid}\n\nNot sure about this one.\n")
+    assert result.exit_code == 0
+    assert doc(home)["surface"]["operatorRequests"][rid]["status"] == "pending"
+    assert "spec-quiz" not in doc(home)["skips"]
