@@ -927,6 +927,8 @@ class Runtime:
         """Record the ``skips`` / ``optIns`` a passing gate returned, for nodes not yet
         entered only (a selection cannot skip or add a node already walked)."""
         refused: dict[str, str] = {}
+        if node.id == self.graph.start and node.is_human:
+            self._overrule_declarations(w, node, data.get("skips"))
         skips = self._plan_entries(w, data.get("skips"), "skip", refused)
         opt_ins = self._plan_entries(w, data.get("optIns"), "optIn", refused)
         for node_id, entry in skips.items():
@@ -939,6 +941,23 @@ class Runtime:
             w.log("graph.opt_ins_selected", {"node": node.id, "optIns": opt_ins})
         if refused:
             w.log("graph.skips_rejected", {"node": node.id, "rejected": refused})
+
+    def _overrule_declarations(self, w: _Walk, node: Node, selected_skips: Any) -> None:
+        """The selection decides about human gates (issue 19 §5): a ``loopgate skip`` of a
+        human node declared before it stands only if the selection skips the node too.
+        The checklist shows such a row as running, so a person who ticked it (or left it)
+        never agreed to drop that gate."""
+        keep = set(selected_skips) if isinstance(selected_skips, Mapping) else set()
+        dropped = [n for n, decl in w.state.skips.items()
+                   if n not in keep and isinstance(decl, Mapping)
+                   and decl.get("via") == DECLARATION and not decl.get("confirmedBy")
+                   and self.graph.has_node(n) and self.graph.node(n).is_human]
+        for node_id in dropped:
+            del w.state.skips[node_id]
+        if dropped:
+            w.log("graph.skips_overruled", {"node": node.id, "nodes": dropped,
+                                            "reason": "a human gate runs unless the "
+                                                      "selection skips it"})
 
     def _plan_entries(
         self, w: _Walk, raw: Any, kind: str, refused: dict[str, str]

@@ -168,3 +168,28 @@ def test_a_quoted_confirm_line_confirms_nothing(home: Path) -> None:
     assert result.exit_code == 0
     assert doc(home)["surface"]["operatorRequests"][rid]["status"] == "pending"
     assert "spec-quiz" not in doc(home)["skips"]
+
+
+def test_a_human_gate_declared_skipped_before_the_selection_runs_unless_it_skips_it(
+        home: Path) -> None:
+    # The checklist shows the row as running; ticking it (or leaving it) keeps the gate.
+    assert run(home, "start", ITEM).exit_code == 0
+    assert run(home, "skip", ITEM, "--node", "requirements-approval", "--node", "design",
+               "--reason", "agent's plan").exit_code == 0
+    result = reply(home, "alice", "the-loop execute\n- [x] requirements-approval\n")
+    assert result.exit_code == 0, result.output
+    after = doc(home)
+    assert "requirements-approval" not in after["skips"]
+    assert after["skips"]["design"]["via"] == "declaration"  # agent nodes: as before
+    events = json.loads(run(home, "events", ITEM, "--format", "json").output)
+    [overruled] = [e["data"] for e in events if e["kind"] == "graph.skips_overruled"]
+    assert overruled["nodes"] == ["requirements-approval"]
+
+
+def test_a_selection_that_skips_the_gate_too_keeps_the_declaration(home: Path) -> None:
+    assert run(home, "start", ITEM).exit_code == 0
+    assert run(home, "skip", ITEM, "--node", "requirements-approval",
+               "--reason", "approved in the RFC").exit_code == 0
+    result = reply(home, "alice", "the-loop execute\n- [ ] requirements-approval\n")
+    assert result.exit_code == 0, result.output
+    assert "requirements-approval" in doc(home)["skips"]
