@@ -32,8 +32,10 @@ from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
+from bot.blocks.escaping import slack_text
 from bot.listeners import actions, commands, events, views
 from bot.listeners.events.dedupe import dedupe_events
+from bot.slack_origin import origin_middleware
 from engine.errors import ConfigError
 
 __all__ = [
@@ -133,7 +135,8 @@ def _on_error(error: Exception, body: Mapping[str, Any], respond: Any = None) ->
     log.error("slack listener failed: %s", type(error).__name__, exc_info=error)
     if respond is not None and isinstance(body, Mapping) and body.get("response_url"):
         try:
-            respond(text=GENERIC_ERROR, response_type="ephemeral", replace_original=False)
+            respond(text=slack_text(GENERIC_ERROR), response_type="ephemeral",
+                    replace_original=False)
         except Exception as exc:  # noqa: BLE001 - nothing more can be said to the user
             log.warning("could not report the failure to Slack: %s", type(exc).__name__)
 
@@ -183,6 +186,7 @@ def build_app(
     )
     if client is None:
         _configure_client(app.client, config)
+    app.use(origin_middleware(services))  # another workspace or app: ignored (issue 19 §6)
     app.use(_services_middleware(services))
     app.use(dedupe_events)  # an Events API retry (same event_id) is handled once (§6)
     for kind in (actions, commands, events, views):

@@ -38,6 +38,7 @@ from slack_sdk.models.blocks import Block
 from bot.approvals import approval_gates, approver_slack_users, is_approval_gate
 from bot.blocks.approval import GateRef, approval_message, reminder_text
 from bot.blocks.card import phase_selection_card, phase_selection_node_id, status_card
+from bot.blocks.escaping import slack_text
 from bot.blocks.mirror import with_selection
 from bot.blocks.notices import (
     comment_urls,
@@ -46,6 +47,7 @@ from bot.blocks.notices import (
     quiz_pending_notice,
     quiz_stale_notice,
 )
+from bot.blocks.operator import operator_request_message
 from bot.home import refresh_homes
 from bot.identity import slack_users_for_login
 from bot.listeners.actions.approve import rewrite_message
@@ -58,6 +60,7 @@ from bot.notifier import (
     write_scope,
 )
 from bot.routing import channel_for
+from engine.operator import NOTICE as OPERATOR_NOTICE
 from engine.ports import IssueInfo, SystemClock
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
@@ -75,6 +78,8 @@ CLAIM_SECONDS = 120
 # Slack error codes that are worth retrying (everything else is a refusal).
 _TRANSIENT = {"ratelimited", "service_unavailable", "internal_error", "fatal_error",
               "request_timeout", "team_added_to_org"}
+#: Web API methods whose ``text`` is message text (escaped by :func:`slack_text`).
+_MESSAGE_METHODS = ("chat_postMessage", "chat_update", "chat_postEphemeral")
 
 
 class _Refused(Exception):
@@ -348,6 +353,8 @@ class SlackWorker:
             self._quiz_pending(ref, data)
         elif event in ("quiz-attested", "quiz-stale"):
             self._quiz_update(ref, event, data)
+        elif event == OPERATOR_NOTICE:
+            self._operator_request(ref, data)
         elif is_approval_gate(self.services.graph, str(data.get("node") or "")):
             self._approval_pending(ref, event, data)
         else:
@@ -535,6 +542,15 @@ class SlackWorker:
         self._call("chat_postMessage", channel=thread["channel"],
                    thread_ts=thread["ts"], text=text, blocks=_dicts(blocks))
 
+    def _operator_request(self, ref: WorkItemRef, data: Mapping[str, Any]) -> None:
+        # Issue 19 §5: the request with a Confirm button, in the item's thread.
+        thread = self._ensure_thread(ref)
+        if thread is None:
+            return
+        text, blocks = operator_request_message(ref, data)
+        self._call("chat_postMessage", channel=thread["channel"], thread_ts=thread["ts"],
+                   text=text, blocks=_dicts(blocks), unfurl_links=False)
+
     def _item_url(self, ref: WorkItemRef) -> str:
         try:
             return self._info(ref).url
@@ -619,6 +635,8 @@ class SlackWorker:
 
     # -- Slack calls -------------------------------------------------------------------
     def _call(self, method: str, **kwargs: Any) -> Any:
+        if "text" in kwargs and method in _MESSAGE_METHODS:
+            kwargs["text"] = slack_text(kwargs["text"])  # issue 19 §6: Slack's escaping
         channel = str(kwargs.get("channel") or "")
         if channel and method in ("chat_postMessage", "chat_update"):
             self._pace(channel)

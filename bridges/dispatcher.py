@@ -72,6 +72,7 @@ from bridges.github.router import (
     comment_key,
 )
 from bridges.github.webhook import Delivery
+from engine import operator
 from engine.authorship import screen
 from engine.effects import RECORD_CHECKLIST
 from engine.errors import LoopgateError
@@ -556,8 +557,20 @@ class Dispatcher:
                 return DispatchResult(DROPPED, "not-started", (str(ref),))
         node = self._waiting_gate(ref)
         if node is None:
+            if self._confirms_a_request(ref, comment):
+                # Issue 19 §5: a confirmation answers no gate; the runtime authorizes it.
+                self.runtime.advance(ref, {"comments": [comment]})
+                return DispatchResult(HANDLED, "operator-request", (str(ref),))
             return DispatchResult(DROPPED, "not-at-gate", (str(ref),))
         return self._evaluate(ref, node, {"comments": [comment]}, "advanced")
+
+    def _confirms_a_request(self, ref: WorkItemRef, comment: Comment) -> bool:
+        """True when ``comment`` names a pending operator request of ``ref``."""
+        state = self.store.load(ref)
+        if state is None or not state.current_node:
+            return False
+        pending = operator.pending_requests(state)
+        return any(rid in pending for rid in operator.confirm_ids(comment.body))
 
     def _pull_request_head(self, pull: WorkItemRef) -> DispatchResult:
         """A new head commit on ``pull``: publish the ``loopgate`` check of every started

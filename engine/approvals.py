@@ -28,8 +28,9 @@ config wins):
   delivering pull requests' authors) cannot be one of the approvers (GitHub
   environments' "prevent self-review" is the model);
 * ``attester`` (quiz gates) — ``any`` authorized user (default) or
-  ``assignee-or-author``: only the item's assignees or author, since the quiz attests
-  *their* understanding.
+  ``assignee-or-author``: only those of the item's assignees or author who are also
+  authorized, since the quiz attests *their* understanding (a role narrows, never
+  widens: issue 19 §6).
 
 Counting: one approval per person (a second approval by the same person replaces the
 first); a counted ``changes-requested`` resets the count (the gate routes back).
@@ -206,7 +207,10 @@ def authorize(login: str | None, rule: ApprovalRule, *, authorized_users: Sequen
         people: whose work it is.
         membership: team lookups (see :data:`Membership`); None = no team can be asked.
         attesting: a quiz attestation (the ``attester`` rule applies, not
-            ``preventSelfApproval``: the quiz is the author's own understanding).
+            ``preventSelfApproval``: the quiz is the author's own understanding). The
+            ``assignee-or-author`` role narrows the authorized set (the attester must be
+            an assignee or the author AND an approver of the gate), never widens it
+            (issue 19 §6).
 
     Returns:
         A :class:`Verdict`; never raises (a failed team lookup refuses, naming the team).
@@ -215,18 +219,26 @@ def authorize(login: str | None, rule: ApprovalRule, *, authorized_users: Sequen
     if not name:
         return Verdict(False, "the decision names nobody")
     if attesting and rule.attester == ATTESTER_ASSIGNEE:
+        # Issue 19 §6: the role narrows the authorized set, never widens it.
         own = {normalize_login(people.item_author), *map(normalize_login, people.assignees)}
-        if name in own - {""}:
-            return Verdict(True)
-        return Verdict(False, f"@{name} is neither an assignee nor the author of this work "
-                              "item (attester: assignee-or-author)")
+        if name not in own - {""}:
+            return Verdict(False, f"@{name} is neither an assignee nor the author of this "
+                                  "work item (attester: assignee-or-author)")
     if rule.prevent_self_approval and not attesting:
         why = _self_reason(name, people)
         if why:
             return Verdict(False, why)
     if name in rule.logins(authorized_users):
         return Verdict(True)
-    return _by_team(name, rule, authorized_users, membership)
+    verdict = _by_team(name, rule, authorized_users, membership)
+    if not verdict.allowed and attesting and rule.attester == ATTESTER_ASSIGNEE:
+        return Verdict(False, f"@{name} is the work item's {_role(name, people)} but not "
+                              f"authorized to attest: {verdict.reason}")
+    return verdict
+
+
+def _role(name: str, people: People) -> str:
+    return "author" if name == normalize_login(people.item_author) else "assignee"
 
 
 def _by_team(name: str, rule: ApprovalRule, authorized_users: Sequence[str],

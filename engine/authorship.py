@@ -36,6 +36,7 @@ from typing import Any
 from engine.hooks.feedback import classify_text
 from engine.hooks.markers import any_attestation_ticked
 from engine.identity import Actor
+from engine.operator import confirm_ids
 from engine.ports import SELF_MARKER, Comment, CommentEdits, TrackerError
 from engine.settings import EngineSettings
 
@@ -111,7 +112,8 @@ def has_link_code(comment: Comment) -> bool:
 
 def could_matter(comment: Comment, settings: EngineSettings) -> bool:
     """True when the body could decide something at a gate if it counted: a decisive reply
-    (``approved`` …), a typed attestation line, or the execute or start keyword. loopgate's
+    (``approved`` …), a typed attestation line, the execute or start keyword, or an operator
+    request's ``the-loop confirm <id>`` (issue 19 §5). loopgate's
     own (marked) comments never decide anything as replies. (A link code matters to the
     Slack side, which asks :func:`has_link_code`.)"""
     body = comment.body or ""
@@ -120,6 +122,7 @@ def could_matter(comment: Comment, settings: EngineSettings) -> bool:
     lowered = body.lower()
     keywords = (settings.execute_keyword, settings.start_keyword)
     return (classify_text(body) is not None or any_attestation_ticked(body)
+            or bool(confirm_ids(body))
             or any(k.strip() and k.strip().lower() in lowered for k in keywords))
 
 

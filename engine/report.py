@@ -63,7 +63,10 @@ def skip_provenance(skip: Mapping[str, Any]) -> str:
     by = skip.get("by") or "unknown"
     reason = skip.get("reason") or ""
     line = f"skipped by declaration — via {via}, token '{token}', by {by}"
-    return f"{line}, reason: {reason}" if reason else line
+    line = f"{line}, reason: {reason}" if reason else line
+    if skip.get("confirmedBy"):  # issue 19 §5: an operator request someone confirmed
+        line += f"; confirmed by @{skip['confirmedBy']} via {skip.get('confirmedVia')}"
+    return line
 
 
 @dataclass(frozen=True)
@@ -350,8 +353,38 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
         "phaseSelection": _phase_selection(graph, state),
         "completions": state.completions,
         "effects": effect_lines(effects),
+        "operatorRequests": operator_requests(state),
         "document": document,
     }
+
+
+def operator_requests(state: ItemState) -> list[dict[str, Any]]:
+    """The item's operator requests (issue 19 §5), oldest first: the stored documents of
+    ``surface.operatorRequests`` (see :mod:`engine.operator`)."""
+    stored = state.surface.get("operatorRequests")
+    if not isinstance(stored, Mapping):
+        return []
+    out = [dict(v) for v in stored.values() if isinstance(v, Mapping)]
+    return sorted(out, key=lambda r: str(r.get("at") or ""))
+
+
+def _request_line(request: Mapping[str, Any]) -> str:
+    nodes = ", ".join(request.get("nodes") or ())
+    does = (f"force to {request.get('to')} past {nodes}" if request.get("verb") == "force"
+            else f"skip {nodes}")
+    rid, status = request.get("id"), request.get("status")
+    line = (f"operator request {rid}: {status} — {does}, by {request.get('by')}, "
+            f"reason: {request.get('reason')}")
+    if status == "pending":
+        line += f"; an authorized person replies 'the-loop confirm {rid}'"
+        refused = request.get("refused") or ()
+        if refused:
+            last = refused[-1]
+            line += f" (last refused: @{last.get('by')}: {last.get('reason')})"
+    confirmed = request.get("confirmed") or {}
+    if confirmed:
+        line += f"; confirmed by @{confirmed.get('by')} via {confirmed.get('via')}"
+    return line
 
 
 def where(status: str, node: str) -> str:
@@ -420,6 +453,7 @@ def _table_footer(report: Mapping[str, Any]) -> list[str]:
         lines.append(f"phase selection: by {selection['by']} via {selection.get('via')}")
     for effect in report.get("effects") or ():
         lines.append(_effect_line(effect))
+    lines.extend(_request_line(r) for r in report.get("operatorRequests") or ())
     return lines
 
 

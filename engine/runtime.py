@@ -28,8 +28,18 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import engine.hooks  # noqa: F401  -- registers every shipped hook in REGISTRY
+from engine import operator as op
+from engine.approvals import Verdict
 from engine.authorship import could_matter, needs_check, screen, wait_note
-from engine.effects import FAILED, PENDING, RUNNING, Effect, PublishGate
+from engine.effects import (
+    FAILED,
+    PENDING,
+    RUNNING,
+    Effect,
+    Notify,
+    PostComment,
+    PublishGate,
+)
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.graph.model import Graph, HookRef, Node
 from engine.hooks.base import (
@@ -42,6 +52,7 @@ from engine.hooks.base import (
     HookRegistry,
     HookResult,
 )
+from engine.hooks.markers import with_self_marker
 from engine.mergegate import SURFACE_KEY as MERGE_GATE_KEY
 from engine.mergegate import item_check
 from engine.outcomes import PASS as OUTCOME_PASS
@@ -64,6 +75,7 @@ __all__ = [
     "ESCALATED_NODE",
     "AMNESTY",
     "MAX_CONFLICTS",
+    "OperatorResult",
 ]
 
 T = TypeVar("T")
@@ -193,6 +205,24 @@ class _Decision:
             return True
         after = scratch.state.to_document() if scratch.state is not None else None
         return after != before
+
+
+@dataclass
+class OperatorResult:
+    """What an operator verb did (issue 19 §5).
+
+    Attributes:
+        accepted: node id -> token of the skips recorded at once (``operator_skip``).
+        rejected: token or node id -> why it was refused.
+        request: the pending operator request recorded and posted (its stored document),
+            or None when nothing waits for a confirmation.
+        state: a copy of the committed state (None for an item never started).
+    """
+
+    accepted: dict[str, str] = field(default_factory=dict)
+    rejected: dict[str, str] = field(default_factory=dict)
+    request: dict[str, Any] | None = None
+    state: ItemState | None = None
 
 
 class Runtime:
@@ -381,6 +411,8 @@ class Runtime:
 
         def decide(tx: Transaction) -> ItemState:
             state = self._started(tx, ref)
+            # Confirmations of operator requests answer no gate (issue 19 §5).
+            gate_event = self._answer_requests(_Walk(tx, state, self.ports), event)
             node = self._current(state)
             if expected is not None and expected != node.id:
                 return state
@@ -388,7 +420,7 @@ class Runtime:
                 w = _Walk(tx, state, self.ports)
                 for entry in event.get(NOT_COUNTED_KEY) or ():
                     w.log("graph.comment_not_counted", {"node": node.id, **entry})
-                self._go(w, node, self._evaluate(w, node, event))
+                self._go(w, node, self._evaluate(w, node, gate_event))
             return state
 
         return self._operate(ref, decide).copy()
@@ -475,21 +507,24 @@ class Runtime:
         expanded, bad = self.graph.expand_skip_tokens(tokens)
 
         def decide(tx: Transaction) -> tuple[dict[str, str], dict[str, str]]:
-            rejected = {t: self.graph.skip_token_refusal(t) for t in bad}
-            accepted: dict[str, str] = {}
-            for node_id, token in expanded.items():
-                if tx.state is not None and entered(tx.state, node_id):
-                    rejected[node_id] = f"{AMNESTY}: {node_id} was already entered"
-                    continue
-                state = tx.state or tx.create(self.graph.name)
-                w = _Walk(tx, state, self.ports)
-                state.skips[node_id] = Skip(DECLARATION, token, actor, reason.strip(),
-                                            w.now()).to_json()
-                accepted[node_id] = token
-            self._log_declaration(tx, accepted, rejected, reason.strip(), actor)
-            return accepted, rejected
+            return self._declare(tx, expanded, bad, reason.strip(), actor)
 
         return self._operate(ref, decide)
+
+    def _declare(self, tx: Transaction, expanded: Mapping[str, str], bad: Iterable[str],
+                 reason: str, actor: str) -> tuple[dict[str, str], dict[str, str]]:
+        rejected = {t: self.graph.skip_token_refusal(t) for t in bad}
+        accepted: dict[str, str] = {}
+        for node_id, token in expanded.items():
+            if tx.state is not None and entered(tx.state, node_id):
+                rejected[node_id] = f"{AMNESTY}: {node_id} was already entered"
+                continue
+            state = tx.state or tx.create(self.graph.name)
+            w = _Walk(tx, state, self.ports)
+            state.skips[node_id] = Skip(DECLARATION, token, actor, reason, w.now()).to_json()
+            accepted[node_id] = token
+        self._log_declaration(tx, accepted, rejected, reason, actor)
+        return accepted, rejected
 
     def force(self, ref: WorkItemRef, to: str, reason: str, actor: str) -> ItemState:
         """Move the pointer to ``to`` without running any hook.
@@ -515,6 +550,180 @@ class Runtime:
             return state
 
         return self._operate(ref, decide).copy()
+
+    # -- operator verbs that need an authorized person's say-so (issue 19 §5) -----------
+    def operator_skip(self, ref: WorkItemRef, tokens: Iterable[str], reason: str,
+                      actor: str) -> OperatorResult:
+        """``loopgate skip``: :meth:`declare_skips`, except that after the phase selection
+        a human node is not skipped at once: it goes into a pending operator request,
+        posted on the thread, that an authorized person confirms (``the-loop confirm
+        <id>``). Agent and code nodes, and every node before the selection, are declared
+        as :meth:`declare_skips` does.
+
+        Returns:
+            An :class:`OperatorResult` (``request`` set when one now waits).
+
+        Raises:
+            LoopgateError: no reason, or no token.
+        """
+        tokens = [t for t in tokens if t]
+        if not reason or not reason.strip():
+            raise LoopgateError("a skip needs a reason (--reason)")
+        if not tokens:
+            raise LoopgateError("name at least one node or skip set to skip")
+        expanded, bad = self.graph.expand_skip_tokens(tokens)
+        why = reason.strip()
+
+        def decide(tx: Transaction) -> OperatorResult:
+            guarded = op.guarded_skips(self.graph, tx.state, expanded)
+            rest = {n: t for n, t in expanded.items() if n not in guarded}
+            accepted, rejected = self._declare(tx, rest, bad, why, actor)
+            waiting = {}
+            for node_id, token in guarded.items():
+                if entered(tx.state, node_id):  # type: ignore[arg-type]
+                    rejected[node_id] = f"{AMNESTY}: {node_id} was already entered"
+                else:
+                    waiting[node_id] = token
+            result = OperatorResult(accepted, rejected)
+            if waiting:
+                result.request = self._open_request(
+                    tx, {"verb": "skip", "nodes": list(waiting), "skips": waiting}, why, actor)
+            result.state = tx.state.copy() if tx.state is not None else None
+            return result
+
+        return self._operate(ref, decide)
+
+    def operator_force(self, ref: WorkItemRef, to: str, reason: str,
+                       actor: str) -> OperatorResult:
+        """``loopgate force``: :meth:`force`, except that after the phase selection a move
+        that would walk around a human gate (:func:`engine.operator.force_passes`) only
+        records and posts a pending operator request; it moves once an authorized person
+        confirms it.
+
+        Returns:
+            An :class:`OperatorResult` (``request`` set when the move waits).
+
+        Raises:
+            LoopgateError: no reason.
+            ClaimRefused: ``not-started``; ``unknown-node``.
+        """
+        if not reason or not reason.strip():
+            raise LoopgateError("a forced move needs a reason (--reason)")
+        why = reason.strip()
+
+        def decide(tx: Transaction) -> OperatorResult:
+            state = self._started(tx, ref)
+            if not self.graph.has_node(to):
+                raise ClaimRefused("unknown-node", f"{to!r} is not a node of {self.graph.name}")
+            gates = op.force_passes(self.graph, state, to, list(self.declared_skips(state)))
+            result = OperatorResult()
+            if gates:
+                result.request = self._open_request(
+                    tx, {"verb": "force", "nodes": gates, "to": to}, why, actor)
+            else:
+                self._move_by_force(_Walk(tx, state, self.ports), to, why, actor)
+            result.state = state.copy()
+            return result
+
+        return self._operate(ref, decide)
+
+    def _open_request(self, tx: Transaction, what: dict[str, Any], reason: str,
+                      actor: str) -> dict[str, Any]:
+        state = tx.state or tx.create(self.graph.name)
+        w = _Walk(tx, state, self.ports)
+        request = {"id": op.new_request_id(), **what, "reason": reason, "by": actor,
+                   "at": w.now(), "status": op.PENDING, "refused": []}
+        requests = dict(state.surface.get(op.SURFACE_KEY) or {})
+        requests[request["id"]] = request
+        state.surface[op.SURFACE_KEY] = requests
+        w.log("graph.operator_requested", {k: request[k] for k in request if k != "refused"})
+        body = with_self_marker(op.request_text(request), op.request_marker(request["id"]))
+        w.emit(PostComment(state.ref, body))
+        # The Slack thread gets a Confirm button (bot.listeners.actions.operator).
+        w.emit(Notify(state.ref, op.NOTICE, {k: request[k] for k in request
+                                              if k not in ("refused", "status")}))
+        return dict(request)
+
+    def _answer_requests(self, w: _Walk, event: Mapping[str, Any]) -> Mapping[str, Any]:
+        """Apply or refuse the ``the-loop confirm <id>`` replies of ``event`` (issue 19
+        §5). Returns the event without those replies, for the gate."""
+        comments = event.get("comments") or ()
+        if not any(op.confirm_ids(getattr(c, "body", "")) for c in comments):
+            return event  # the common case reads no clock
+        found = op.confirmations(comments, self.settings, w.now(),
+                                 str(event.get("via") or "reply"))
+        if not found:
+            return event
+        pending = op.pending_requests(w.state)
+        for confirmation in found:
+            request = pending.get(confirmation.request_id)
+            if request is None or op.pending_requests(w.state).get(request["id"]) is None:
+                w.log("graph.operator_confirmation_ignored",
+                      {"request": confirmation.request_id, "by": confirmation.by,
+                       "reason": "no pending operator request has this id"})
+                continue
+            self._confirm(w, request, confirmation)
+        used = {c.comment_id for c in found}
+        rest = [c for c in comments if getattr(c, "id", None) not in used]
+        return {**event, "comments": rest}
+
+    def _confirm(self, w: _Walk, request: dict[str, Any], confirmation: op.Confirmation) -> None:
+        verdict = op.authorize_confirmation(self.graph, self.settings, self.ports.tracker,
+                                            w.state, request, confirmation.by)
+        if verdict.allowed and request.get("verb") == "force":
+            extra = [n for n in op.force_passes(self.graph, w.state, str(request.get("to")),
+                                                list(self.declared_skips(w.state)))
+                     if n not in (request.get("nodes") or ())]
+            if extra:
+                verdict = Verdict(False, "the item moved since the request: the move "
+                                            f"would now also pass {', '.join(extra)}; ask again")
+        if not verdict.allowed:
+            self._refuse_confirmation(w, request, confirmation, verdict.reason)
+            return
+        stored = w.state.surface[op.SURFACE_KEY][request["id"]]
+        stored["status"] = op.CONFIRMED
+        stored["confirmed"] = confirmation.to_json()
+        w.log("graph.operator_confirmed", {"request": request["id"], "verb": request["verb"],
+                                           "nodes": request.get("nodes"), **confirmation.to_json()})
+        self._apply_request(w, stored, confirmation)
+
+    def _apply_request(self, w: _Walk, request: Mapping[str, Any],
+                       confirmation: op.Confirmation) -> None:
+        said = {"confirmedBy": confirmation.by, "confirmedVia": confirmation.via,
+                "request": request["id"]}
+        if request.get("verb") == "force":
+            self._move_by_force(w, str(request["to"]), str(request["reason"]),
+                                str(request["by"]))
+            w.state.forced[-1].update(said)
+            return
+        accepted: dict[str, str] = {}
+        for node_id, token in (request.get("skips") or {}).items():
+            if entered(w.state, node_id):
+                continue  # entered since the request: a skip is a plan, not an amnesty
+            skip = Skip(DECLARATION, token, str(request["by"]), str(request["reason"]),
+                        w.now()).to_json()
+            w.state.skips[node_id] = {**skip, **said}
+            accepted[node_id] = token
+        w.log("graph.skips_declared", {"via": DECLARATION, "skips": accepted,
+                                       "by": request["by"], "reason": request["reason"],
+                                       **said})
+
+    def _refuse_confirmation(self, w: _Walk, request: Mapping[str, Any],
+                             confirmation: op.Confirmation, reason: str) -> None:
+        stored = w.state.surface[op.SURFACE_KEY][request["id"]]
+        refused = stored.setdefault("refused", [])
+        if any(r.get("commentId") == confirmation.comment_id and r.get("by") == confirmation.by
+               for r in refused):
+            return  # the same reply again (a replay): said once
+        refused.append({**confirmation.to_json(), "reason": reason})
+        data = {"request": request["id"], "by": confirmation.by, "via": confirmation.via,
+                "reason": reason}
+        w.log("graph.operator_confirmation_refused", data)
+        logger.warning("operator confirmation refused on %s: %s", w.state.ref, data,
+                       extra={"event": "graph.operator_confirmation_refused"})
+        line = (f"`the-loop confirm {request['id']}` by @{confirmation.by} did not count: "
+                f"{reason}. The operator request stays pending.")
+        w.emit(PostComment(w.state.ref, with_self_marker(line)))
 
     def status(self, ref: WorkItemRef, recompute: bool = False) -> dict[str, Any]:
         """The ``check`` report of ``ref`` (see :func:`engine.report.build_report`).
@@ -778,6 +987,8 @@ class Runtime:
         """Record the ``skips`` / ``optIns`` a passing gate returned, for nodes not yet
         entered only (a selection cannot skip or add a node already walked)."""
         refused: dict[str, str] = {}
+        if node.id == self.graph.start and node.is_human:
+            self._overrule_declarations(w, node, data.get("skips"))
         skips = self._plan_entries(w, data.get("skips"), "skip", refused)
         opt_ins = self._plan_entries(w, data.get("optIns"), "optIn", refused)
         for node_id, entry in skips.items():
@@ -790,6 +1001,23 @@ class Runtime:
             w.log("graph.opt_ins_selected", {"node": node.id, "optIns": opt_ins})
         if refused:
             w.log("graph.skips_rejected", {"node": node.id, "rejected": refused})
+
+    def _overrule_declarations(self, w: _Walk, node: Node, selected_skips: Any) -> None:
+        """The selection decides about human gates (issue 19 §5): a ``loopgate skip`` of a
+        human node declared before it stands only if the selection skips the node too.
+        The checklist shows such a row as running, so a person who ticked it (or left it)
+        never agreed to drop that gate."""
+        keep = set(selected_skips) if isinstance(selected_skips, Mapping) else set()
+        dropped = [n for n, decl in w.state.skips.items()
+                   if n not in keep and isinstance(decl, Mapping)
+                   and decl.get("via") == DECLARATION and not decl.get("confirmedBy")
+                   and self.graph.has_node(n) and self.graph.node(n).is_human]
+        for node_id in dropped:
+            del w.state.skips[node_id]
+        if dropped:
+            w.log("graph.skips_overruled", {"node": node.id, "nodes": dropped,
+                                            "reason": "a human gate runs unless the "
+                                                      "selection skips it"})
 
     def _plan_entries(
         self, w: _Walk, raw: Any, kind: str, refused: dict[str, str]

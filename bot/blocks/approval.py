@@ -26,6 +26,7 @@ from slack_sdk.models.blocks import (
 
 from bot.blocks import ids
 from bot.blocks.card import escape, truncate, truncate_keep_lines
+from bot.blocks.escaping import Mrkdwn
 from engine.errors import WorkItemRefError
 from engine.refs import WorkItemRef
 
@@ -98,7 +99,7 @@ def mentions(users: Sequence[str]) -> str:
 
 
 def _item(ref: WorkItemRef, url: str) -> str:
-    return f"<{url}|{ref}>" if url else str(ref)
+    return f"<{url}|{escape(str(ref))}>" if url else escape(str(ref))
 
 
 #: The first line per notify event (the same words as the other thread lines).
@@ -256,5 +257,6 @@ def reminder_text(gate: GateRef, hours: int, waiting_on: Sequence[str], *,
         item_url: the issue link.
     """
     who = f" — {mentions(waiting_on)}" if waiting_on else ""
-    return (f"⏰ `{gate.node}` of {_item(gate.ref, item_url)} has waited {hours} hours for "
-            f"an approval{who}.")
+    # Sent without blocks: the link and mentions are markup on purpose, the rest escaped.
+    return Mrkdwn(f"⏰ `{escape(gate.node)}` of {_item(gate.ref, item_url)} has waited "
+                  f"{hours} hours for an approval{who}.")

@@ -36,6 +36,7 @@ from slack_sdk.models.blocks import (
 )
 
 from bot.blocks import ids
+from bot.blocks.escaping import escape  # noqa: F401  -- re-exported: one helper
 from engine.graph.model import EXPLAINER_SET, Graph, Node
 from engine.hooks.phase_selection import (
     Row,
@@ -94,12 +95,6 @@ def truncate(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[: limit - 1].rstrip() + "…"
-
-
-def escape(text: str) -> str:
-    """Escape ``&``, ``<`` and ``>`` for mrkdwn (Slack's three control characters), so
-    issue titles cannot inject links or mentions."""
-    return (text or "").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def chunked(items: Sequence[Any], size: int = MAX_OPTIONS) -> list[Sequence[Any]]:

@@ -24,6 +24,8 @@ __all__ = [
     "ACTION_REQUEST_CHANGES",
     "ACTION_DECISION_TEXT",
     "ACTION_OPEN_EXPLAINER",
+    "ACTION_OPERATOR_CONFIRM",
+    "BLOCK_OPERATOR",
     "VIEW_DECISION",
     "BLOCK_APPROVAL",
     "BLOCK_DECISION_TEXT",
@@ -53,6 +55,8 @@ ACTION_APPROVE_COMMENTS = "loopgate.approve_comments"
 ACTION_REQUEST_CHANGES = "loopgate.request_changes"
 ACTION_DECISION_TEXT = "loopgate.decision_text"
 ACTION_OPEN_EXPLAINER = "loopgate.open_explainer"
+#: The Confirm button of an operator request's thread message (issue 19 §5).
+ACTION_OPERATOR_CONFIRM = "loopgate.operator_confirm"
 #: The decision modal's ``callback_id``.
 VIEW_DECISION = "loopgate.decision"
 
@@ -65,6 +69,7 @@ BLOCK_NOTICE = "loopgate.notice"
 BLOCK_APPROVAL = "loopgate.approval"
 BLOCK_DECISION_TEXT = "loopgate.decision_text"
 BLOCK_HOME = "loopgate.home"
+BLOCK_OPERATOR = "loopgate.operator"
 
 #: The checkbox groups of the phase-selection card, by block prefix.
 CHECKBOX_GROUPS = (BLOCK_PHASES, BLOCK_OPT_INS, BLOCK_SETTINGS)

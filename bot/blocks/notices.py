@@ -169,7 +169,10 @@ def event_line(
     node = escape(str(data.get("node") or ""))
     template = _EVENT_LINES.get(event)
     line = template.format(node=node) if template else f"🔔 {escape(event)} at `{node or '—'}`"
-    text = f"{ref}: {truncate(line, 200)}"
+    raw_node = str(data.get("node") or "")  # the fallback is escaped as it is sent
+    raw = (template.format(node=raw_node) if template
+           else f"🔔 {event} at `{raw_node or '—'}`")
+    text = f"{ref}: {truncate(raw, 200)}"
     blocks: list[Block] = [
         SectionBlock(text=MarkdownTextObject(text=f"{line} — {_item(ref, item_url)}")),
     ]

@@ -19,6 +19,7 @@ import click
 from bot.cli.check_view import COLOR_MODES, Summary, matches, painter, use_color
 from bot.cli.context import CliContext, fail, parse_item
 from bot.cli.help import format_option
+from engine import operator
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.refs import WorkItemRef
 from engine.report import build_report, render_history, render_table, visit_history, where
@@ -121,7 +122,48 @@ def advance(obj: CliContext, item: WorkItemRef, comments: tuple[str, ...]) -> No
              "local tracker (no github section in loopgate.yaml)")
     posted = [_run(lambda a=a, b=b: poster(item, a, b)) for a, b in parsed]
     event = {"comments": posted} if posted else {}
-    click.echo(_summary(_run(lambda: services.runtime.advance(item, event))))
+    state = _run(lambda: services.runtime.advance(item, event))
+    click.echo(_summary(state))
+    if _said_on_requests(state, {c.id for c in posted}):
+        raise SystemExit(1)
+
+
+def _said_on_requests(state: ItemState, comment_ids: set[int]) -> bool:
+    """Say what the given comments did to operator requests (issue 19 §5): a confirmation
+    on stdout, a refused one as one ``loopgate: refused:`` line on stderr. Returns True
+    when one was refused."""
+    refused = False
+    requests = state.surface.get(operator.SURFACE_KEY) or {}
+    for rid, request in requests.items():
+        confirmed = request.get("confirmed") or {}
+        if confirmed.get("commentId") in comment_ids:
+            click.echo(f"confirmed: operator request {rid} by @{confirmed.get('by')}: "
+                       f"{_request_does(request)}")
+        for refusal in request.get("refused") or ():
+            if refusal.get("commentId") in comment_ids:
+                refused = True
+                click.echo(f"loopgate: refused: the-loop confirm {rid} by "
+                           f"@{refusal.get('by')}: {refusal.get('reason')}", err=True)
+    return refused
+
+
+def _request_does(request: dict[str, Any]) -> str:
+    nodes = ", ".join(request.get("nodes") or ())
+    if request.get("verb") == "force":
+        return f"force to {request.get('to')} past {nodes}"
+    return f"skip {nodes}"
+
+
+def _say_pending(request: dict[str, Any] | None) -> None:
+    """One ``loopgate: pending:`` line on stderr, then exit 1 (the verb did not act yet)."""
+    if request is None:
+        return
+    rid = request["id"]
+    click.echo(f"loopgate: pending: {_request_does(request)} needs an authorized person: "
+               f"operator request {rid} is posted on the thread; it takes effect when one "
+               f"replies 'the-loop confirm {rid}' (offline: loopgate advance ITEM "
+               f"--comment LOGIN=FILE)", err=True)
+    raise SystemExit(1)
 
 
 def _refuse_human_gate(services: Any, ref: WorkItemRef, node_id: str) -> None:
@@ -181,17 +223,23 @@ def skip(obj: CliContext, item: WorkItemRef, tokens: tuple[str, ...], reason: st
          actor: str) -> None:
     """Declare nodes of ITEM skipped before they are reached (a plan, not an amnesty).
 
+    After the phase selection a human node (an approval, a quiz) is not skipped at once:
+    the skip is posted on the thread as an operator request and takes effect when an
+    authorized person replies 'the-loop confirm ID' (exit 1 until then). Agent nodes,
+    and any node before the selection, are skipped at once.
+
     \b
     Example:
       loopgate skip acme/widgets#7 --node explainer --reason "docs-only change"
     """
     runtime = obj.services.runtime
-    accepted, rejected = _run(lambda: runtime.declare_skips(item, tokens, reason, actor))
-    for node_id, token in accepted.items():
+    result = _run(lambda: runtime.operator_skip(item, tokens, reason, actor))
+    for node_id, token in result.accepted.items():
         click.echo(f"skipped: {node_id} (token '{token}')")
-    for token, why in rejected.items():
+    for token, why in result.rejected.items():
         click.echo(f"refused: {token} — {why}", err=True)
-    if rejected:
+    _say_pending(result.request)
+    if result.rejected:
         raise SystemExit(1)
 
 
@@ -204,12 +252,18 @@ def skip(obj: CliContext, item: WorkItemRef, tokens: tuple[str, ...], reason: st
 def force(obj: CliContext, item: WorkItemRef, to: str, reason: str, actor: str) -> None:
     """Move ITEM's pointer to N without running hooks (never satisfies a gate).
 
+    After the phase selection a move past a human gate that has not passed is posted on
+    the thread as an operator request and happens when an authorized person replies
+    'the-loop confirm ID' (exit 1 until then); a move back to rework acts at once.
+
     \b
     Example:
       loopgate force acme/widgets#7 --to design --reason "spec written elsewhere"
     """
     runtime = obj.services.runtime
-    click.echo(_summary(_run(lambda: runtime.force(item, to, reason, actor))))
+    result = _run(lambda: runtime.operator_force(item, to, reason, actor))
+    click.echo(_summary(result.state))
+    _say_pending(result.request)
 
 
 # -- check -------------------------------------------------------------------------------

@@ -92,5 +92,6 @@ def test_socket_mode_needs_no_signing_secret_and_connects_in_the_background(
 def test_listeners_of_every_kind_are_registered(world: Any) -> None:
     # One per card action (6 ack-only: 5 card/notice + the home tab's explainer button;
     # Execute), the approval buttons (Approve + 2 modal openers, issue 12 §1), /loop,
-    # app_mention, app_home_opened (§3) and the decision modal's view_submission.
-    assert len(world.app._listeners) == 14
+    # app_mention, app_home_opened (§3), the decision modal's view_submission and an
+    # operator request's Confirm button (issue 19 §5).
+    assert len(world.app._listeners) == 15

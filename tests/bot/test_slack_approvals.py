@@ -140,7 +140,7 @@ def test_approve_with_comments_records_the_review_comments(world: SlackWorld) ->
 
 @pytest.mark.parametrize(("user", "expected"), [
     ("UEVE", "Your Slack account is not linked to a GitHub login, so nothing was decided. "
-             "Run `/loop link <github-login>` first."),
+             "Run `/loop link &lt;github-login&gt;` first."),  # Slack's escaping
     ("UBOB", "@bob may not answer `requirements-approval` of acme/widgets#7 (@bob is not "
              "among the approvers of this gate (@alice, @carol)), so nothing was decided."),
 ])

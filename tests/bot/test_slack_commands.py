@@ -10,6 +10,7 @@ import pytest
 
 from bot.app import GENERIC_ERROR, _on_error
 from bot.blocks.card import MAX_BLOCKS
+from bot.blocks.escaping import escape
 from bot.identity import (
     comment_observer,
     confirm_link_from_comment,
@@ -45,7 +46,9 @@ def _texts(blocks: list[dict[str, Any]]) -> str:
 
 @pytest.mark.parametrize("text", ["", "help", "frobnicate the widgets", "HELP"])
 def test_help_and_unknown_words_answer_the_help_text(world: SlackWorld, text: str) -> None:
-    assert _loop(world, "UALICE", text)["text"] == HELP_TEXT
+    # Sent with Slack's escaping (issue 19 §6): `<github-login>` must not read as a link.
+    assert _loop(world, "UALICE", text)["text"] == escape(HELP_TEXT)
+    assert "/loop link &lt;github-login&gt;" in escape(HELP_TEXT)
 
 
 def test_check_output_for_an_item_with_a_declared_skip_an_unselected_opt_in_and_an_attestation(

@@ -31,7 +31,9 @@ def test_phase_selection_pending_posts_the_card_in_the_channel(world: SlackWorld
 
     [post] = _posts(world)
     assert post.args["channel"] == CHANNEL
-    assert post.args["text"] == "Phase selection for acme/widgets#7: Add a <widget> & more"
+    # The fallback text escapes the title like the blocks do (issue 19 §6).
+    assert post.args["text"] == ("Phase selection for acme/widgets#7: "
+                                 "Add a &lt;widget&gt; &amp; more")
     assert post.args["blocks"][0]["text"]["text"] == "Phase selection · acme/widgets#7"
     thread = load_thread(world.store, REF)
     assert thread is not None

@@ -91,13 +91,28 @@ def test_rule_reads_config_and_names_the_bad_key_path() -> None:
 
 def test_attester_rule_assignee_or_author_admits_only_them() -> None:
     rule = ApprovalRule(attester="assignee-or-author")
-    people = People(item_author="zoe", assignees=("dave",))
-    allowed = authorize("dave", rule, authorized_users=USERS, people=people, attesting=True)
+    people = People(item_author="zoe", assignees=("bob",))
+    allowed = authorize("bob", rule, authorized_users=USERS, people=people, attesting=True)
     refused = authorize("alice", rule, authorized_users=USERS, people=people, attesting=True)
     assert allowed.allowed
     assert not refused.allowed
     assert refused.reason == ("@alice is neither an assignee nor the author of this work item "
                               "(attester: assignee-or-author)")
+
+
+def test_attester_rule_narrows_never_widens_the_authorized_set() -> None:
+    # Issue 19 §6: an issue author who is not an approver cannot attest.
+    rule = ApprovalRule(attester="assignee-or-author")
+    people = People(item_author="mallory", assignees=("dave",))
+    refused = authorize("mallory", rule, authorized_users=USERS, people=people,
+                        attesting=True)
+    assert not refused.allowed
+    assert refused.reason == ("@mallory is the work item's author but not authorized to "
+                              "attest: @mallory is not among the approvers of this gate "
+                              "(@alice, @bob, @carol)")
+    control = authorize("carol", rule, authorized_users=USERS,
+                        people=People(item_author="carol"), attesting=True)
+    assert control.allowed
 
 
 # -- acceptance: a two-approval gate needs two distinct authorized people -----------------

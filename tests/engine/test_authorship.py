@@ -119,3 +119,14 @@ def test_the_offline_thread_is_never_looked_up() -> None:
     tracker.comments_editable = False
     assert screen([_read()], tracker, matters=_matters).counted == (_read(),)
     assert tracker.asked == []
+
+
+def test_an_operator_confirmation_edited_in_by_someone_else_does_not_count() -> None:
+    # issue 19 §1 and §5: `the-loop confirm <id>` applies an operator request in the
+    # replier's name, so it is screened like a decisive reply.
+    forged = _read("the-loop confirm ab12cd34", cid=4)
+    tracker = _Tracker({4: _edits(CommentEdit("mallory", "User", LATER), editor="mallory")})
+    result = screen([forged], tracker, matters=_matters)
+    assert tracker.asked == [[4]]
+    assert result.counted == ()
+    assert "edited by @mallory" in result.not_counted[0].reason

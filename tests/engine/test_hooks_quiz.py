@@ -545,7 +545,9 @@ def test_attester_assignee_or_author_refuses_another_authorized_ticker() -> None
     assert _attest(h, comment).kind == "pass"
 
 
-def test_attester_assignee_or_author_admits_the_author_typing_the_line() -> None:
+def test_attester_assignee_or_author_refuses_an_author_who_is_not_authorized() -> None:
+    # Issue 19 §6: the role narrows the authorized set, never widens it. On a public
+    # repository anybody who opens an issue is its author.
     h = Harness()
     _assignee_rule(h)
     _spec(h)
@@ -554,5 +556,28 @@ def test_attester_assignee_or_author_admits_the_author_typing_the_line() -> None
     assert h.run("spec-quiz", "quiz-attested", event={"comments": [alice]}).kind == "wait"
     carol = h.tracker.add_comment_as(REF, "carol", SPEC_TICK)  # the author, not on the list
     result = h.run("spec-quiz", "quiz-attested", event={"comments": [carol]})
+    assert result.kind == "wait"
+    assert "decision" not in result.data
+
+
+def test_attester_assignee_or_author_admits_an_authorized_author_typing_the_line() -> None:
+    h = Harness(settings=EngineSettings(authorized_users=("alice", "carol")))
+    _assignee_rule(h)
+    _spec(h)
+    _post_spec_quiz(h)
+    carol = h.tracker.add_comment_as(REF, "carol", SPEC_TICK)  # the author, authorized
+    result = h.run("spec-quiz", "quiz-attested", event={"comments": [carol]})
     assert result.kind == "pass"
     assert result.data["decision"].to_json()["attestedBy"] == "@carol"
+
+
+def test_attester_assignee_or_author_refuses_an_unauthorized_assignee_ticking() -> None:
+    h = Harness(settings=EngineSettings(authorized_users=("alice",)))
+    _assignee_rule(h)  # bob is the assignee, not authorized here
+    _spec(h)
+    comment = _post_spec_quiz(h)
+    _tick(h, comment, "bob")
+    result = _attest(h, comment)
+    assert result.kind == "wait"
+    assert result.reason == ("the quiz box on spec-quiz was last edited by @bob, who is not "
+                             "authorized; an authorized user must tick it")

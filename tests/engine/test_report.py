@@ -191,7 +191,9 @@ def test_report_keys() -> None:
     assert set(report) == {
         "workItem", "loop", "currentNode", "status", "ok", "recompute", "unmet", "nodes",
         "decisions", "parked", "forced", "skips", "optIns", "invalidSkips", "invalidOptIns",
-        "attestations", "phaseSelection", "completions", "effects", "document"}
+        "attestations", "phaseSelection", "completions", "effects", "operatorRequests",
+        "document"}
     assert report["effects"] == []
+    assert report["operatorRequests"] == []  # issue 19 §5: none asked
     assert set(report["nodes"][0]) == {"id", "status", "detail", "outcome", "attempts",
                                        "forced"}

@@ -8,6 +8,7 @@ from slack_bolt import App
 from bot.blocks import ids
 from bot.listeners.actions.approve import MODAL_OUTCOMES, on_approve, on_open_modal
 from bot.listeners.actions.execute import on_execute
+from bot.listeners.actions.operator import on_operator_confirm
 from bot.listeners.actions.ticks import on_tick
 
 __all__ = ["register"]
@@ -22,5 +23,6 @@ def register(app: App) -> None:
         app.action(action_id)(on_tick)
     app.action(ids.ACTION_EXECUTE)(on_execute)
     app.action(ids.ACTION_APPROVE)(on_approve)
+    app.action(ids.ACTION_OPERATOR_CONFIRM)(on_operator_confirm)  # issue 19 §5
     for action_id in MODAL_OUTCOMES:
         app.action(action_id)(on_open_modal)

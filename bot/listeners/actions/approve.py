@@ -19,6 +19,7 @@ from slack_sdk.errors import SlackApiError
 from bot.approvals import Decided, check_gate, decide, gate_decision, gate_visit
 from bot.blocks import ids
 from bot.blocks.approval import GateRef, approval_done_message, decision_modal
+from bot.blocks.escaping import slack_text
 from bot.home import refresh_homes
 from bot.notifier import write_scope
 
@@ -52,7 +53,7 @@ def parse_gate_click(body: Mapping[str, Any]) -> GateRef:
 
 
 def _ephemeral(client: Any, channel: str, user: str, text: str) -> None:
-    client.chat_postEphemeral(channel=channel, user=user, text=text)
+    client.chat_postEphemeral(channel=channel, user=user, text=slack_text(text))
 
 
 def _clicked_gate(body: dict[str, Any], client: Any, channel: str, user: str) -> GateRef | None:
@@ -113,7 +114,8 @@ def rewrite_message(services: Any, client: Any, gate: GateRef, channel: str, ts:
     text, blocks = approval_done_message(gate, decision, item_url=url, revision=revision,
                                          moved_to=state.current_node,
                                          visit=visit.number if visit is not None else 0)
-    client.chat_update(channel=channel, ts=ts, text=text, blocks=[b.to_dict() for b in blocks])
+    client.chat_update(channel=channel, ts=ts, text=slack_text(text),
+                       blocks=[b.to_dict() for b in blocks])
     if row:
         with write_scope(services.store) as db:
             db.execute(

@@ -19,6 +19,7 @@ from typing import Any
 
 from bot.blocks import ids
 from bot.blocks.card import phase_selection_node_id, selection_from_state, status_card
+from bot.blocks.escaping import slack_text
 from bot.blocks.mirror import initial_state
 from bot.click_lock import item_lock
 from bot.identity import resolve_login
@@ -138,14 +139,15 @@ def execute(services: Any, client: Any, body: Mapping[str, Any]) -> ExecuteOutco
         user = str((body.get("user") or {}).get("id") or "")
         channel = str((body.get("channel") or {}).get("id") or "")
         outcome = ExecuteOutcome("not-started", "This card names no work item.")
-        client.chat_postEphemeral(channel=channel, user=user, text=outcome.message)
+        client.chat_postEphemeral(channel=channel, user=user, text=slack_text(outcome.message))
         return outcome
     with item_lock(click.ref), _replicas_lock(services, click.ref):
         outcome = _decide(services, click)
     if outcome.decision and (outcome.code == "selected" or click.interactive):
         _rewrite_card(services, client, click, outcome.decision)
     if outcome.code != "selected":
-        client.chat_postEphemeral(channel=click.channel, user=click.user, text=outcome.message)
+        client.chat_postEphemeral(channel=click.channel, user=click.user,
+                                  text=slack_text(outcome.message))
     return outcome
 
 
@@ -242,7 +244,8 @@ def _rewrite_card(services: Any, client: Any, click: Click, decision: Mapping[st
     blocks = status_card(services.graph, info, current_node=state.current_node,
                          status=state.status, decision=decision, revision=revision)
     client.chat_update(channel=click.channel, ts=click.ts,
-                       text=f"Phase selection of {click.ref} made by {decision.get('by')}",
+                       text=slack_text(f"Phase selection of {click.ref} made by "
+                                       f"{decision.get('by')}"),
                        blocks=[b.to_dict() for b in blocks])
     if parent:
         save_thread(store, click.ref, channel=click.channel, ts=click.ts, revision=revision,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.blocks.escaping import slack_text
+
 __all__ = ["Reply", "HELP_TEXT", "USAGE_HINT"]
 
 #: The manifest's usage hint for ``/loop``.
@@ -32,7 +34,7 @@ class Reply:
 
     def kwargs(self) -> dict[str, Any]:
         """Keyword arguments for Bolt's ``respond``."""
-        out: dict[str, Any] = {"text": self.text, "response_type": "ephemeral"}
+        out: dict[str, Any] = {"text": slack_text(self.text), "response_type": "ephemeral"}
         if self.blocks:
             out["blocks"] = self.blocks
         return out

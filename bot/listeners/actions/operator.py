@@ -1,0 +1,92 @@
+"""The Confirm button of an operator request (issue 19 §5).
+
+The click is acked at once (platform facts C1); then it becomes what a GitHub reply
+``the-loop confirm <id>`` is, written by the clicker's linked GitHub login and fed to
+``Runtime.advance`` with ``via: slack`` — so the runtime's one rule authorizes it (each
+gate's approvers, teams, ``preventSelfApproval``) and records who confirmed and how. An
+unlinked clicker, an unknown or settled request and a refused confirmation each get one
+ephemeral line; a confirmation rewrites the message read-only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from bot.blocks.escaping import slack_text
+from bot.blocks.operator import does, operator_confirmed_message, parse_request_value
+from bot.click_lock import item_lock
+from bot.identity import resolve_login
+from engine import operator
+from engine.approvals import VIA_SLACK
+from engine.ports import Comment
+from engine.refs import WorkItemRef
+from engine.settings import normalize_login
+
+__all__ = ["on_operator_confirm", "confirm"]
+
+log = logging.getLogger(__name__)
+
+
+def _where(body: Mapping[str, Any]) -> tuple[str, str, str, str]:
+    container = body.get("container") or {}
+    message = body.get("message") or {}
+    user = str((body.get("user") or {}).get("id") or "")
+    channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
+    ts = str(message.get("ts") or container.get("message_ts") or "")
+    action = next(iter(body.get("actions") or ()), {}) or {}
+    return user, channel, ts, str(action.get("value") or "")
+
+
+def confirm(services: Any, ref: WorkItemRef, request_id: str,
+            slack_user: str) -> tuple[str, str, dict[str, Any]]:
+    """Feed a Confirm click to the runtime as the clicker's linked login.
+
+    Returns:
+        ``(code, message, request)``: ``confirmed`` (message ""), ``not-linked``,
+        ``unknown-request`` (none pending with that id) or ``refused`` (the runtime's
+        reason); ``request`` is the stored document after the click ({} when unknown).
+    """
+    login = resolve_login(services, slack_user) or ""
+    if not login:
+        return ("not-linked", "Your Slack account is not linked to a GitHub login, so "
+                "nothing was confirmed. Run `/loop link <github-login>` first.", {})
+    with item_lock(ref):
+        state = services.store.load(ref)
+        if state is None or request_id not in operator.pending_requests(state):
+            return ("unknown-request", f"Operator request {request_id} on {ref} is not "
+                    "pending (already confirmed, or unknown); nothing changed.", {})
+        reply = Comment(id=0, author=login, body=f"the-loop confirm {request_id}")
+        after = services.runtime.advance(ref, {"comments": [reply], "via": VIA_SLACK})
+    request = dict((after.surface.get(operator.SURFACE_KEY) or {}).get(request_id) or {})
+    confirmed = request.get("confirmed") or {}
+    if request.get("status") == operator.CONFIRMED and \
+            normalize_login(str(confirmed.get("by") or "")) == normalize_login(login):
+        log.info("%s operator request %s confirmed from Slack by @%s (%s)", ref, request_id,
+                 login, slack_user)
+        return "confirmed", "", request
+    said = [r for r in request.get("refused") or () if r.get("by") == normalize_login(login)]
+    reason = str(said[-1].get("reason")) if said else "it was not counted"
+    return ("refused", f"@{login} cannot confirm operator request {request_id} "
+            f"({does(request)}): {reason}. Nothing changed.", request)
+
+
+def on_operator_confirm(ack: Callable[..., Any], body: dict[str, Any], client: Any,
+                        context: Mapping[str, Any]) -> None:
+    """Bolt listener of **Confirm**: ack, then confirm (see :func:`confirm`)."""
+    ack()
+    user, channel, ts, value = _where(body)
+    try:
+        ref, request_id = parse_request_value(value)
+    except ValueError:
+        client.chat_postEphemeral(channel=channel, user=user, text=slack_text(
+            "This button names no operator request; nothing changed."))
+        return
+    code, message, request = confirm(context["services"], ref, request_id, user)
+    if code == "confirmed" and channel and ts:
+        text, blocks = operator_confirmed_message(ref, request)
+        client.chat_update(channel=channel, ts=ts, text=slack_text(text),
+                           blocks=[b.to_dict() for b in blocks])
+        return
+    client.chat_postEphemeral(channel=channel, user=user, text=slack_text(message))
