@@ -43,8 +43,8 @@ from engine.effects import (
     effect_marker,
 )
 from engine.hooks.common import posted_by_loopgate
-from engine.mergegate import SURFACE_KEY, GateCheck, combine
-from engine.ports import SELF_MARKER, Comment, Ports, TrackerError
+from engine.mergegate import SURFACE_KEY, GateCheck, bind_to_head, combine
+from engine.ports import SELF_MARKER, Comment, Ports, PullRequest, TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
 from engine.store.base import Store
@@ -153,10 +153,16 @@ def _post(row: EffectRow, effect: PostComment, ports: Ports,
     return Outcome(DONE_OUTCOME, _comment_result(comment, effect.target))
 
 
-def _check_of(store: Store | None, ref: WorkItemRef) -> GateCheck | None:
+def _check_of(store: Store | None, ref: WorkItemRef, pull: PullRequest | None = None
+              ) -> GateCheck | None:
     state = store.load(ref) if store is not None else None
     doc = state.surface.get(SURFACE_KEY) if state is not None else None
-    return GateCheck.from_json(doc) if isinstance(doc, Mapping) else None
+    check = GateCheck.from_json(doc) if isinstance(doc, Mapping) else None
+    if check is None or pull is None or state is None:
+        return check
+    # Issue 19 §3: success only on a head the vouching gates covered.
+    return bind_to_head(state, check, pull.number, pull.head_sha,
+                        authors_now=(pull.author,) if pull.author else ())
 
 
 def _superseded_by(row: EffectRow, store: Store | None) -> int | None:
@@ -190,7 +196,7 @@ def _publish(row: EffectRow, effect: PublishGate, ports: Ports,
         refs = [WorkItemRef(target.owner, target.repo, n) for n in numbers or [target.number]]
         if target not in refs:
             refs.append(target)
-        check = combine([(str(ref), _check_of(store, ref)) for ref in refs])
+        check = combine([(str(ref), _check_of(store, ref, pull)) for ref in refs])
         pr_ref = WorkItemRef(target.owner, target.repo, pull.number)
         where = ports.tracker.publish_check(pr_ref, check)
         published.append({"pull": pull.number, "state": check.state, **dict(where or {})})

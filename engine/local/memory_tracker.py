@@ -11,6 +11,7 @@ and :attr:`MemoryTracker.failing`.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -218,14 +219,27 @@ class MemoryTracker:
 
     def add_pull_request(
         self, ref: WorkItemRef, number: int, head_branch: str = "", state: str = "open",
-        author: str = "",
+        author: str = "", head_sha: str = "",
     ) -> PullRequest:
-        """Register a pull request delivering ``ref`` (opened by ``author``)."""
+        """Register a pull request delivering ``ref`` (opened by ``author``; its head
+        ``head_sha``, default a made-up 40-hex sha of the pull request)."""
         url = f"https://github.com/{ref.owner}/{ref.repo}/pull/{number}"
-        pr = PullRequest(number, url, head_branch or f"issue-{ref.number}", state, author)
+        sha = head_sha or hashlib.sha1(f"{ref.owner}/{ref.repo}#{number}".encode()).hexdigest()
+        pr = PullRequest(number, url, head_branch or f"issue-{ref.number}", state, author, sha)
         with self._lock:
             self._prs.setdefault(ref, []).append(pr)
         return pr
+
+    def push(self, number: int, sha: str = "") -> str:
+        """A new head commit on pull request ``number`` (every item it delivers sees it);
+        returns the new sha (default: derived from the old one)."""
+        with self._lock:
+            for pulls in self._prs.values():
+                for i, pr in enumerate(pulls):
+                    if pr.number == number:
+                        sha = sha or hashlib.sha1(pr.head_sha.encode()).hexdigest()
+                        pulls[i] = replace(pr, head_sha=sha)
+        return sha
 
     def set_issue(self, ref: WorkItemRef, title: str, author: str = "octocat",
                   assignees: Sequence[str] = ()) -> IssueInfo:
