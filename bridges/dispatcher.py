@@ -31,7 +31,11 @@ Kinds (issue 3 §4, explainer design C5):
 
 * ``pull_request_head`` (a new head commit, webhook or poller) →
   ``runtime.publish_gate(item, pulls=(N,))`` for every started item the pull request
-  delivers (issue 11 §1).
+  delivers (issue 11 §1); a head the vouching gates did not cover sends the item back
+  (issue 19 §3).
+* ``merge_group`` (``merge_group.checks_requested``) →
+  ``runtime.publish_merge_group(pull, head_sha, base_sha, head_ref)``: the check on the
+  group's commit (issue 19 §4; content key ``merge-group:<repo>@<sha>``).
 
 Comments on a pull request are routed to the work items the pull request delivers.
 
@@ -59,6 +63,7 @@ from bridges.github.persistence import BridgeState, bridge_state
 from bridges.github.router import (
     CHECKLIST_EDITED,
     COMMENT,
+    MERGE_GROUP,
     PULL_REQUEST_HEAD,
     QUIZ_ATTESTATION,
     START,
@@ -422,6 +427,8 @@ class Dispatcher:
             return self._checklist_edited(ref, delivery.data["comment"])
         if delivery.event == PULL_REQUEST_HEAD:
             return self._pull_request_head(ref)
+        if delivery.event == MERGE_GROUP:
+            return self._merge_group(ref, delivery)
         return DispatchResult(DROPPED, "unknown-kind")
 
     # -- kinds ---------------------------------------------------------------------------
@@ -566,6 +573,16 @@ class Dispatcher:
         if not queued:
             return DispatchResult(DROPPED, "no-started-item", (str(pull),))
         return DispatchResult(HANDLED, "check-queued", tuple(queued))
+
+    def _merge_group(self, pull: WorkItemRef, delivery: Delivery) -> DispatchResult:
+        """A merge queue asks for ``loopgate`` on a group's commit (issue 19 §4): the
+        runtime queues the check; the performer decides it from the items' coverage."""
+        data = delivery.data
+        if not self.runtime.publish_merge_group(pull, str(data["head_sha"]),
+                                                str(data.get("base_sha") or ""),
+                                                str(data.get("head_ref") or "")):
+            return DispatchResult(DROPPED, "merge-gate-off", (str(pull),))
+        return DispatchResult(HANDLED, "merge-group-check-queued", (str(pull),))
 
     def _quiz(self, ref: WorkItemRef, delivery: Delivery) -> DispatchResult:
         if delivery.data.get("node_id"):

@@ -15,6 +15,7 @@ newest state is what lands on the newest head commit.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -26,7 +27,7 @@ from engine.state import ItemState, ItemStatus
 __all__ = ["CHECK_NAME", "PENDING", "SUCCESS", "FAILURE", "GateCheck", "item_check",
            "combine", "SURFACE_KEY", "MAX_DESCRIPTION", "COVERAGE_KEY", "vouching_nodes",
            "gates_to_cover", "record_coverage", "why_uncovered", "note_sent_back", "uncovered",
-           "bind_to_head", "self_approved"]
+           "bind_to_head", "self_approved", "group_check", "queue_pulls", "on_head"]
 
 #: The check run name / commit status context branch protection names.
 CHECK_NAME = "loopgate"
@@ -347,12 +348,26 @@ def self_approved(state: ItemState, node: str, authors_now: Sequence[str]) -> st
     nodes = (state.surface.get(COVERAGE_KEY) or {}).get("nodes") or {}
     recorded = ((nodes.get(node) or {}).get("authors") or {}).values()
     authors = {a.lower().lstrip("@") for a in (*recorded, *authors_now) if a}
+    return _first_both(_approvers(state, node), authors)
+
+
+def _approvers(state: ItemState, node: str) -> set[str]:
+    # The current visit's approvers only: an earlier visit's decision was superseded.
+    record = state.nodes.get(node)
+    entered = record.entered_at if record is not None else ""
     entry = (state.surface.get("approvals") or {}).get(node) or {}
-    approvers = {str(a.get("by") or "").lower().lstrip("@")
-                 for a in entry.get("approvals") or () if isinstance(a, Mapping)}
+    approvers = set()
+    if isinstance(entry, Mapping) and entry.get("enteredAt") == entered:
+        approvers = {str(a.get("by") or "").lower().lstrip("@")
+                     for a in entry.get("approvals") or () if isinstance(a, Mapping)}
     decision = state.decisions.get(node) or {}
-    if isinstance(decision, Mapping) and decision.get("by"):
+    if isinstance(decision, Mapping) and decision.get("by") and \
+            str(decision.get("at") or "") >= entered:
         approvers.add(str(decision["by"]).lower().lstrip("@"))
+    return approvers
+
+
+def _first_both(approvers: set[str], authors: set[str]) -> str:
     both = sorted((approvers & authors) - {""})
     return both[0] if both else ""
 
@@ -401,3 +416,67 @@ def note_sent_back(state: ItemState, text: str) -> None:
     coverage = dict(state.surface.get(COVERAGE_KEY) or {})
     coverage["sentBack"] = text
     state.surface[COVERAGE_KEY] = coverage
+
+
+# -- issue 19 §4: the merge queue -----------------------------------------------------------
+_QUEUE_REF = re.compile(r"^(?:refs/heads/)?gh-readonly-queue/.+/pr-(?P<n>[1-9][0-9]*)-[0-9a-f]+$")
+_MERGE_TITLE = re.compile(r"^Merge pull request #(?P<n>[1-9][0-9]*) ")
+_SQUASH_TITLE = re.compile(r"\(#(?P<n>[1-9][0-9]*)\)$")
+
+
+def queue_pulls(head_ref: str, messages: Sequence[str] = ()) -> list[int]:
+    """The pull requests a merge group holds (issue 19 §4; platform-facts F1).
+
+    Args:
+        head_ref: ``merge_group.head_ref``: ``refs/heads/gh-readonly-queue/<base>/pr-<N>-<sha>``
+            names the pull request the group was built for.
+        messages: the commit messages of the group's commits (``base_sha..head_sha``): a
+            merge-method commit's title is "Merge pull request #N from …", a squash's
+            ends in "(#N)"; both add N.
+
+    Returns:
+        Pull request numbers, the head_ref's first, no duplicates ([] when the ref is
+        not a merge queue ref).
+    """
+    match = _QUEUE_REF.match(head_ref.strip())
+    found = [int(match["n"])] if match else []
+    for message in messages:
+        title = (message or "").splitlines()[0].strip() if message else ""
+        hit = _MERGE_TITLE.match(title) or _SQUASH_TITLE.search(title)
+        if hit and int(hit["n"]) not in found:
+            found.append(int(hit["n"]))
+    return found
+
+
+def group_check(per_pull: Sequence[tuple[int, GateCheck]]) -> GateCheck:
+    """The check of a merge group from the check of each pull request in it, each
+    already bound to that pull request's head (:func:`bind_to_head`).
+
+    A merge queue waits for a conclusion, so there is no ``pending`` here: ``success``
+    only when every pull request's check is ``success`` (and there is at least one);
+    otherwise ``failure`` naming the first that is not and why. Never a blanket success
+    (issue 19 §4; policy-bot#800 in platform-facts F1).
+    """
+    if not per_pull:
+        return GateCheck(FAILURE, "the merge group names no pull request loopgate knows")
+    summary = "\n\n---\n\n".join(f"**#{n}** — {c.description}" for n, c in per_pull)
+    bad = [(n, c) for n, c in per_pull if c.state != SUCCESS]
+    if bad:
+        number, check = bad[0]
+        more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+        return GateCheck(FAILURE, _line(f"#{number} is not covered{more}: {check.description}"),
+                         summary, check.details_url)
+    numbers = ", ".join(f"#{n}" for n, _ in per_pull)
+    return GateCheck(SUCCESS, _line(f"every pull request in the group is covered: {numbers}"),
+                     summary)
+
+
+def on_head(check: GateCheck, sha: str) -> GateCheck:
+    """``check`` as it may be written on commit ``sha``: a ``success`` bound to another
+    head (:attr:`GateCheck.head_sha`) becomes ``pending`` saying so (the head moved after
+    the verdict was made; issue 19 §3)."""
+    if check.state != SUCCESS or not check.head_sha or check.head_sha == sha:
+        return check
+    text = (f"head {_short(sha)} is newer than {_short(check.head_sha)}, the head the "
+            "gates covered")
+    return GateCheck(PENDING, _line(text), text, check.details_url, check.head_sha)

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import engine.hooks  # noqa: F401  -- registers every shipped hook in REGISTRY
-from engine.effects import FAILED, PENDING, RUNNING, Effect, PublishGate
+from engine.effects import FAILED, PENDING, RUNNING, Effect, PublishGate, PublishMergeGroup
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.graph.model import Graph, HookRef, Node
 from engine.hooks.base import (
@@ -295,6 +295,25 @@ class Runtime:
             return True
 
         return self._operate(ref, decide)
+
+    def publish_merge_group(self, pull: WorkItemRef, head_sha: str, base_sha: str = "",
+                            head_ref: str = "") -> bool:
+        """Queue the ``loopgate`` check of a merge queue's group commit ``head_sha``
+        (issue 19 §4): a :class:`~engine.effects.PublishMergeGroup` row keyed by ``pull``
+        (the pull request ``head_ref`` names; no work item state is written), carried out
+        by the performer like every effect (durable, once).
+
+        Returns:
+            False when the merge gate is off (nothing queued).
+        """
+        if not self.settings.merge_gate:
+            return False
+
+        def decide(tx: Transaction) -> bool:
+            tx.enqueue(uuid.uuid4().hex, PublishMergeGroup(pull, head_sha, base_sha, head_ref))
+            return True
+
+        return self._operate(pull, decide)
 
     # -- issue 19 §3: the vouching gates cover commits -----------------------------------
     def _vouching(self) -> tuple[str, ...]:

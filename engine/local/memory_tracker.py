@@ -69,6 +69,9 @@ class MemoryTracker:
         self._issues: dict[WorkItemRef, IssueInfo] = {}
         self.teams: dict[str, set[str]] = {}
         self.checks: dict[WorkItemRef, list[object]] = {}
+        #: Issue 19 §4: merge group checks by commit, and each group's commit messages.
+        self.commit_checks: dict[str, list[object]] = {}
+        self.group_messages: dict[str, list[str]] = {}
         self._next_id = 1001
         self._tick = 0
         self._lock = threading.RLock()
@@ -157,6 +160,21 @@ class MemoryTracker:
             self._enter("publish_check", pull)
             self.checks.setdefault(pull, []).append(check)
             return {"kind": "memory"}
+
+    def publish_commit_check(self, where: WorkItemRef, sha: str, check: object
+                             ) -> dict[str, str]:
+        """Record a merge group's check in :attr:`commit_checks` (``sha -> [GateCheck]``;
+        issue 19 §4)."""
+        with self._lock:
+            self._enter("publish_commit_check", where, sha)
+            self.commit_checks.setdefault(sha, []).append(check)
+        return {"sha": sha, "kind": "memory"}
+
+    def merge_group_commits(self, owner: str, repo: str, base: str, head: str) -> list[str]:
+        """The commit messages set with :meth:`set_merge_group` for ``head`` (issue 19 §4)."""
+        with self._lock:
+            self._enter("merge_group_commits", owner, repo, base, head)
+            return list(self.group_messages.get(head, []))
 
     def set_team(self, team: str, members: Sequence[str]) -> None:
         """Declare team ``org/team`` with ``members`` (logins)."""
