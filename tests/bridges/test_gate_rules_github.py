@@ -191,6 +191,22 @@ def test_config_check_names_a_rule_for_a_node_that_is_no_human_gate(home: Path) 
     assert "gates.design: pdlc-work-item-loop has no human gate 'design'" in result.output
 
 
+def test_config_check_names_a_vouching_node_that_is_no_human_gate(home: Path) -> None:
+    # Issue 19 §3: mergeGate.vouching lists human gates, the merge node among them.
+    config = yaml.safe_load((home / "loopgate.yaml").read_text())
+    config["mergeGate"] = {"vouching": ["design", "code-quiz"]}
+    (home / "loopgate.yaml").write_text(yaml.safe_dump(config))
+    result = _run(home, "config", "check")
+    assert result.exit_code == 2
+    assert "mergeGate.vouching[0]: pdlc-work-item-loop has no human gate 'design'" in (
+        result.output)
+    assert ("mergeGate.vouching: must include the merge node 'human-approval' "
+            "(mergeGate.after)") in result.output
+    config["mergeGate"] = {"vouching": ["code-quiz", "human-approval"]}
+    (home / "loopgate.yaml").write_text(yaml.safe_dump(config))
+    assert "mergeGate" not in _run(home, "config", "check").output
+
+
 # -- poll-only installs: the poller follows a push -----------------------------------------
 def test_the_poller_puts_the_check_on_a_pushed_head(world: GitHubWorld) -> None:
     ref = world.issue()
