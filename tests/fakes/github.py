@@ -1592,7 +1592,9 @@ class FakeGitHub(LoopbackServer):
                 message = (f"{pr.title} (#{n})" if squash else
                            f"Merge pull request #{n} from {r.owner}/{pr.head_branch}\n\n"
                            f"{pr.title}")
-                parent = hashlib.sha1(f"{parent}:{n}:queue".encode()).hexdigest()
+                # Every group is a new commit (GitHub builds a fresh one per queue entry).
+                seed = f"{parent}:{n}:{self.head_sha(repo, n)}:{len(self.merge_groups)}"
+                parent = hashlib.sha1(seed.encode()).hexdigest()
                 commits.append((parent, message))
             known = self._old_commits.setdefault(repo, set())
             known.update({base_sha, *(sha for sha, _ in commits)})
