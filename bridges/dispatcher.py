@@ -426,6 +426,9 @@ class Dispatcher:
         if delivery.event == CHECKLIST_EDITED:
             return self._checklist_edited(ref, delivery.data["comment"])
         if delivery.event == PULL_REQUEST_HEAD:
+            if delivery.data.get("fresh"):  # an edited body may link other items now
+                getattr(self.tracker, "forget_pull_request", lambda *a: None)(
+                    ref.owner, ref.repo, ref.number)
             return self._pull_request_head(ref)
         if delivery.event == MERGE_GROUP:
             return self._merge_group(ref, delivery)
@@ -561,8 +564,8 @@ class Dispatcher:
 
     def _pull_request_head(self, pull: WorkItemRef) -> DispatchResult:
         """A new head commit on ``pull``: publish the ``loopgate`` check of every started
-        item it delivers on it (issue 11 §1; a pull request opened after its item passed
-        gets ``success``)."""
+        item it delivers on it (issue 11 §1); a head the item's vouching gates did not
+        cover sends the item back and leaves the check pending (issue 19 §3)."""
         try:
             numbers = self.tracker.items_for_pull_request(pull.owner, pull.repo, pull.number)
         except TrackerError:

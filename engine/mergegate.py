@@ -356,10 +356,11 @@ def _approvers(state: ItemState, node: str) -> set[str]:
     record = state.nodes.get(node)
     entered = record.entered_at if record is not None else ""
     entry = (state.surface.get("approvals") or {}).get(node) or {}
-    approvers = set()
     if isinstance(entry, Mapping) and entry.get("enteredAt") == entered:
-        approvers = {str(a.get("by") or "").lower().lstrip("@")
-                     for a in entry.get("approvals") or () if isinstance(a, Mapping)}
+        # The gate's own tally of this visit (classify-feedback) is the record.
+        return {str(a.get("by") or "").lower().lstrip("@")
+                for a in entry.get("approvals") or () if isinstance(a, Mapping)}
+    approvers: set[str] = set()
     decision = state.decisions.get(node) or {}
     if isinstance(decision, Mapping) and decision.get("by") and \
             str(decision.get("at") or "") >= entered:

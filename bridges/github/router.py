@@ -12,7 +12,8 @@ The routed kinds (the ``event`` of a routed :class:`~bridges.github.webhook.Deli
   or unticked on GitHub): the Slack card is redrawn to match (issue 14 §15). Carries the
   comment; the dispatcher acts only on the checklist the item recorded.
 * ``pull_request_head`` — a pull request got a head commit (``pull_request.opened`` /
-  ``synchronize`` / ``reopened``): the ``loopgate`` check of the items it delivers is
+  ``synchronize`` / ``reopened``, and ``edited``, which can link it to an item): the
+  ``loopgate`` check of the items it delivers is
   published on it again (issue 11 §1); a head the vouching gates did not cover sends its
   items back (issue 19 §3).
 * ``merge_group`` — a merge queue asks for the required checks on a group's commit
@@ -335,6 +336,19 @@ def _pull_request_head(delivery: Delivery, cfg: RouterConfig) -> Delivery | Drop
                    key=head_key(ref, sha), pull_request=True)
 
 
+def _pull_request_edited(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped:
+    # Issue 19 §3: an edited body can start delivering an item ("Closes #7" added after
+    # the gate passed): the same head, so the key names the body too, and the tracker's
+    # cached items of the pull request are read afresh.
+    routed = _pull_request_head(delivery, cfg)
+    if isinstance(routed, Dropped):
+        return routed
+    body = str((delivery.data.get("pull_request") or {}).get("body") or "")
+    return _routed(delivery, PULL_REQUEST_HEAD, **{**routed.data, "fresh": True,
+                                                   "key": f"{routed.data['key']}:body:"
+                                                          f"{body_hash(body)}"})
+
+
 def _merge_group(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped:
     # Issue 19 §4: OpenAPI WebhookMergeGroupChecksRequested: merge_group {head_sha,
     # head_ref, base_sha, base_ref, head_commit}; the check goes on head_sha.
@@ -370,6 +384,7 @@ ROUTES: Mapping[str, _Handler] = {
     "pull_request.opened": _pull_request_head,
     "pull_request.synchronize": _pull_request_head,
     "pull_request.reopened": _pull_request_head,
+    "pull_request.edited": _pull_request_edited,
     "merge_group.checks_requested": _merge_group,
     "merge_group.destroyed": _merge_group_destroyed,
 }

@@ -621,6 +621,11 @@ class GitHubTracker:
         self._pr_items[key] = (numbers, self._clock() + 300.0)
         return list(numbers)
 
+    def forget_pull_request(self, owner: str, repo: str, number: int) -> None:
+        """Drop the cached items of a pull request (its body was edited: it may close
+        other issues now; issue 19 §3)."""
+        self._pr_items.pop((f"{owner}/{repo}".lower(), number), None)
+
     def _numbers_from_branch(self, head: str) -> list[int]:
         if not head or "{number}" not in self.branch_pattern:
             return []

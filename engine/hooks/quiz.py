@@ -592,7 +592,8 @@ def _stale(ctx: HookContext, node: str, posted: str, current: str) -> HookResult
         ctx,
         "quiz-attested",
         "quiz-stale",
-        {"workItem": str(ctx.ref), "node": node, "posted": posted, "current": current},
+        {"workItem": str(ctx.ref), "node": node, "posted": posted, "current": current,
+         "why": what},
     )
     return HookResult.passed(
         f"{what} since the quiz was posted (digest {posted} → {current})",

@@ -136,3 +136,42 @@ def test_a_foreign_apps_loopgate_check_run_is_never_updated(tmp_path: Path) -> N
                                                 {"conclusion": "failure"})
         assert refused.value.status == 403
         assert gh.check_runs[foreign]["conclusion"] == "success"
+
+
+# -- issue 19 §3: linking one's own pull request after approving ---------------------------
+def test_linking_ones_own_pull_request_after_approving_is_refused(world: GitHubWorld) -> None:
+    world.overrides = {"gates": {"human-approval": {"preventSelfApproval": True}}}
+    world.restart()
+    world.serve()
+    ref = world.issue(author="carol")
+    # alice's pull request does not deliver the item yet (no closing reference, a branch
+    # the pattern does not match) when she approves the item
+    pr = world.fake.open_pr(REPO, "alice-widgets", author="alice")
+    runtime = world.services.runtime
+    runtime.start(ref)
+    runtime.force(ref, "human-approval", "test", "tester")
+    approval = world.comment(ref, "approved", as_user="alice")
+    [latest] = [c for c in world.services.ports.tracker.list_comments(ref)
+                if c.id == approval.id]
+    assert runtime.advance(ref, {"comments": [latest]}).current_node == "complete"
+    # ... then links it: GitHub sends pull_request.edited
+    world.fake.link_pr(REPO, pr, [ref.number])
+    pull = WorkItemRef("acme", "widgets", pr)
+    assert world.webhook("pull_request", "edited", pull).status_code == 202
+    sha = world.fake.head_sha(REPO, pr)
+    assert world.fake.commit_state(REPO, sha) == "pending"
+    assert world.fake.statuses[(REPO, sha)][-1]["description"].startswith(
+        f"{ref}: #{pr} started delivering after human-approval passed")
+    assert world.state(ref).current_node == "human-approval"
+    # her approval again is refused now that her pull request delivers the item
+    again = world.comment(ref, "approved", as_user="alice")
+    [latest] = [c for c in world.services.ports.tracker.list_comments(ref) if c.id == again.id]
+    state = runtime.advance(ref, {"comments": [latest]})
+    assert state.current_node == "human-approval"
+    assert f"@alice opened {REPO}#{pr}" in str(state.parked.get("reason"))
+    assert world.fake.commit_state(REPO, sha) == "pending"
+    # a reviewer who did not write it approves: success on the covered head
+    other = world.comment(ref, "approved", as_user="bob")
+    [latest] = [c for c in world.services.ports.tracker.list_comments(ref) if c.id == other.id]
+    assert runtime.advance(ref, {"comments": [latest]}).current_node == "complete"
+    assert world.fake.commit_state(REPO, sha) == "success"

@@ -253,3 +253,16 @@ def test_a_merge_group_fails_for_a_head_pushed_after_the_gates() -> None:
 def test_the_merge_group_effect_survives_its_round_trip() -> None:
     effect = PublishMergeGroup(PR, "1" * 40, "0" * 40, "refs/heads/gh-readonly-queue/main/pr-8-x")
     assert effect_from_json(effect_to_json(effect)) == effect
+
+
+def test_the_stale_code_quiz_notice_says_new_commits_arrived() -> None:
+    from bot.blocks.notices import quiz_stale_notice
+    from engine.hooks.quiz import HEADS_ENTRY, _binds_heads
+
+    assert _binds_heads([HEADS_ENTRY]) and not _binds_heads(["design.md"])
+    text, _ = quiz_stale_notice(REF, "code-quiz",
+                                why="the delivering pull requests got new commits")
+    assert text == ("♻️ Code quiz on acme/widgets#7: the delivering pull requests got new "
+                    "commits and a new quiz will follow")
+    text, _ = quiz_stale_notice(REF, "spec-quiz")
+    assert "the spec changed and a new quiz will follow" in text

@@ -1572,6 +1572,15 @@ class FakeGitHub(LoopbackServer):
                 "pull_requests": [], "_repo": r.full_name}
             return rid
 
+    def link_pr(self, repo: str, number: int, closes: Iterable[int]) -> None:
+        """Edit pull request ``number``'s body to close ``closes`` too (GitHub then lists
+        them in ``closingIssuesReferences``; send ``pull_request.edited`` yourself)."""
+        with self.lock:
+            pr = self._repo(repo).issues[number]
+            pr.closes = sorted({*pr.closes, *closes})
+            pr.body = "\n".join(f"Closes #{n}" for n in pr.closes)
+            pr.updated_at = _iso(self.now())
+
     def queue(self, repo: str, pulls: list[int], *, squash: bool = False) -> dict[str, Any]:
         """Put ``pulls`` in one merge group as GitHub's merge queue builds it: a temporary
         branch ``gh-readonly-queue/<base>/pr-<last N>-<base sha>`` with one commit per pull
