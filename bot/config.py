@@ -103,6 +103,8 @@ class Config:
             gate_rules=self.gate_rules(),
             merge_gate=bool(self.section("mergeGate").get("enabled", True)) and self.has("github"),
             merge_gate_after=str(self.section("mergeGate").get("after") or "human-approval"),
+            merge_gate_vouching=tuple(str(n) for n in
+                                      self.section("mergeGate").get("vouching") or ()),
         )
 
     def unwatched(self, owner: str, repo: str) -> str:

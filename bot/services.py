@@ -88,7 +88,8 @@ def check_gates(config: Config, graph: Graph) -> dict[str, tuple[tuple[str, str]
         ConfigError: listing every problem, one a line, each naming its key path: a rule
             that does not read, a rule for a node that is not a human gate, more
             ``approvals`` than people who may approve (no team named), a
-            ``mergeGate.after`` that is no node.
+            ``mergeGate.after`` that is no node, a ``mergeGate.vouching`` entry that is no
+            human gate.
     """
     from engine.approvals import ApprovalRule, rule_teams
     from engine.errors import ConfigError
@@ -106,6 +107,7 @@ def check_gates(config: Config, graph: Graph) -> dict[str, tuple[tuple[str, str]
     after = str(config.section("mergeGate").get("after") or "human-approval")
     if not graph.has_node(after):
         problems.append(f"mergeGate.after: {after!r} is not a node of {graph.name}")
+    problems += _vouching_problems(config, graph)
     if problems:
         raise ConfigError("\n".join(problems))
     teams = {f"gates.{n}.approvers": r.teams() for n, r in rules.items() if r.teams()}
@@ -114,6 +116,25 @@ def check_gates(config: Config, graph: Graph) -> dict[str, tuple[tuple[str, str]
         if named and node.id not in rules:
             teams[f"loop: nodes[{node.id}].approval.approvers"] = named
     return teams
+
+
+def _vouching_problems(config: Config, graph: Graph) -> list[str]:
+    # Issue 19 §3: the gates whose pass covers a pull request's head must be human gates
+    # (a person's decision is what vouches), and the merge node among them when it is one.
+    vouching = [str(n) for n in config.section("mergeGate").get("vouching") or ()]
+    problems = []
+    for i, node_id in enumerate(vouching):
+        known = graph.has_node(node_id)
+        if not known or graph.node(node_id).actor != "human" or graph.node(node_id).terminal:
+            problems.append(f"mergeGate.vouching[{i}]: {graph.name} has no human gate "
+                            f"{node_id!r}")
+    after = str(config.section("mergeGate").get("after") or "human-approval")
+    gate = graph.has_node(after) and graph.node(after).actor == "human" \
+        and not graph.node(after).terminal
+    if vouching and gate and after not in vouching:
+        problems.append(f"mergeGate.vouching: must include the merge node {after!r} "
+                        "(mergeGate.after), whose pass turns the check success")
+    return problems
 
 
 def _rule_problems(config: Config, graph: Graph, node_id: str, rule: Any) -> list[str]:

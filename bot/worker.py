@@ -626,7 +626,8 @@ class SlackWorker:
                     ref, node, attested_by=who, attested_at=when, item_url=url,
                     comment_url_list=message["data"].get("urls") or (), revision=revision)
             else:
-                text, blocks = quiz_stale_notice(ref, node, item_url=url, revision=revision)
+                text, blocks = quiz_stale_notice(ref, node, item_url=url, revision=revision,
+                                                 why=str(data.get("why") or ""))
             self._call("chat_update", channel=message["channel"],
                        ts=message["ts"], text=text, blocks=_dicts(blocks))
             key = {**message["data"], "event": event}

@@ -31,7 +31,11 @@ Kinds (issue 3 §4, explainer design C5):
 
 * ``pull_request_head`` (a new head commit, webhook or poller) →
   ``runtime.publish_gate(item, pulls=(N,))`` for every started item the pull request
-  delivers (issue 11 §1).
+  delivers (issue 11 §1); a head the vouching gates did not cover sends the item back
+  (issue 19 §3).
+* ``merge_group`` (``merge_group.checks_requested``) →
+  ``runtime.publish_merge_group(pull, head_sha, base_sha, head_ref)``: the check on the
+  group's commit (issue 19 §4; content key ``merge-group:<repo>@<sha>``).
 
 Comments on a pull request are routed to the work items the pull request delivers.
 
@@ -65,6 +69,7 @@ from bridges.github.persistence import BridgeState, bridge_state
 from bridges.github.router import (
     CHECKLIST_EDITED,
     COMMENT,
+    MERGE_GROUP,
     PULL_REQUEST_HEAD,
     QUIZ_ATTESTATION,
     START,
@@ -429,7 +434,12 @@ class Dispatcher:
         if delivery.event == CHECKLIST_EDITED:
             return self._checklist_edited(ref, delivery.data["comment"])
         if delivery.event == PULL_REQUEST_HEAD:
+            if delivery.data.get("fresh"):  # an edited body may link other items now
+                getattr(self.tracker, "forget_pull_request", lambda *a: None)(
+                    ref.owner, ref.repo, ref.number)
             return self._pull_request_head(ref)
+        if delivery.event == MERGE_GROUP:
+            return self._merge_group(ref, delivery)
         return DispatchResult(DROPPED, "unknown-kind")
 
     # -- kinds ---------------------------------------------------------------------------
@@ -574,8 +584,8 @@ class Dispatcher:
 
     def _pull_request_head(self, pull: WorkItemRef) -> DispatchResult:
         """A new head commit on ``pull``: publish the ``loopgate`` check of every started
-        item it delivers on it (issue 11 §1; a pull request opened after its item passed
-        gets ``success``)."""
+        item it delivers on it (issue 11 §1); a head the item's vouching gates did not
+        cover sends the item back and leaves the check pending (issue 19 §3)."""
         try:
             numbers = self.tracker.items_for_pull_request(pull.owner, pull.repo, pull.number)
         except TrackerError:
@@ -586,6 +596,16 @@ class Dispatcher:
         if not queued:
             return DispatchResult(DROPPED, "no-started-item", (str(pull),))
         return DispatchResult(HANDLED, "check-queued", tuple(queued))
+
+    def _merge_group(self, pull: WorkItemRef, delivery: Delivery) -> DispatchResult:
+        """A merge queue asks for ``loopgate`` on a group's commit (issue 19 §4): the
+        runtime queues the check; the performer decides it from the items' coverage."""
+        data = delivery.data
+        if not self.runtime.publish_merge_group(pull, str(data["head_sha"]),
+                                                str(data.get("base_sha") or ""),
+                                                str(data.get("head_ref") or "")):
+            return DispatchResult(DROPPED, "merge-gate-off", (str(pull),))
+        return DispatchResult(HANDLED, "merge-group-check-queued", (str(pull),))
 
     def _quiz(self, ref: WorkItemRef, delivery: Delivery) -> DispatchResult:
         if delivery.data.get("node_id"):

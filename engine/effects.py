@@ -38,6 +38,7 @@ __all__ = [
     "RemoveLabel",
     "Notify",
     "PublishGate",
+    "PublishMergeGroup",
     "Effect",
     "EffectRow",
     "PENDING",
@@ -151,7 +152,26 @@ class PublishGate:
     kind: str = field(default="publish-gate", init=False)
 
 
-Effect = PostComment | AddLabel | RemoveLabel | Notify | PublishGate
+@dataclass(frozen=True)
+class PublishMergeGroup:
+    """Report the ``loopgate`` check on a merge queue's group commit (issue 19 §4).
+
+    Attributes:
+        target: the pull request the group's ``head_ref`` names (``owner/repo#N``; no work
+            item: the row is keyed by it).
+        head_sha: ``merge_group.head_sha``: where the check goes.
+        base_sha: ``merge_group.base_sha``: the group's commits are ``base_sha..head_sha``.
+        head_ref: ``merge_group.head_ref`` (for the record).
+    """
+
+    target: WorkItemRef
+    head_sha: str
+    base_sha: str = ""
+    head_ref: str = ""
+    kind: str = field(default="publish-merge-group", init=False)
+
+
+Effect = PostComment | AddLabel | RemoveLabel | Notify | PublishGate | PublishMergeGroup
 
 
 @dataclass(frozen=True)
@@ -195,6 +215,8 @@ class EffectRow:
             what += f" {effect.event}"
         if isinstance(effect, PublishGate) and effect.pulls:
             what += " (pull " + ", ".join(f"#{n}" for n in effect.pulls) + ")"
+        if isinstance(effect, PublishMergeGroup):
+            what += f" (group {effect.head_sha[:7]})"
         return f"{what} on {effect.target}"
 
 
@@ -221,6 +243,8 @@ def effect_to_json(effect: Effect) -> dict[str, Any]:
         doc["label"] = effect.label
     elif isinstance(effect, PublishGate):
         doc["pulls"] = list(effect.pulls)
+    elif isinstance(effect, PublishMergeGroup):
+        doc.update(headSha=effect.head_sha, baseSha=effect.base_sha, headRef=effect.head_ref)
     else:
         doc.update(event=effect.event, data=dict(effect.data), links=effect.links)
     return doc
@@ -242,6 +266,9 @@ def effect_from_json(doc: Mapping[str, Any]) -> Effect:
         return RemoveLabel(target, str(doc.get("label") or ""))
     if kind == "publish-gate":
         return PublishGate(target, tuple(int(n) for n in doc.get("pulls") or ()))
+    if kind == "publish-merge-group":
+        return PublishMergeGroup(target, str(doc.get("headSha") or ""),
+                                 str(doc.get("baseSha") or ""), str(doc.get("headRef") or ""))
     if kind == "notify":
         return Notify(target, str(doc.get("event") or ""), dict(doc.get("data") or {}),
                       str(doc.get("links") or ""))

@@ -39,12 +39,21 @@ from engine.effects import (
     Notify,
     PostComment,
     PublishGate,
+    PublishMergeGroup,
     RemoveLabel,
     effect_marker,
 )
 from engine.hooks.common import posted_by_loopgate
-from engine.mergegate import SURFACE_KEY, GateCheck, combine
-from engine.ports import SELF_MARKER, Comment, Ports, TrackerError
+from engine.mergegate import (
+    FAILURE,
+    SURFACE_KEY,
+    GateCheck,
+    bind_to_head,
+    combine,
+    group_check,
+    queue_pulls,
+)
+from engine.ports import SELF_MARKER, Comment, Ports, PullRequest, TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
 from engine.store.base import Store
@@ -153,10 +162,16 @@ def _post(row: EffectRow, effect: PostComment, ports: Ports,
     return Outcome(DONE_OUTCOME, _comment_result(comment, effect.target))
 
 
-def _check_of(store: Store | None, ref: WorkItemRef) -> GateCheck | None:
+def _check_of(store: Store | None, ref: WorkItemRef, pull: PullRequest | None = None
+              ) -> GateCheck | None:
     state = store.load(ref) if store is not None else None
     doc = state.surface.get(SURFACE_KEY) if state is not None else None
-    return GateCheck.from_json(doc) if isinstance(doc, Mapping) else None
+    check = GateCheck.from_json(doc) if isinstance(doc, Mapping) else None
+    if check is None or pull is None or state is None:
+        return check
+    # Issue 19 §3: success only on a head the vouching gates covered.
+    return bind_to_head(state, check, pull.number, pull.head_sha,
+                        authors_now=(pull.author,) if pull.author else ())
 
 
 def _superseded_by(row: EffectRow, store: Store | None) -> int | None:
@@ -190,11 +205,44 @@ def _publish(row: EffectRow, effect: PublishGate, ports: Ports,
         refs = [WorkItemRef(target.owner, target.repo, n) for n in numbers or [target.number]]
         if target not in refs:
             refs.append(target)
-        check = combine([(str(ref), _check_of(store, ref)) for ref in refs])
+        check = combine([(str(ref), _check_of(store, ref, pull)) for ref in refs])
         pr_ref = WorkItemRef(target.owner, target.repo, pull.number)
         where = ports.tracker.publish_check(pr_ref, check)
         published.append({"pull": pull.number, "state": check.state, **dict(where or {})})
     return Outcome(DONE_OUTCOME, {"published": published})
+
+
+def _pull_in_group(ports: Ports, store: Store | None, owner: str, repo: str,
+                   number: int) -> GateCheck:
+    # Issue 19 §4: the check of one pull request of a merge group, over every item it
+    # delivers, bound to its head as GitHub says it is now.
+    numbers = ports.tracker.items_for_pull_request(owner, repo, number)
+    if not numbers:
+        return GateCheck(FAILURE, f"#{number} delivers no work item")
+    checks: list[tuple[str, GateCheck | None]] = []
+    for n in numbers:
+        item = WorkItemRef(owner, repo, n)
+        pull = next((p for p in ports.tracker.delivering_pull_requests(item)
+                     if p.number == number and p.state == "open"), None)
+        checks.append((str(item), _check_of(store, item, pull) if pull is not None else
+                       GateCheck(FAILURE, f"{item}: #{number} is not an open pull request "
+                                          "delivering it")))
+    return combine(checks)
+
+
+def _publish_group(effect: PublishMergeGroup, ports: Ports, store: Store | None) -> Outcome:
+    """Answer a merge queue's ``checks_requested`` on the group's commit (issue 19 §4)."""
+    owner, repo = effect.target.owner, effect.target.repo
+    commits = getattr(ports.tracker, "merge_group_commits", None)
+    publish = getattr(ports.tracker, "publish_commit_check", None)
+    if commits is None or publish is None:
+        return Outcome(FAILED_OUTCOME, error="this tracker has no merge queue")
+    messages = commits(owner, repo, effect.base_sha, effect.head_sha) if effect.base_sha else []
+    numbers = queue_pulls(effect.head_ref, messages) or [effect.target.number]
+    check = group_check([(n, _pull_in_group(ports, store, owner, repo, n)) for n in numbers])
+    where = publish(effect.target, effect.head_sha, check)
+    return Outcome(DONE_OUTCOME, {"group": effect.head_sha, "state": check.state,
+                                  "pulls": numbers, **dict(where or {})})
 
 
 def carry_out(row: EffectRow, ports: Ports, settings: EngineSettings,
@@ -214,6 +262,8 @@ def carry_out(row: EffectRow, ports: Ports, settings: EngineSettings,
             return _post(row, effect, ports, settings)
         if isinstance(effect, PublishGate):
             return _publish(row, effect, ports, store)
+        if isinstance(effect, PublishMergeGroup):
+            return _publish_group(effect, ports, store)
         if isinstance(effect, AddLabel):
             ports.tracker.add_label(effect.target, effect.label)
         elif isinstance(effect, RemoveLabel):

@@ -39,6 +39,7 @@ from engine.effects import (
     Notify,
     PostComment,
     PublishGate,
+    PublishMergeGroup,
 )
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.graph.model import Graph, HookRef, Node
@@ -52,13 +53,23 @@ from engine.hooks.base import (
     HookRegistry,
     HookResult,
 )
+from engine.hooks.common import rule_for
 from engine.hooks.markers import with_self_marker
+from engine.mergegate import (
+    COVERAGE_KEY,
+    gates_to_cover,
+    item_check,
+    note_sent_back,
+    record_coverage,
+    uncovered,
+    vouching_nodes,
+    why_uncovered,
+)
 from engine.mergegate import SURFACE_KEY as MERGE_GATE_KEY
-from engine.mergegate import item_check
 from engine.outcomes import PASS as OUTCOME_PASS
 from engine.outcomes import SKIPPED
 from engine.perform import InlinePerformer
-from engine.ports import Ports
+from engine.ports import Ports, TrackerError
 from engine.records import Skip
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
@@ -269,9 +280,11 @@ class Runtime:
         for _ in range(MAX_CONFLICTS):
             base = self.store.load(ref)
             before = base.to_document() if base is not None else None
+            exits = {n: r.exited_at for n, r in base.nodes.items()} if base is not None else {}
             decision = _Decision(base.revision if base is not None else None,
                                  StoreTransaction(ref, base))
             result = decide(decision.scratch)
+            self._cover_gates(decision.scratch, exits)
             self._refresh_merge_gate(decision.scratch)
             if not decision.changed(before):
                 return result
@@ -314,10 +327,113 @@ class Runtime:
         def decide(tx: Transaction) -> bool:
             if tx.state is None or not tx.state.current_node:
                 return False
+            self._send_back_if_uncovered(_Walk(tx, tx.state, self.ports))
             self._refresh_merge_gate(tx, pulls=pulls, always=True)  # type: ignore[arg-type]
             return True
 
         return self._operate(ref, decide)
+
+    def publish_merge_group(self, pull: WorkItemRef, head_sha: str, base_sha: str = "",
+                            head_ref: str = "") -> bool:
+        """Queue the ``loopgate`` check of a merge queue's group commit ``head_sha``
+        (issue 19 §4): a :class:`~engine.effects.PublishMergeGroup` row keyed by ``pull``
+        (the pull request ``head_ref`` names; no work item state is written), carried out
+        by the performer like every effect (durable, once).
+
+        Returns:
+            False when the merge gate is off (nothing queued).
+        """
+        if not self.settings.merge_gate:
+            return False
+
+        def decide(tx: Transaction) -> bool:
+            tx.enqueue(uuid.uuid4().hex, PublishMergeGroup(pull, head_sha, base_sha, head_ref))
+            return True
+
+        return self._operate(pull, decide)
+
+    # -- issue 19 §3: the vouching gates cover commits -----------------------------------
+    def _vouching(self) -> tuple[str, ...]:
+        return vouching_nodes(self.graph, self.settings.merge_gate_after,
+                              self.settings.merge_gate_vouching)
+
+    def _open_heads(self, ref: WorkItemRef) -> dict[int, tuple[str, str]]:
+        """``{pull: (head sha, author)}`` of the open delivering pull requests (a port
+        read: called while deciding, never inside a write transaction).
+
+        Raises:
+            TrackerError: the tracker could not say.
+        """
+        return {pr.number: (pr.head_sha, pr.author)
+                for pr in self.ports.tracker.delivering_pull_requests(ref)
+                if pr.state == "open"}
+
+    def _cover_gates(self, tx: StoreTransaction, before: Mapping[str, str]) -> None:
+        """Record the heads every vouching gate that passed in this operation covered
+        (``surface.mergeCoverage``; issue 19 §3). Unreadable heads cover nothing."""
+        state = tx.state
+        if not self.settings.merge_gate or state is None:
+            return
+        vouching = self._vouching()
+        due = gates_to_cover(state, vouching, before)
+        if not due:
+            return
+        heads: dict[int, tuple[str, str]] | None
+        try:
+            heads, error = self._open_heads(state.ref), ""
+        except TrackerError as exc:
+            heads, error = None, f"the delivering pull requests could not be read: {exc}"
+        after = self.settings.merge_gate_after
+        guard = after if (self.graph.has_node(after) and rule_for(
+            self.graph, self.settings, after).prevent_self_approval) else ""
+        for node in due:
+            record_coverage(state, vouching, node, heads, error, guard)
+
+    def _send_back_if_uncovered(self, w: _Walk) -> None:
+        """A delivering pull request's head that a passed vouching gate did not cover
+        (a push, or a pull request that started delivering later) sends the item back to
+        the first such gate, as a new visit: its exit chain decides where the graph goes
+        (``code-quiz``'s digest of the heads moved: ``stale``). Issue 19 §3. Unreadable
+        heads change nothing (the check itself stays bound to covered heads)."""
+        state = w.state
+        if COVERAGE_KEY not in state.surface or state.status == ItemStatus.ESCALATED:
+            return
+        vouching = self._vouching()
+        try:
+            heads = self._open_heads(state.ref)
+        except TrackerError:
+            return
+        misses = []
+        for pull, (head, _) in sorted(heads.items()):
+            node_id, covered = uncovered(state, vouching, pull, head) or ("", "")
+            if node_id:
+                misses.append((node_id, pull, head, covered))
+        if not misses:
+            return
+        node_id, pull, head, covered = min(misses, key=lambda m: vouching.index(m[0]))
+        reason = why_uncovered(pull, head, node_id, covered)
+        note_sent_back(state, reason)
+        self._reenter(w, node_id, {"pull": pull, "head": head, "covered": covered,
+                                   "reason": reason})
+
+    def _reenter(self, w: _Walk, node_id: str, why: Mapping[str, Any]) -> None:
+        state, now = w.state, w.now()
+        source = state.current_node
+        left = state.visit(source) if source else None
+        if source != node_id and left is not None and left.open:
+            state.end_visit(source, now, "")  # left for a push, not passed (issue 19 §2)
+        record = state.record(node_id)
+        record.entered_at, record.exited_at, record.outcome = now, "", ""
+        record.attempts, record.last_block = 0, ""
+        state.begin_visit(node_id, now)
+        # A new visit starts from zero even within the clock's second of the last one.
+        approvals = dict(state.surface.get("approvals") or {})
+        if approvals.pop(node_id, None) is not None:
+            state.surface["approvals"] = approvals
+        state.current_node, state.status, state.parked = node_id, ItemStatus.RUNNING, {}
+        w.log("graph.head_moved", {"from": source, "to": node_id, **why})
+        node = self.graph.node(node_id)
+        self._go(w, node, self._evaluate(w, node, {}))
 
     def _commit(self, ref: WorkItemRef, decision: _Decision) -> None:
         scratch = decision.scratch

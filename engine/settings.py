@@ -53,6 +53,8 @@ class EngineSettings:
             (``mergeGate.enabled``, issue 11 §1).
         merge_gate_after: the node whose pass turns the check ``success``
             (``mergeGate.after``; default ``human-approval``; ``complete`` = the end).
+        merge_gate_vouching: the gates whose pass covers a pull request's head
+            (``mergeGate.vouching``; empty = from ``code-quiz`` to the merge node; issue 19 §3).
     """
 
     authorized_users: tuple[str, ...] = ()
@@ -66,6 +68,7 @@ class EngineSettings:
     gate_rules: Mapping[str, Any] = field(default_factory=dict)
     merge_gate: bool = False
     merge_gate_after: str = "human-approval"
+    merge_gate_vouching: tuple[str, ...] = ()
 
     @property
     def bot(self) -> Actor:

@@ -103,3 +103,12 @@ def test_a_duplicate_key_is_refused_with_file_and_line(tmp_path: Path) -> None:
         load_config(file)
     assert str(caught.value) == (f"{file}:3:1: not valid YAML: duplicate key "
                                  "'authorizedUsers' (first at line 1)")
+
+
+def test_merge_gate_vouching_reaches_the_engine_settings() -> None:
+    # Issue 19 §3: mergeGate.vouching (empty = from code-quiz to the merge node).
+    assert validate_mapping({}).engine_settings().merge_gate_vouching == ()
+    cfg = validate_mapping({"mergeGate": {"vouching": ["code-quiz", "human-approval"]}})
+    assert cfg.engine_settings().merge_gate_vouching == ("code-quiz", "human-approval")
+    with pytest.raises(ConfigError, match="vouching"):
+        validate_mapping({"mergeGate": {"vouching": "human-approval"}})

@@ -33,6 +33,8 @@ REST = {
     "/repos/{}/commits/{}/check-runs": [("checks", "read")],
     "/repos/{}/check-runs": [("checks", "write")],
     "/repos/{}/check-runs/{}": [("checks", "write")],
+    # Issue 19 §4: a merge group's commits.
+    "/repos/{}/compare/{}...{}": [("contents", "read")],
 }
 #: Organization paths (issue 11 §2: teams named in approval rules) -> permission.
 ORGS = {
@@ -52,7 +54,9 @@ GRAPHQL = {
     "pull_request_items": [("pull_requests", "read")],
 }
 #: Webhook events loopgate subscribes to -> the permission GitHub requires for them.
-EVENTS = {"issues": "issues", "issue_comment": "issues", "pull_request": "pull_requests"}
+EVENTS = {"issues": "issues", "issue_comment": "issues", "pull_request": "pull_requests",
+          # Issue 19 §4: GitHub sends merge_group to Apps with "Merge queues" read.
+          "merge_group": "merge_queues"}
 _PATH = re.compile(r'f"(/repos/\{[^"]*)"')
 
 
@@ -93,7 +97,8 @@ def test_the_manifest_has_the_fields_of_githubs_manifest_flow(manifest: dict[str
 
 
 def test_the_manifest_subscribes_to_the_events_loopgate_takes(manifest: dict[str, Any]) -> None:
-    assert manifest["default_events"] == ["issues", "issue_comment", "pull_request"]
+    assert manifest["default_events"] == ["issues", "issue_comment", "pull_request",
+                                          "merge_group"]
     for event in manifest["default_events"]:
         assert EVENTS[event] in manifest["default_permissions"]
 
@@ -102,8 +107,12 @@ def test_the_manifest_asks_exactly_the_permissions_the_code_needs(
         manifest: dict[str, Any]) -> None:
     assert manifest["default_permissions"] == {"issues": "write", "pull_requests": "write",
                                                "contents": "read", "metadata": "read",
-                                               "checks": "write", "members": "read"}
-    assert manifest["default_permissions"] == _needed()
+                                               "checks": "write", "members": "read",
+                                               "merge_queues": "read"}
+    # merge_queues is asked for the merge_group event alone (no REST call needs it).
+    needed = {**_needed(), **{EVENTS[e]: "read" for e in manifest["default_events"]
+                              if EVENTS[e] not in _needed()}}
+    assert manifest["default_permissions"] == needed
 
 
 def test_every_rest_path_the_bridge_calls_has_a_permission_here() -> None:

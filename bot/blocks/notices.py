@@ -151,11 +151,14 @@ def quiz_attested_notice(
 
 
 def quiz_stale_notice(
-    ref: WorkItemRef, node: str, *, item_url: str = "", revision: int = 1
+    ref: WorkItemRef, node: str, *, item_url: str = "", revision: int = 1, why: str = ""
 ) -> tuple[str, list[Block]]:
-    """The quiz notice rewritten: the spec changed and a new quiz will follow."""
-    text = f"♻️ {quiz_name(node)} on {ref}: the spec changed and a new quiz will follow"
-    body = (f"♻️ *{quiz_name(node)}* on {_item(ref, item_url)} — the spec changed and a new "
+    """The quiz notice rewritten: what the quiz covered changed (``why``: default "the spec
+    changed"; the code quiz says new commits arrived, issue 19 §3) and a new quiz will
+    follow."""
+    why = escape(why or "the spec changed")
+    text = f"♻️ {quiz_name(node)} on {ref}: {why} and a new quiz will follow"
+    body = (f"♻️ *{quiz_name(node)}* on {_item(ref, item_url)} — {why} and a new "
             "quiz will follow. The old box no longer counts.")
     return text, [SectionBlock(text=MarkdownTextObject(text=body),
                                block_id=ids.block_id(ids.BLOCK_NOTICE, revision, 0))]

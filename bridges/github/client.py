@@ -472,6 +472,17 @@ class GitHubClient:
         runs = data.get("check_runs") if isinstance(data, dict) else None
         return [r for r in runs or () if isinstance(r, dict)]
 
+    def compare_commits(self, owner: str, repo: str, base: str, head: str
+                        ) -> list[dict[str, Any]]:
+        """``GET /repos/{o}/{r}/compare/{base}...{head}`` → the commits ``head`` has that
+        ``base`` has not, oldest first (GitHub lists up to 250; a merge group holds a few).
+        Issue 19 §4: a merge queue group's commits."""
+        _, _, data = self._raw(f"commits of {owner}/{repo}@{base[:12]}...{head[:12]}",
+                               f"/repos/{owner}/{repo}/compare/{base}...{head}",
+                               {"per_page": self.per_page})
+        commits = data.get("commits") if isinstance(data, dict) else None
+        return [c for c in commits or () if isinstance(c, dict)]
+
     def create_check_run(self, owner: str, repo: str, body: Mapping[str, Any]
                          ) -> dict[str, Any]:
         """``POST /repos/{o}/{r}/check-runs`` (GitHub Apps only)."""

@@ -12,8 +12,14 @@ The routed kinds (the ``event`` of a routed :class:`~bridges.github.webhook.Deli
   or unticked on GitHub): the Slack card is redrawn to match (issue 14 §15). Carries the
   comment; the dispatcher acts only on the checklist the item recorded.
 * ``pull_request_head`` — a pull request got a head commit (``pull_request.opened`` /
-  ``synchronize`` / ``reopened``): the ``loopgate`` check of the items it delivers is
-  published on it again (issue 11 §1).
+  ``synchronize`` / ``reopened``, and ``edited``, which can link it to an item): the
+  ``loopgate`` check of the items it delivers is
+  published on it again (issue 11 §1); a head the vouching gates did not cover sends its
+  items back (issue 19 §3).
+* ``merge_group`` — a merge queue asks for the required checks on a group's commit
+  (``merge_group.checks_requested``; issue 19 §4, platform-facts F1): ``ref`` is the pull
+  request its ``head_ref`` names, ``head_sha``/``base_sha``/``head_ref`` as sent.
+  ``merge_group.destroyed`` is dropped quietly (``merge-group-destroyed``).
 
 Everything else is :class:`Dropped` with a kebab-case reason the caller logs.
 The same helpers (:func:`is_quiz_tick`, :func:`quiz_key`, :func:`comment_from_rest`) are
@@ -23,6 +29,7 @@ used by the poller so both ingresses produce identical keys.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -34,6 +41,7 @@ from engine.hooks.markers import (
     any_attestation_ticked,
 )
 from engine.identity import Actor
+from engine.mergegate import queue_pulls
 from engine.ports import Comment
 from engine.refs import WorkItemRef
 
@@ -43,6 +51,8 @@ __all__ = [
     "START",
     "CHECKLIST_EDITED",
     "PULL_REQUEST_HEAD",
+    "MERGE_GROUP",
+    "merge_group_key",
     "head_key",
     "QUIZ_MARKER",
     "Dropped",
@@ -67,6 +77,7 @@ QUIZ_ATTESTATION = "quiz_attestation"
 START = "start"
 CHECKLIST_EDITED = "checklist_edited"
 PULL_REQUEST_HEAD = "pull_request_head"
+MERGE_GROUP = "merge_group"
 
 #: The prefix of the quiz comment's marker ``<!-- the-loop:quiz <node> digest=<hex12|-> -->``
 #: (shared with the hooks, so both sides recognise the same comments).
@@ -157,6 +168,12 @@ def head_key(ref: WorkItemRef, sha: str) -> str:
     """The de-duplication key of a pull request's head commit: ``head:<ref>@<sha>``
     (webhook and poller see the same push once)."""
     return f"head:{ref}@{sha}"
+
+
+def merge_group_key(full_name: str, head_sha: str) -> str:
+    """The de-duplication key of a merge group: ``merge-group:<owner/repo>@<head_sha>``
+    (a redelivery, or the same group asked twice, is answered once)."""
+    return f"merge-group:{full_name.lower()}@{head_sha}"
 
 
 def is_self_authored(comment: Comment, bot: Actor | str) -> bool:
@@ -349,6 +366,43 @@ def _pull_request_head(delivery: Delivery, cfg: RouterConfig) -> Delivery | Drop
                    key=head_key(ref, sha), pull_request=True)
 
 
+def _pull_request_edited(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped:
+    # Issue 19 §3: an edited body can start delivering an item ("Closes #7" added after
+    # the gate passed): the same head, so the key names the body too, and the tracker's
+    # cached items of the pull request are read afresh.
+    routed = _pull_request_head(delivery, cfg)
+    if isinstance(routed, Dropped):
+        return routed
+    body = str((delivery.data.get("pull_request") or {}).get("body") or "")
+    return _routed(delivery, PULL_REQUEST_HEAD, **{**routed.data, "fresh": True,
+                                                   "key": f"{routed.data['key']}:body:"
+                                                          f"{body_hash(body)}"})
+
+
+def _merge_group(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped:
+    # Issue 19 §4: OpenAPI WebhookMergeGroupChecksRequested: merge_group {head_sha,
+    # head_ref, base_sha, base_ref, head_commit}; the check goes on head_sha.
+    payload = delivery.data
+    group = payload.get("merge_group") or {}
+    full = str((payload.get("repository") or {}).get("full_name") or "")
+    sha = str(group.get("head_sha") or "")
+    head_ref = str(group.get("head_ref") or "")
+    numbers = queue_pulls(head_ref)
+    if "/" not in full or not _SHA.match(sha) or not numbers:
+        return Dropped("no-merge-group")
+    owner, name = full.split("/", 1)
+    return _routed(delivery, MERGE_GROUP, ref=WorkItemRef(owner, name, numbers[0]),
+                   head_sha=sha, base_sha=str(group.get("base_sha") or ""),
+                   head_ref=head_ref, key=merge_group_key(full, sha))
+
+
+def _merge_group_destroyed(delivery: Delivery, cfg: RouterConfig) -> Dropped:
+    # merged | dequeued | invalidated: nothing to report (platform-facts F1).
+    return Dropped("merge-group-destroyed")
+
+
+_SHA = re.compile(r"^[0-9a-f]{40}$")
+
 _Handler = Callable[[Delivery, RouterConfig], "Delivery | Dropped"]
 
 #: Handlers keyed by ``event.action`` (gidgethub/probot style).
@@ -360,6 +414,9 @@ ROUTES: Mapping[str, _Handler] = {
     "pull_request.opened": _pull_request_head,
     "pull_request.synchronize": _pull_request_head,
     "pull_request.reopened": _pull_request_head,
+    "pull_request.edited": _pull_request_edited,
+    "merge_group.checks_requested": _merge_group,
+    "merge_group.destroyed": _merge_group_destroyed,
 }
 
 

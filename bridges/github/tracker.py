@@ -44,7 +44,7 @@ from bridges.github.errors import BridgeError, CredentialsError, GitHubApiError,
 from bridges.github.graphql import GraphQLClient
 from engine.errors import ConfigError, StartupError
 from engine.identity import Actor
-from engine.mergegate import CHECK_NAME, PENDING
+from engine.mergegate import CHECK_NAME, PENDING, on_head
 from engine.ports import Comment, CommentEdits, IssueInfo, PullRequest, TrackerError
 from engine.refs import WorkItemRef
 
@@ -444,7 +444,8 @@ class GitHubTracker:
         ``pull``'s head commit in the base repository (also for a fork's pull request, as
         GitHub allows), then read the head again: when it moved meanwhile, the new head
         gets the state too (at most three rounds; later pushes arrive as their own
-        ``synchronize`` events).
+        ``synchronize`` events). A ``success`` bound to one head (``check.head_sha``) is
+        never written on another: that head gets ``pending`` saying so (issue 19 §3).
 
         Returns:
             ``{sha, kind}`` (kind ``check-run`` or ``status``) of the last write.
@@ -455,13 +456,39 @@ class GitHubTracker:
         sha = self._head_sha(pull)
         written: dict[str, Any] = {}
         for _ in range(3):
-            written = self._guarded(f"loopgate check on {pull}",
-                                    lambda sha=sha: self._write_check(pull, sha, check))
+            written = self._guarded(
+                f"loopgate check on {pull}",
+                lambda sha=sha: self._write_check(pull, sha, on_head(check, sha)))
             newest = self._head_sha(pull)
             if newest == sha:
                 break
             sha = newest
         return written
+
+    def publish_commit_check(self, where: WorkItemRef, sha: str, check: Any) -> dict[str, Any]:
+        """Publish ``check`` on commit ``sha`` of ``where``'s repository as it is (a merge
+        queue's group commit, issue 19 §4: ``merge_group.head_sha``).
+
+        Returns:
+            ``{sha, kind}``.
+
+        Raises:
+            TrackerError: the write failed.
+        """
+        return self._guarded(f"loopgate check on {where.owner}/{where.repo}@{sha[:7]}",
+                             lambda: self._write_check(where, sha, check))
+
+    def merge_group_commits(self, owner: str, repo: str, base: str, head: str) -> list[str]:
+        """The commit messages of a merge group (``base..head``), oldest first (issue 19
+        §4: which pull requests the group holds).
+
+        Raises:
+            TrackerError: the comparison could not be read.
+        """
+        with repository_scope(f"{owner}/{repo}"):
+            commits = self._guarded(f"commits of the merge group {head[:7]} in {owner}/{repo}",
+                                    lambda: self.client.compare_commits(owner, repo, base, head))
+        return [str((c.get("commit") or {}).get("message") or "") for c in commits]
 
     def _head_sha(self, pull: WorkItemRef) -> str:
         data = self._guarded(f"read pull request {pull}", lambda: self.client.get_pull(
@@ -493,12 +520,19 @@ class GitHubTracker:
             body.update(status="completed", conclusion=check.state)
         if check.details_url:
             body["details_url"] = check.details_url
-        runs = self.client.check_runs(pull.owner, pull.repo, sha, CHECK_NAME)
+        runs = self._own_runs(self.client.check_runs(pull.owner, pull.repo, sha, CHECK_NAME))
         if runs:
             patch = {k: v for k, v in body.items() if k != "head_sha"}
             self.client.update_check_run(pull.owner, pull.repo, int(runs[0]["id"]), patch)
         else:
             self.client.create_check_run(pull.owner, pull.repo, body)
+
+    def _own_runs(self, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        # Any App may create a check run named ``loopgate`` (platform-facts F2): only a run
+        # whose ``app`` is loopgate's own App is ever updated (issue 19 §3).
+        mine = getattr(self.client.auth, "app_id", None)
+        return [r for r in runs
+                if mine is not None and (r.get("app") or {}).get("id") == mine]
 
     def branch_for(self, number: int) -> str:
         """The branch name ``github.branchPattern`` gives issue ``number`` ("" if none)."""
@@ -586,6 +620,11 @@ class GitHubTracker:
             numbers = self._numbers_from_branch(head)
         self._pr_items[key] = (numbers, self._clock() + 300.0)
         return list(numbers)
+
+    def forget_pull_request(self, owner: str, repo: str, number: int) -> None:
+        """Drop the cached items of a pull request (its body was edited: it may close
+        other issues now; issue 19 §3)."""
+        self._pr_items.pop((f"{owner}/{repo}".lower(), number), None)
 
     def _numbers_from_branch(self, head: str) -> list[int]:
         if not head or "{number}" not in self.branch_pattern:

@@ -63,6 +63,9 @@ __all__ = [
 
 #: The marker's digest when the quiz binds no spec files.
 NO_DIGEST = "-"
+#: A ``digest:`` entry standing for the delivering pull requests' head commits (issue 19
+#: §3): the code quiz covers exactly those heads, so a push makes it ``stale``.
+HEADS_ENTRY = "@pull-request-heads"
 
 _SECTIONS = {"evidence/spec-explainer.md": "Spec explainer", "evidence/explainer.md": "Explainer"}
 # Only these characters reach a shell line (design "Security design": no ticket text).
@@ -82,7 +85,8 @@ def spec_digest(ctx: HookContext, entries: Any) -> str:
     Args:
         ctx: for the artifact store and the work item.
         entries: the ``digest:`` param: a list of names, ``a|b`` meaning whichever exists
-            (the first that does); an absent file contributes nothing.
+            (the first that does); an absent file contributes nothing;
+            :data:`HEADS_ENTRY` contributes the delivering pull requests' heads.
 
     Returns:
         The 12-hex digest, or ``-`` when ``entries`` is empty/None.
@@ -97,11 +101,31 @@ def spec_digest(ctx: HookContext, entries: Any) -> str:
     digest = hashlib.sha256()
     for alts in alternatives:
         for name in alts:
-            data = ctx.ports.artifacts.read(ctx.ref, name)
+            data = (pull_request_heads(ctx) if name == HEADS_ENTRY
+                    else ctx.ports.artifacts.read(ctx.ref, name))
             if data is not None:
                 digest.update(data)
                 break
     return digest.hexdigest()[:12]
+
+
+def pull_request_heads(ctx: HookContext) -> bytes:
+    """``N=sha`` lines (ascending N) of the item's open delivering pull requests: what
+    :data:`HEADS_ENTRY` contributes to a digest (issue 19 §3).
+
+    Raises:
+        TrackerError: the pull requests could not be read (callers fail closed).
+    """
+    pulls = ctx.ports.tracker.delivering_pull_requests(ctx.ref)
+    lines = sorted((pr.number, pr.head_sha) for pr in pulls if pr.state == "open")
+    return "".join(f"{n}={sha}\n" for n, sha in lines).encode("ascii")
+
+
+def _binds_heads(entries: Any) -> bool:
+    try:
+        return any(HEADS_ENTRY in alts for alts in split_alternatives(entries))
+    except ValueError:
+        return False
 
 
 # -- the record -------------------------------------------------------------------------
@@ -562,14 +586,17 @@ def _with_ignored(ctx: HookContext, node: str, result: HookResult) -> HookResult
 
 
 def _stale(ctx: HookContext, node: str, posted: str, current: str) -> HookResult:
+    what = ("the delivering pull requests got new commits" if _binds_heads(
+        ctx.params.get("digest")) else "the spec changed")
     safe_notify(
         ctx,
         "quiz-attested",
         "quiz-stale",
-        {"workItem": str(ctx.ref), "node": node, "posted": posted, "current": current},
+        {"workItem": str(ctx.ref), "node": node, "posted": posted, "current": current,
+         "why": what},
     )
     return HookResult.passed(
-        f"the spec changed since the quiz was posted (digest {posted} → {current})",
+        f"{what} since the quiz was posted (digest {posted} → {current})",
         outcome=STALE,
     )
 

@@ -11,6 +11,7 @@ and :attr:`MemoryTracker.failing`.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -68,6 +69,9 @@ class MemoryTracker:
         self._issues: dict[WorkItemRef, IssueInfo] = {}
         self.teams: dict[str, set[str]] = {}
         self.checks: dict[WorkItemRef, list[object]] = {}
+        #: Issue 19 §4: merge group checks by commit, and each group's commit messages.
+        self.commit_checks: dict[str, list[object]] = {}
+        self.group_messages: dict[str, list[str]] = {}
         self._next_id = 1001
         self._tick = 0
         self._lock = threading.RLock()
@@ -157,6 +161,21 @@ class MemoryTracker:
             self.checks.setdefault(pull, []).append(check)
             return {"kind": "memory"}
 
+    def publish_commit_check(self, where: WorkItemRef, sha: str, check: object
+                             ) -> dict[str, str]:
+        """Record a merge group's check in :attr:`commit_checks` (``sha -> [GateCheck]``;
+        issue 19 §4)."""
+        with self._lock:
+            self._enter("publish_commit_check", where, sha)
+            self.commit_checks.setdefault(sha, []).append(check)
+        return {"sha": sha, "kind": "memory"}
+
+    def merge_group_commits(self, owner: str, repo: str, base: str, head: str) -> list[str]:
+        """The commit messages set with :meth:`set_merge_group` for ``head`` (issue 19 §4)."""
+        with self._lock:
+            self._enter("merge_group_commits", owner, repo, base, head)
+            return list(self.group_messages.get(head, []))
+
     def set_team(self, team: str, members: Sequence[str]) -> None:
         """Declare team ``org/team`` with ``members`` (logins)."""
         self.teams[team.lower()] = {m.lower() for m in members}
@@ -218,14 +237,27 @@ class MemoryTracker:
 
     def add_pull_request(
         self, ref: WorkItemRef, number: int, head_branch: str = "", state: str = "open",
-        author: str = "",
+        author: str = "", head_sha: str = "",
     ) -> PullRequest:
-        """Register a pull request delivering ``ref`` (opened by ``author``)."""
+        """Register a pull request delivering ``ref`` (opened by ``author``; its head
+        ``head_sha``, default a made-up 40-hex sha of the pull request)."""
         url = f"https://github.com/{ref.owner}/{ref.repo}/pull/{number}"
-        pr = PullRequest(number, url, head_branch or f"issue-{ref.number}", state, author)
+        sha = head_sha or hashlib.sha1(f"{ref.owner}/{ref.repo}#{number}".encode()).hexdigest()
+        pr = PullRequest(number, url, head_branch or f"issue-{ref.number}", state, author, sha)
         with self._lock:
             self._prs.setdefault(ref, []).append(pr)
         return pr
+
+    def push(self, number: int, sha: str = "") -> str:
+        """A new head commit on pull request ``number`` (every item it delivers sees it);
+        returns the new sha (default: derived from the old one)."""
+        with self._lock:
+            for pulls in self._prs.values():
+                for i, pr in enumerate(pulls):
+                    if pr.number == number:
+                        sha = sha or hashlib.sha1(pr.head_sha.encode()).hexdigest()
+                        pulls[i] = replace(pr, head_sha=sha)
+        return sha
 
     def set_issue(self, ref: WorkItemRef, title: str, author: str = "octocat",
                   assignees: Sequence[str] = ()) -> IssueInfo:

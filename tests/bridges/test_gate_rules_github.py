@@ -191,6 +191,22 @@ def test_config_check_names_a_rule_for_a_node_that_is_no_human_gate(home: Path) 
     assert "gates.design: pdlc-work-item-loop has no human gate 'design'" in result.output
 
 
+def test_config_check_names_a_vouching_node_that_is_no_human_gate(home: Path) -> None:
+    # Issue 19 §3: mergeGate.vouching lists human gates, the merge node among them.
+    config = yaml.safe_load((home / "loopgate.yaml").read_text())
+    config["mergeGate"] = {"vouching": ["design", "code-quiz"]}
+    (home / "loopgate.yaml").write_text(yaml.safe_dump(config))
+    result = _run(home, "config", "check")
+    assert result.exit_code == 2
+    assert "mergeGate.vouching[0]: pdlc-work-item-loop has no human gate 'design'" in (
+        result.output)
+    assert ("mergeGate.vouching: must include the merge node 'human-approval' "
+            "(mergeGate.after)") in result.output
+    config["mergeGate"] = {"vouching": ["code-quiz", "human-approval"]}
+    (home / "loopgate.yaml").write_text(yaml.safe_dump(config))
+    assert "mergeGate" not in _run(home, "config", "check").output
+
+
 # -- poll-only installs: the poller follows a push -----------------------------------------
 def test_the_poller_puts_the_check_on_a_pushed_head(world: GitHubWorld) -> None:
     ref = world.issue()
@@ -212,7 +228,11 @@ def test_the_poller_puts_the_check_on_a_pushed_head(world: GitHubWorld) -> None:
     assert comment.id and world.fake.commit_state(REPO, second) == "success"
 
 
-def test_a_pull_request_opened_after_its_item_passed_gets_success(world: GitHubWorld) -> None:
+def test_a_pull_request_opened_after_its_item_passed_is_pending_until_the_gate_covers_it(
+        world: GitHubWorld) -> None:
+    # Issue 19 §3 (replacing issue 11's "a PR opened later gets success"): a pull request
+    # that starts delivering after the merge gate passed is pending, and the item goes
+    # back to the gate that did not cover its head.
     world.serve()
     ref = world.issue()
     runtime = world.services.runtime
@@ -224,9 +244,16 @@ def test_a_pull_request_opened_after_its_item_passed_gets_success(world: GitHubW
     response = world.webhook("pull_request", "opened", WorkItemRef("acme", "widgets", pr))
     assert response.status_code == 202
     sha = world.fake.head_sha(REPO, pr)
-    assert world.fake.commit_state(REPO, sha) == "success"
+    assert world.fake.commit_state(REPO, sha) == "pending"
     [status] = world.fake.statuses[(REPO, sha)]
-    assert status["description"] == f"{ref}: work item complete"
+    assert status["description"].startswith(
+        f"{ref}: #{pr} started delivering after human-approval passed; its head {sha[:7]} "
+        "is not covered; now at human-approval (the merge gate)")
+    state = runtime.store.load(ref)
+    assert (state.current_node, state.status) == ("human-approval", "parked")
+    world.comment(ref, "approved", as_user="alice")
+    runtime.advance(ref, {"comments": [_latest(world, ref)]})
+    assert world.fake.commit_state(REPO, sha) == "success"
 
 
 def test_a_pull_request_delivering_two_items_is_success_only_when_both_passed(
@@ -287,7 +314,7 @@ def test_config_check_names_a_rule_the_gate_cannot_take(home: Path) -> None:
     assert "gates.phase-selection: only review gates" in result.output
 
 
-def test_a_push_to_the_pull_request_keeps_the_state_on_the_new_head(
+def test_a_push_after_the_merge_gate_passed_turns_the_check_pending_on_the_new_head(
         world: GitHubWorld) -> None:
     world.serve()
     ref = world.issue()
@@ -302,10 +329,19 @@ def test_a_push_to_the_pull_request_keeps_the_state_on_the_new_head(
     second = world.fake.push(REPO, pr)
     pull = WorkItemRef("acme", "widgets", pr)
     assert world.webhook("pull_request", "synchronize", pull, before_sha=first).status_code == 202
-    assert world.fake.commit_state(REPO, second) == "success"
+    assert world.fake.commit_state(REPO, second) == "pending"
+    [status] = world.fake.statuses[(REPO, second)]
+    assert status["description"].startswith(
+        f"{ref}: head {second[:7]} was pushed after human-approval covered {first[:7]}")
+    assert runtime.store.load(ref).current_node == "human-approval", [
+        (e["kind"], e["data"]) for e in runtime.store.events(ref)][-6:]
     # the same push told twice (a redelivery): one status, not two
     world.webhook("pull_request", "synchronize", pull, before_sha=first)
     assert len(world.fake.statuses[(REPO, second)]) == 1
+    world.comment(ref, "approved", as_user="alice")
+    runtime.advance(ref, {"comments": [_latest(world, ref)]})
+    assert world.fake.commit_state(REPO, second) == "success"
+    assert world.fake.commit_state(REPO, first) == "success"  # what was approved stays so
 
 
 def test_cli_force_to_complete_leaves_the_required_check_pending(

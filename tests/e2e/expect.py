@@ -33,7 +33,7 @@ from tests.fakes.github import FakeComment
 __all__ = [
     "statuses", "spec_digest", "at_phase_selection", "after_execute", "at_approval_gate",
     "at_spec_quiz", "after_spec_attested", "at_code_quiz", "at_human_approval",
-    "no_duplicates", "walk_to_human_approval", "DM_CHANNEL",
+    "no_duplicates", "walk_to_human_approval", "DM_CHANNEL", "heads_digest",
 ]
 
 #: The DM channel the fake opens for the author's Slack user.
@@ -56,6 +56,13 @@ def spec_digest(walk: Walk) -> str:
     data = b"".join((walk.files.dir / name).read_bytes()
                     for name in ("requirements.md", "design.md", "testing-plan.md"))
     return hashlib.sha256(data).hexdigest()[:12]
+
+
+def heads_digest(walk: Walk) -> str:
+    """The code quiz's digest (issue 19 §3): sha256 over ``N=<head sha>`` lines of the open
+    delivering pull requests, first 12 hex."""
+    lines = f"{walk.pr}={walk.gh.head_sha(REPO, walk.pr)}\n"
+    return hashlib.sha256(lines.encode("ascii")).hexdigest()[:12]
 
 
 def quiz_marker(comment: FakeComment) -> tuple[str, str]:
@@ -213,7 +220,7 @@ def after_spec_attested(walk: Walk, quiz: FakeComment) -> None:
 def at_code_quiz(walk: Walk, quiz: FakeComment) -> None:
     """The code quiz is on the pull request (not on the issue), the explainer page holds
     both contents, the briefing starts with it, the author has a DM, the gate waits."""
-    assert quiz_marker(quiz) == ("code-quiz", "-")
+    assert quiz_marker(quiz) == ("code-quiz", heads_digest(walk))
     assert attestation_line("code") in quiz.body
     assert walk.comments("the-loop:quiz code-quiz ") == []  # not on the issue
     tabs = walk.files.renders[-1].split("(tabs: ", 1)[1]

@@ -281,10 +281,12 @@ def test_code_quiz_per_c1(graph: Graph) -> None:
     assert (node.actor, node.session, node.phase) == ("human", "inherit", "")
     assert _hooks(node.entry) == [
         ("post-quiz-attestation", {"node": "code-quiz", "record": "evidence/explainer.md",
-                                   "on": "pull-requests"}),
+                                   "on": "pull-requests", "digest": ("@pull-request-heads",)}),
         ("notify", {"event": "quiz-pending"}),
     ]
-    assert _hooks(node.exit) == [("quiz-attested", {})]
+    # Issue 19 §3: the quiz covers the delivering pull requests' heads; a push is stale.
+    assert _hooks(node.exit) == [("quiz-attested", {"digest": ("@pull-request-heads",)})]
+    assert graph.route("code-quiz", "stale").target == "code-explainer"
     assert graph.route("code-quiz", "pass").target == "human-approval"
     assert graph.route("code-quiz", "skipped").target == "human-approval"
 

@@ -104,7 +104,9 @@ def test_a_quiz_without_digest_param_marks_dash() -> None:
     h = Harness()
     h.artifacts.write(REF, "evidence/explainer.md", _record("Explainer", "https://x.example/a"))
     h.enter("code-quiz")
-    assert h.run("code-quiz", "post-quiz-attestation", chain="entry").kind == "pass"
+    params = {"node": "code-quiz", "record": "evidence/explainer.md", "on": "pull-requests"}
+    assert h.run("code-quiz", "post-quiz-attestation", chain="entry",
+                 params=params).kind == "pass"
     [comment] = h.tracker.comments_on(REF)
     assert quiz_marker("code-quiz", "-") in comment.body
     assert comment.body.startswith("🎓 **Code quiz**")

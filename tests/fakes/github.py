@@ -310,6 +310,9 @@ def _routes() -> list[_Route]:
         ("POST", "check-run-create", rf"/repos/{seg}/check-runs"),
         ("PATCH", "check-run-update", rf"/repos/{seg}/check-runs/(?P<id>\d+)"),
         ("GET", "commit-check-runs", rf"/repos/{seg}/commits/(?P<ref>[^/]+)/check-runs"),
+        # Issue 19 §4: a merge group's commits (GET /repos/{o}/{r}/compare/{base}...{head}).
+        ("GET", "compare",
+         rf"/repos/{seg}/compare/(?P<base>[0-9a-fA-F]+)\.\.\.(?P<head>[0-9a-fA-F]+)"),
         ("GET", "team", r"/orgs/(?P<org>[^/]+)/teams/(?P<team>[^/]+)"),
         ("GET", "team-membership",
          r"/orgs/(?P<org>[^/]+)/teams/(?P<team>[^/]+)/memberships/(?P<login>[^/]+)"),
@@ -374,6 +377,8 @@ class FakeGitHub(LoopbackServer):
         self.teams: dict[tuple[str, str], dict[str, Any]] = {}
         self._next_check_run = 4_000_000_000
         self._old_commits: dict[str, set[str]] = {}
+        #: Issue 19 §4: merge groups by head sha (:meth:`queue`).
+        self.merge_groups: dict[str, dict[str, Any]] = {}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -1313,6 +1318,8 @@ class FakeGitHub(LoopbackServer):
         run = self.check_runs.get(int(p["id"]))
         if run is None or run["_repo"] != f"{p['owner']}/{p['repo']}":
             raise _NotFound(p["id"])
+        if not self._own_run(run):
+            return self._foreign_run_refused()
         bad = self._apply_run(run, json.loads(body or b"{}"))
         return bad or _Response(200, self._check_run_json(run))
 
@@ -1553,6 +1560,143 @@ class FakeGitHub(LoopbackServer):
                 "name": repo.name, "nameWithOwner": full_name, "issue": issue,
                 "pullRequest": pull,
                 "defaultBranchRef": {"__typename": "Ref", "name": repo.default_branch}}
+
+    # -- issue 19: other Apps' check runs, the merge queue ---------------------------------
+    def _own_run(self, run: dict[str, Any]) -> bool:
+        # A check run belongs to the App that created it (its ``app`` field, platform-facts
+        # F2); GitHub lets an App update only its own runs.
+        mine = self.app.app_id if self.app is not None else None
+        return (run.get("app") or {}).get("id") == mine
+
+    @staticmethod
+    def _foreign_run_refused() -> _Response:
+        # [UNCERTAIN] the exact status and message for another App's run are not
+        # documented; GitHub answers an App's write it may not make with 403 and this text.
+        return _Response(403, {"message": "Resource not accessible by integration",
+                               "documentation_url": "https://docs.github.com/rest/checks/runs"})
+
+    def foreign_check_run(self, repo: str, sha: str, *, name: str = "loopgate",
+                          conclusion: str = "success", app_id: int = 4242,
+                          slug: str = "impostor") -> int:
+        """A check run named ``name`` on ``sha`` created by another GitHub App (any App
+        may create a run of any name, platform-facts F2); returns its id."""
+        with self.lock:
+            r = self._repo(repo)
+            self._next_check_run += 1
+            rid = self._next_check_run
+            now = _iso(self.now())
+            self.check_runs[rid] = {
+                "id": rid, "node_id": _node_id("CheckRun", rid), "head_sha": sha,
+                "external_id": "", "name": name, "status": "completed",
+                "conclusion": conclusion,
+                "url": f"{self.api_url}/repos/{r.full_name}/check-runs/{rid}",
+                "html_url": f"{HTML_BASE}/{r.full_name}/runs/{rid}", "details_url": None,
+                "started_at": now, "completed_at": now,
+                "output": {"title": "looks fine", "summary": "", "text": None,
+                           "annotations_count": 0, "annotations_url": ""},
+                "check_suite": {"id": rid // 10},
+                "app": {"id": app_id, "slug": slug, "name": slug.title(),
+                        "owner": self._user("mallory", "User")},
+                "pull_requests": [], "_repo": r.full_name}
+            return rid
+
+    def link_pr(self, repo: str, number: int, closes: Iterable[int]) -> None:
+        """Edit pull request ``number``'s body to close ``closes`` too (GitHub then lists
+        them in ``closingIssuesReferences``; send ``pull_request.edited`` yourself)."""
+        with self.lock:
+            pr = self._repo(repo).issues[number]
+            pr.closes = sorted({*pr.closes, *closes})
+            pr.body = "\n".join(f"Closes #{n}" for n in pr.closes)
+            pr.updated_at = _iso(self.now())
+
+    def queue(self, repo: str, pulls: list[int], *, squash: bool = False) -> dict[str, Any]:
+        """Put ``pulls`` in one merge group as GitHub's merge queue builds it: a temporary
+        branch ``gh-readonly-queue/<base>/pr-<last N>-<base sha>`` with one commit per pull
+        request on top of the base branch ("Merge pull request #N from …", or "<title>
+        (#N)" when squashing), platform-facts F1.
+
+        Returns:
+            The ``merge_group`` object of the webhook (OpenAPI ``merge-group``:
+            ``head_sha``, ``head_ref``, ``base_sha``, ``base_ref``, ``head_commit``).
+        """
+        with self.lock:
+            r = self._repo(repo)
+            base = r.default_branch
+            base_sha = hashlib.sha1(f"{repo}:{base}".encode()).hexdigest()
+            parent, commits = base_sha, []
+            for n in pulls:
+                pr = r.issues[n]
+                message = (f"{pr.title} (#{n})" if squash else
+                           f"Merge pull request #{n} from {r.owner}/{pr.head_branch}\n\n"
+                           f"{pr.title}")
+                # Every group is a new commit (GitHub builds a fresh one per queue entry).
+                seed = f"{parent}:{n}:{self.head_sha(repo, n)}:{len(self.merge_groups)}"
+                parent = hashlib.sha1(seed.encode()).hexdigest()
+                commits.append((parent, message))
+            known = self._old_commits.setdefault(repo, set())
+            known.update({base_sha, *(sha for sha, _ in commits)})
+            head_sha, message = commits[-1]
+            now = _iso(self.now())
+            person = {"name": "GitHub", "email": "noreply@github.com"}
+            group = {"head_sha": head_sha,
+                     "head_ref": f"refs/heads/gh-readonly-queue/{base}/pr-{pulls[-1]}-{base_sha}",
+                     "base_sha": base_sha, "base_ref": f"refs/heads/{base}",
+                     "head_commit": {"id": head_sha, "tree_id": hashlib.sha1(
+                         head_sha.encode()).hexdigest(), "message": message, "timestamp": now,
+                         "author": person, "committer": person}}
+            self.merge_groups[head_sha] = {"repo": repo, "commits": commits, "group": group}
+            return group
+
+    def merge_group_webhook(self, repo: str, group: dict[str, Any], *,
+                            action: str = "checks_requested", reason: str = "dequeued",
+                            secret: str | None = None, delivery_id: str | None = None
+                            ) -> tuple[dict[str, str], bytes]:
+        """A ``merge_group`` delivery (OpenAPI ``WebhookMergeGroupChecksRequested`` /
+        ``WebhookMergeGroupDestroyed``: ``action``, ``merge_group``, ``repository``,
+        ``sender``, ``installation``; ``destroyed`` adds ``reason``: merged | dequeued |
+        invalidated)."""
+        import hmac
+        import uuid
+
+        with self.lock:
+            r = self._repo(repo)
+            payload: dict[str, Any] = {
+                "action": action, "merge_group": group,
+                "repository": {**self._repo_json(r), "owner": self._user(r.owner,
+                                                                         "Organization")},
+                "sender": self._user("github-merge-queue[bot]", "Bot")}
+            if action == "destroyed":
+                payload["reason"] = reason
+            found = self.app.installation_json(repo) if self.app is not None else None
+            if found is not None:
+                payload["installation"] = {"id": found["id"],
+                                           "node_id": _node_id("Installation", found["id"])}
+        body = json.dumps(payload).encode()
+        headers = {"X-GitHub-Event": "merge_group", "Content-Type": "application/json",
+                   "User-Agent": "GitHub-Hookshot/044aadd",
+                   "X-GitHub-Delivery": delivery_id or str(uuid.uuid4())}
+        if secret is not None:
+            digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+            headers["X-Hub-Signature-256"] = f"sha256={digest}"
+        return headers, body
+
+    def _r_compare(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                   h: Any) -> _Response:
+        # GET /repos/{o}/{r}/compare/{base}...{head}: the commits head has over base,
+        # oldest first, each {sha, commit: {message, …}} (REST "Compare two commits").
+        repo = self._repo(f"{p['owner']}/{p['repo']}")
+        found = self.merge_groups.get(p["head"])
+        if found is None or found["repo"] != repo.full_name \
+                or found["group"]["base_sha"] != p["base"]:
+            raise _NotFound(p["head"])
+        commits = [{"sha": sha, "node_id": _node_id("Commit", int(sha[:8], 16)),
+                    "commit": {"message": message, "author": {"name": "GitHub"},
+                               "committer": {"name": "GitHub"}},
+                    "html_url": f"{HTML_BASE}/{repo.full_name}/commit/{sha}"}
+                   for sha, message in found["commits"]]
+        return _Response(200, {"status": "ahead", "ahead_by": len(commits), "behind_by": 0,
+                               "total_commits": len(commits), "commits": commits,
+                               "files": []})
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.01) -> bool:

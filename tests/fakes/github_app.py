@@ -64,8 +64,8 @@ NOT_FOR_INTEGRATIONS = "Resource not accessible by integration"
 #: Longest JWT lifetime GitHub accepts (seconds).
 MAX_JWT_SECONDS = 600
 PERMISSIONS = {"issues": "write", "pull_requests": "write", "contents": "read",
-               "metadata": "read", "checks": "write", "members": "read"}
-EVENTS = ["issues", "issue_comment", "pull_request"]
+               "metadata": "read", "checks": "write", "members": "read", "merge_queues": "read"}
+EVENTS = ["issues", "issue_comment", "pull_request", "merge_group"]
 
 #: ``(method, route name, pattern)`` of the App endpoints, for the fake's route table.
 APP_ROUTES = (

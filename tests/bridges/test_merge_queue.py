@@ -1,0 +1,177 @@
+"""Issue 19 §4 through the real stack over the fake GitHub: ``merge_group`` deliveries
+(OpenAPI ``WebhookMergeGroupChecksRequested`` / ``Destroyed``, platform-facts F1) routed
+webhook → router → dispatcher → runtime → performer → tracker; and §3's rule that only
+loopgate's own App's check runs are updated (platform-facts F2)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from bridges.github.app import repository_scope
+from bridges.github.errors import GitHubApiError
+from bridges.github.router import MERGE_GROUP, Dropped, RouterConfig, route
+from bridges.github.tracker import GitHubTracker
+from bridges.github.webhook import parse_delivery
+from engine.mergegate import PENDING, SUCCESS, GateCheck
+from engine.refs import WorkItemRef
+from tests.bridges.conftest import REPO, SECRET, GitHubWorld
+from tests.fakes.github import FakeGitHub
+
+
+def _approved_item(world: GitHubWorld, title: str = "Add a widget") -> tuple[WorkItemRef, int]:
+    ref = world.issue(title)
+    pr = world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number], author="carol")
+    runtime = world.services.runtime
+    runtime.start(ref)
+    runtime.force(ref, "human-approval", "test", "tester")
+    comment = world.comment(ref, "approved", as_user="alice")
+    [latest] = [c for c in world.services.ports.tracker.list_comments(ref) if c.id == comment.id]
+    assert runtime.advance(ref, {"comments": [latest]}).current_node == "complete"
+    return ref, pr
+
+
+def _deliver(world: GitHubWorld, group: dict, action: str = "checks_requested"):  # noqa: ANN202
+    headers, body = world.fake.merge_group_webhook(REPO, group, action=action, secret=SECRET)
+    response = world.post(headers, body)
+    assert world.dispatcher.wait_idle(10)
+    return response
+
+
+def test_the_router_reads_the_documented_merge_group_payload(fake: FakeGitHub) -> None:
+    number = fake.create_issue(REPO, "Widgets")
+    pr = fake.open_pr(REPO, f"issue-{number}", closes=[number])
+    group = fake.queue(REPO, [pr])
+    cfg = RouterConfig.build([REPO], "loop:start")
+    headers, body = fake.merge_group_webhook(REPO, group)
+    routed = route(parse_delivery(headers, body), cfg)
+    assert not isinstance(routed, Dropped)
+    assert routed.event == MERGE_GROUP
+    assert routed.data["ref"] == WorkItemRef("acme", "widgets", pr)
+    assert (routed.data["head_sha"], routed.data["base_sha"]) == (group["head_sha"],
+                                                                  group["base_sha"])
+    assert routed.data["key"] == f"merge-group:{REPO}@{group['head_sha']}"
+    headers, body = fake.merge_group_webhook(REPO, group, action="destroyed", reason="merged")
+    assert route(parse_delivery(headers, body), cfg) == Dropped("merge-group-destroyed")
+    broken = {**group, "head_ref": "refs/heads/main"}
+    headers, body = fake.merge_group_webhook(REPO, broken)
+    assert route(parse_delivery(headers, body), cfg) == Dropped("no-merge-group")
+
+
+def test_a_merge_group_of_a_covered_pull_request_gets_success(world: GitHubWorld) -> None:
+    world.serve()
+    _, pr = _approved_item(world)
+    group = world.fake.queue(REPO, [pr])
+    assert _deliver(world, group).status_code == 202
+    assert world.fake.commit_state(REPO, group["head_sha"]) == SUCCESS
+    [status] = world.fake.statuses[(REPO, group["head_sha"])]
+    assert status["description"] == f"every pull request in the group is covered: #{pr}"
+    # a redelivery, and the group's end, change nothing
+    _deliver(world, group)
+    _deliver(world, group, action="destroyed")
+    assert len(world.fake.statuses[(REPO, group["head_sha"])]) == 1
+
+
+def test_a_merge_group_naming_an_uncovered_pull_request_fails(world: GitHubWorld) -> None:
+    world.serve()
+    _, covered = _approved_item(world)
+    other = world.issue("Another")
+    waiting = world.fake.open_pr(REPO, f"issue-{other.number}", closes=[other.number])
+    world.services.runtime.start(other)
+    group = world.fake.queue(REPO, [covered, waiting], squash=True)
+    _deliver(world, group)
+    assert world.fake.commit_state(REPO, group["head_sha"]) == "failure"
+    [status] = world.fake.statuses[(REPO, group["head_sha"])]
+    assert status["description"].startswith(f"#{waiting} is not covered: {other}: at ")
+
+
+def test_a_push_before_the_queue_fails_the_group(world: GitHubWorld) -> None:
+    world.serve()
+    ref, pr = _approved_item(world)
+    first = world.fake.head_sha(REPO, pr)
+    second = world.fake.push(REPO, pr)  # its synchronize is late: the queue asks first
+    group = world.fake.queue(REPO, [pr])
+    _deliver(world, group)
+    [status] = world.fake.statuses[(REPO, group["head_sha"])]
+    assert (status["state"], status["description"]) == (
+        "failure", f"#{pr} is not covered: {ref}: head {second[:7]} was pushed after "
+                   f"human-approval covered {first[:7]}")
+
+
+# -- check runs: only loopgate's own App's ----------------------------------------------------
+def test_a_foreign_apps_loopgate_check_run_is_never_updated(tmp_path: Path) -> None:
+    from bridges.github.app import AppCredentials, AppInstallations
+    from bridges.github.client import GitHubClient
+    from bridges.github.graphql import GraphQLClient
+    from tests.fakes.github_app import FakeApp, generate_private_key
+
+    app = FakeApp(generate_private_key(), app_id=31, slug="loopgate")
+    with FakeGitHub(app=app) as gh:
+        gh.create_repo(REPO)
+        app.install("acme")
+        number = gh.create_issue(REPO, "Widgets")
+        pr = gh.open_pr(REPO, f"issue-{number}", closes=[number])
+        sha = gh.head_sha(REPO, pr)
+        foreign = gh.foreign_check_run(REPO, sha, conclusion="success")
+        source = AppInstallations(gh.api_url, AppCredentials(31, generate_private_key(),
+                                                             "KEY"), (REPO,))
+        tracker = GitHubTracker(GitHubClient(gh.api_url, auth=source, seconds_between_writes=0),
+                                GraphQLClient(gh.graphql_url, auth=source), repos=(REPO,))
+        pull = WorkItemRef("acme", "widgets", pr)
+        tracker.publish_check(pull, GateCheck(PENDING, "acme/widgets#1: at design"))
+        tracker.publish_check(pull, GateCheck(PENDING, "acme/widgets#1: at code-quiz"))
+        runs = {rid: r for rid, r in gh.check_runs.items() if r["head_sha"] == sha}
+        assert runs[foreign]["conclusion"] == "success"  # untouched
+        assert runs[foreign]["output"]["title"] == "looks fine"
+        [mine] = [r for rid, r in runs.items() if rid != foreign]
+        assert (mine["app"]["id"], mine["status"]) == (31, "in_progress")
+        assert mine["output"]["title"] == "acme/widgets#1: at code-quiz"  # updated in place
+        patched = [r.path for r in gh.requests if r.method == "PATCH"]
+        assert patched and all(str(foreign) not in path for path in patched)
+        # and the fake refuses a write to another App's run, as GitHub does
+        with pytest.raises(GitHubApiError) as refused:
+            with repository_scope(REPO):
+                tracker.client.update_check_run("acme", "widgets", foreign,
+                                                {"conclusion": "failure"})
+        assert refused.value.status == 403
+        assert gh.check_runs[foreign]["conclusion"] == "success"
+
+
+# -- issue 19 §3: linking one's own pull request after approving ---------------------------
+def test_linking_ones_own_pull_request_after_approving_is_refused(world: GitHubWorld) -> None:
+    world.overrides = {"gates": {"human-approval": {"preventSelfApproval": True}}}
+    world.restart()
+    world.serve()
+    ref = world.issue(author="carol")
+    # alice's pull request does not deliver the item yet (no closing reference, a branch
+    # the pattern does not match) when she approves the item
+    pr = world.fake.open_pr(REPO, "alice-widgets", author="alice")
+    runtime = world.services.runtime
+    runtime.start(ref)
+    runtime.force(ref, "human-approval", "test", "tester")
+    approval = world.comment(ref, "approved", as_user="alice")
+    [latest] = [c for c in world.services.ports.tracker.list_comments(ref)
+                if c.id == approval.id]
+    assert runtime.advance(ref, {"comments": [latest]}).current_node == "complete"
+    # ... then links it: GitHub sends pull_request.edited
+    world.fake.link_pr(REPO, pr, [ref.number])
+    pull = WorkItemRef("acme", "widgets", pr)
+    assert world.webhook("pull_request", "edited", pull).status_code == 202
+    sha = world.fake.head_sha(REPO, pr)
+    assert world.fake.commit_state(REPO, sha) == "pending"
+    assert world.fake.statuses[(REPO, sha)][-1]["description"].startswith(
+        f"{ref}: #{pr} started delivering after human-approval passed")
+    assert world.state(ref).current_node == "human-approval"
+    # her approval again is refused now that her pull request delivers the item
+    again = world.comment(ref, "approved", as_user="alice")
+    [latest] = [c for c in world.services.ports.tracker.list_comments(ref) if c.id == again.id]
+    state = runtime.advance(ref, {"comments": [latest]})
+    assert state.current_node == "human-approval"
+    assert f"@alice opened {REPO}#{pr}" in str(state.parked.get("reason"))
+    assert world.fake.commit_state(REPO, sha) == "pending"
+    # a reviewer who did not write it approves: success on the covered head
+    other = world.comment(ref, "approved", as_user="bob")
+    [latest] = [c for c in world.services.ports.tracker.list_comments(ref) if c.id == other.id]
+    assert runtime.advance(ref, {"comments": [latest]}).current_node == "complete"
+    assert world.fake.commit_state(REPO, sha) == "success"
