@@ -125,7 +125,15 @@ def test_a_push_after_the_merge_gate_sends_the_item_back_and_says_why() -> None:
     assert moved == {"from": "complete", "to": "human-approval", "pull": 8, "head": "b" * 40,
                      "covered": "a" * 40, "reason": "head bbbbbbb was pushed after "
                                                     "human-approval covered aaaaaaa"}
+    # The gate's second visit is open and undecided (issue 19 §2): the first visit's
+    # "approved" no longer speaks for the new head.
+    visits = state.history("human-approval")
+    assert [v.number for v in visits] == [1, 2]
+    assert visits[0].decision is not None and visits[0].decision.outcome == "approved"
+    assert visits[1].open and visits[1].decision is None
+    assert "human-approval" not in state.decisions
     assert _approved(runtime, tracker) == "complete"
+    assert runtime.store.load(REF).history("human-approval")[1].decision is not None
     assert (_last(tracker).state, _last(tracker).head_sha) == (SUCCESS, "b" * 40)
 
 
