@@ -5,7 +5,8 @@ Subcommands live in small modules, each with ``register(group)``:
 check, comments, events), ``explainer_cmd`` (explainer render/check/redact, briefing),
 ``serve_cmd`` (serve, poll), ``config_cmd`` (config check/reference), ``effects_cmd``
 (effects list/retry: the outbox), ``ops_cmd`` (status, backup, db migrate), ``slack_cmd``
-(slack preview: Block Kit JSON).
+(slack preview: Block Kit JSON), ``procedure_cmd`` (procedure: the agent procedure an
+assignment's ``Command:`` names).
 
 Exit codes: 0 success; 1 a refusal or an unmet ``--fail-on`` condition; 2 a usage,
 configuration or graph error (click's own usage errors are 2 as well).
@@ -25,6 +26,7 @@ from bot.cli import (
     graph_cmd,
     item_cmd,
     ops_cmd,
+    procedure_cmd,
     serve_cmd,
 )
 from bot.cli.context import CliContext
@@ -116,7 +118,7 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
 
 
 for _module in (graph_cmd, item_cmd, effects_cmd, explainer_cmd, serve_cmd, config_cmd,
-                ops_cmd, db_cmd):
+                ops_cmd, db_cmd, procedure_cmd):
     _module.register(cli)
 register_slack(cli)  # slack preview approval|home (issue 12)
 

@@ -52,6 +52,7 @@ __all__ = [
     "node_entered",
     "has_marker",
     "assignment_text",
+    "command_line",
     "review_text",
     "notify_data",
     "set_phase_label",
@@ -366,6 +367,15 @@ def _validate_params_text(ref: HookRef) -> list[str]:
     return out
 
 
+def command_line(command: str) -> str:
+    """The assignment's ``Command:`` bullet: what the word means and where its procedure
+    is (issue 23 §1). Every command a shipped graph names has ``templates/commands/<command>.md``
+    (a test holds that); ``loopgate procedure <command>`` prints the packaged copy."""
+    return (f"- Command: `{command}` — the procedure to follow at this node (what to read, "
+            f"what to write, how to claim); print it with `loopgate procedure {command}` "
+            f"(`templates/commands/{command}.md` in loopgate)")
+
+
 def assignment_text(ctx: HookContext) -> str:
     """The assignment comment body for ``ctx.node`` (without markers)."""
     node = ctx.node
@@ -386,8 +396,10 @@ def assignment_text(ctx: HookContext) -> str:
     if node.validates:
         lines.append("- Checked at the gate: " + ", ".join(_alternatives(node.validates)))
     lines += [f"- {line}" for line in _gate_checks(node)]
+    if node.produces or _validated_paths(node):  # the names above are relative to it
+        lines.append(f"- Where: the spec directory `{ctx.ports.artifacts.spec_dir(ctx.ref)}/`")
     if node.command:
-        lines.append(f"- Command: `{node.command}`")
+        lines.append(command_line(node.command))
     kind = record_kind(_validated_paths(node))
     if kind is not None:  # the record's exact table, as other assignments name sections
         lines += assignment_lines(kind, ctx.ports.artifacts.spec_dir(ctx.ref))
