@@ -9,7 +9,8 @@ check, comments, events), ``explainer_cmd`` (explainer render/check/redact, brie
 assignment's ``Command:`` names).
 
 Exit codes: 0 success; 1 a refusal or an unmet ``--fail-on`` condition; 2 a usage,
-configuration or graph error (click's own usage errors are 2 as well).
+configuration or graph error (click's own usage errors are 2 as well). Every error is one
+``loopgate: <message>`` line on stderr (:mod:`bot.cli.errors`).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from bot.cli import (
     serve_cmd,
 )
 from bot.cli.context import CliContext
-from bot.cli.help import HelpGroup
+from bot.cli.errors import RootGroup
 from bot.cli.slack_cmd import register as register_slack
 
 __all__ = ["main", "cli"]
@@ -96,7 +97,7 @@ class _DbOption(click.Option):
         return record[0], f"{record[1]} In use here: {database_in_use(ctx)}"
 
 
-@click.group(cls=HelpGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=RootGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", "db_path", cls=_DbOption, envvar="LOOPGATE_DB", show_envvar=True,
               default=None, metavar="PATH", is_eager=True, help=DB_HELP)
 @click.option("--config", "config_path", envvar="LOOPGATE_CONFIG", show_envvar=True,
