@@ -401,11 +401,24 @@ def requested_changes(ctx: HookContext) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def _reply_text(ctx: HookContext, asked: Mapping[str, Any]) -> str | None:
+def _slack_text(ctx: HookContext, gate: str, asked: Mapping[str, Any]) -> str | None:
+    # A Slack decision has no reply on the thread: its words are in the gate's decision
+    # when that decision is this request (same person and time).
+    decision = ctx.state.decisions.get(gate)
+    if not isinstance(decision, Mapping):
+        return None
+    def key(doc: Mapping[str, Any]) -> tuple[str, str]:  # "@carol" and "carol" alike
+        return str(doc.get("by") or "").lstrip("@").lower(), str(doc.get("at") or "")
+
+    same = key(decision) == key(asked)
+    return str(decision.get("text") or "") or None if same else None
+
+
+def _reply_text(ctx: HookContext, gate: str, asked: Mapping[str, Any]) -> str | None:
     # The reviewer's reply as written (its loopgate markers dropped); None when unreadable.
     cid = asked.get("commentId")
     if not cid:
-        return str(asked.get("body") or asked.get("text") or "") or None
+        return str(asked.get("body") or "") or _slack_text(ctx, gate, asked)
     try:
         comments = ctx.ports.tracker.list_comments(ctx.ref)
     except TrackerError as exc:
@@ -439,7 +452,7 @@ def _changes_lines(ctx: HookContext) -> list[str]:
         link = f" ([reply]({asked['comment']}))" if asked.get("comment") else ""
         lines.append(f"- Changes requested by {who} at `{gate}`{link}; change what they "
                      f"ask for{_not_again(ctx, gate)}:")
-        text = _reply_text(ctx, asked)
+        text = _reply_text(ctx, gate, asked)
         lines += ["", *_quote(text), ""] if text else []
     return lines
 
