@@ -144,7 +144,10 @@ def render_cmd(contents: tuple[Path, ...], out: Path) -> None:
                 for line in _secret_lines(str(out), find_secrets(html))]
     if secrets:
         _refuse(secrets, f"secrets found; refusing to write {out}")
-    _write_atomically(out, html)
+    try:
+        _write_atomically(out, html)
+    except OSError as exc:  # a folder that cannot be made, a read-only disk: one line
+        fail(f"cannot write {out}: {exc.strerror or exc}", 1)
     click.echo(f"wrote {out} (tabs: {', '.join(tab_labels(merged))})")
 
 

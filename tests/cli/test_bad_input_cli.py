@@ -60,6 +60,10 @@ def test_a_file_that_is_not_a_database_is_one_line_exit_2(home: Path) -> None:
     assert result.returncode == 2
     assert one_line(result) == ("loopgate: cannot open notadb.db: file is not a database "
                                 "(is it a loopgate database?)")
+    for verb in (["effects"], ["comments", ITEM], ["db", "migrate"]):
+        again = script(home, "--db", "notadb.db", *verb)
+        assert again.returncode == 2, verb
+        assert "file is not a database" in one_line(again)
     assert (home / "notadb.db").read_text() == "these are notes, not SQLite\n" * 100
 
 
@@ -172,3 +176,12 @@ def test_explainer_render_writes_the_page_with_the_usual_mode(
     page.chmod(0o600)  # an existing page keeps its own mode when rendered again
     script(home, "explainer", "render", str(examples / "spec.yaml"), "--out", str(page))
     assert stat.S_IMODE(page.stat().st_mode) == 0o600
+
+
+def test_explainer_render_to_a_place_it_cannot_write_is_one_line_exit_1(home: Path) -> None:
+    examples = Path(__file__).resolve().parents[2] / "templates" / "explainer" / "examples"
+    (home / "file").write_text("a file, not a folder\n")
+    out = home / "file" / "explainer.html"
+    result = script(home, "explainer", "render", str(examples / "spec.yaml"), "--out", str(out))
+    assert result.returncode == 1
+    assert one_line(result).startswith(f"loopgate: cannot write {out}: ")
