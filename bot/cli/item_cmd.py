@@ -337,7 +337,8 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
           recompute: bool, fail_on: str | None, node: str | None, status: str | None,
           color: str) -> None:
     """Report where ITEM (or every item, with --all) stands, node by node; --all ends with
-    a summary table (items per current node and status).
+    a summary table (items per current node and status). ITEM is owner/repo#N or the
+    issue's URL, as /loop check takes.
 
     \b
     Example:
