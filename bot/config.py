@@ -213,6 +213,12 @@ def load_config(path: str | os.PathLike[str] | None = None) -> Config:
         raw = yaml.load(text, Loader=_UniqueKeyLoader)  # noqa: S506 -- a SafeLoader
     except FileNotFoundError:
         raise ConfigError(f"config file not found: {file}") from None
+    except IsADirectoryError:  # `--config /tmp`: one line, not a traceback (issue 23 §3)
+        raise ConfigError(f"{file} is a directory: give the path of a loopgate.yaml "
+                          "file") from None
+    except OSError as exc:  # unreadable (permissions, a FIFO gone): name the file and why
+        raise ConfigError(f"cannot read the config file {file}: "
+                          f"{exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
         raise ConfigError(f"{file}: not UTF-8 text (byte {exc.start})") from None
     except yaml.YAMLError as exc:

@@ -18,7 +18,7 @@ from typing import Any
 import jsonschema
 import yaml
 
-__all__ = ["Problem", "positions", "describe", "render", "yaml_error"]
+__all__ = ["Problem", "positions", "describe", "render", "yaml_error", "did_you_mean"]
 
 Path = tuple[str, ...]
 
@@ -79,8 +79,12 @@ def positions(text: str) -> dict[Path, int]:
     return found
 
 
-def _did_you_mean(key: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(key, list(known), n=1, cutoff=0.6)
+def did_you_mean(key: str, known: Iterable[str]) -> str:
+    """`` — did you mean `<closest>`?`` for the nearest of ``known`` to ``key`` (difflib,
+    ratio ≥ 0.6, else a case-insensitive match), or ``""`` when none is near. One rule for
+    config keys, node and gate names (issue 14 §7, issue 23 §3)."""
+    known = list(known)
+    close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     if not close:
         lowered = {k.lower(): k for k in known}
         close = [lowered[key.lower()]] if key.lower() in lowered else []
@@ -103,7 +107,7 @@ def describe(error: jsonschema.ValidationError) -> list[Problem]:
     if error.validator == "additionalProperties" and isinstance(error.instance, Mapping):
         known = list(schema.get("properties", {}))
         extra = sorted(set(error.instance) - set(known))
-        return [Problem((*path, str(k)), "unknown key" + _did_you_mean(str(k), known))
+        return [Problem((*path, str(k)), "unknown key" + did_you_mean(str(k), known))
                 for k in extra]
     value = error.instance
     if error.validator == "pattern":

@@ -106,7 +106,10 @@ def check_gates(config: Config, graph: Graph) -> dict[str, tuple[tuple[str, str]
         problems += _rule_problems(config, graph, str(node_id), rule)
     after = str(config.section("mergeGate").get("after") or "human-approval")
     if not graph.has_node(after):
-        problems.append(f"mergeGate.after: {after!r} is not a node of {graph.name}")
+        from bot.config_errors import did_you_mean
+
+        problems.append(f"mergeGate.after: {after!r} is not a node of {graph.name}"
+                        + did_you_mean(after, [n.id for n in graph.ordered()]))
     problems += _vouching_problems(config, graph)
     if problems:
         raise ConfigError("\n".join(problems))
@@ -141,7 +144,11 @@ def _rule_problems(config: Config, graph: Graph, node_id: str, rule: Any) -> lis
     from engine.approvals import rule_problem
 
     if not graph.has_node(node_id) or not graph.node(node_id).is_human:
-        return [f"gates.{node_id}: {graph.name} has no human gate {node_id!r}"]
+        from bot.config_errors import did_you_mean  # config keys' rule (issue 23 §3)
+
+        gates = [n.id for n in graph.ordered() if n.is_human]
+        return [f"gates.{node_id}: {graph.name} has no human gate {node_id!r}"
+                + did_you_mean(node_id, gates)]
     problem = rule_problem(rule, [h.name for h in graph.node(node_id).exit])
     if problem:
         return [f"gates.{node_id}: {problem}"]

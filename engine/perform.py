@@ -44,6 +44,7 @@ from engine.effects import (
     effect_marker,
 )
 from engine.hooks.common import posted_by_loopgate
+from engine.hooks.quiz import reason_once_posted
 from engine.mergegate import (
     FAILURE,
     SURFACE_KEY,
@@ -322,6 +323,21 @@ def notice_data(effect: Notify, surface: Mapping[str, Any]) -> dict[str, Any]:
     return data
 
 
+def _reword_posted_quiz_wait(state: Any, row: EffectRow, ports: Ports) -> None:
+    # The wait said "being posted" when it was decided; the comment is there now (issue 23).
+    effect = row.effect
+    if not isinstance(effect, PostComment) or not effect.record.startswith("quiz:"):
+        return
+    node = effect.record.partition(":")[2]
+    parked = state.parked
+    if state.current_node != node or parked.get("node") != node:
+        return
+    editable = bool(getattr(ports.tracker, "comments_editable", True))
+    reason = reason_once_posted(str(parked.get("reason") or ""), node, editable)
+    if reason is not None:
+        parked["reason"] = reason
+
+
 def record(store: Store, row: EffectRow, outcome: Outcome, ports: Ports, at: str) -> None:
     """Record a finished row (done, or failed for good) in one item transaction.
 
@@ -337,6 +353,8 @@ def record(store: Store, row: EffectRow, outcome: Outcome, ports: Ports, at: str
     with store.transaction(row.ref) as tx:
         surface = tx.state.surface if tx.state is not None else {}
         apply_result(surface, row, outcome)
+        if tx.state is not None and outcome.kind == DONE_OUTCOME:
+            _reword_posted_quiz_wait(tx.state, row, ports)
         if outcome.kind == DONE_OUTCOME and isinstance(row.effect, Notify):
             ports.notifier.send(row.effect.target, row.effect.event,
                                 notice_data(row.effect, surface))

@@ -14,6 +14,12 @@ _REF = re.compile(
     r"^(?P<owner>[A-Za-z0-9][A-Za-z0-9._-]*)/(?P<repo>[A-Za-z0-9._-]+)#(?P<number>[1-9][0-9]*)$"
 )
 
+# An issue or pull request on github.com (the pull request's number is the item's when the
+# item is that pull request's issue; the same rule as the Slack command's parser).
+_ISSUE_URL = re.compile(
+    r"^https?://(?:www\.)?github\.com/(?P<owner>[A-Za-z0-9][A-Za-z0-9._-]*)/"
+    r"(?P<repo>[A-Za-z0-9._-]+)/(?:issues|pull)/(?P<number>[1-9][0-9]*)/?(?:[#?].*)?$")
+
 
 @dataclass(frozen=True, order=True)
 class WorkItemRef:
@@ -52,6 +58,25 @@ class WorkItemRef:
         if match is None:
             raise WorkItemRefError(f"not a work item reference: {text!r} (expected owner/repo#N)")
         return cls(match["owner"], match["repo"], int(match["number"]))
+
+    @classmethod
+    def parse_any(cls, text: str) -> WorkItemRef:
+        """Parse ``owner/repo#N`` or the URL of an issue or pull request on github.com
+        (``https://github.com/owner/repo/issues/N``, a trailing ``#…``/``?…`` ignored): what
+        ``/loop check`` takes (issue 12 §6), for the command line too (issue 23).
+
+        Raises:
+            WorkItemRefError: neither form; the message quotes the text.
+        """
+        plain = text.strip() if isinstance(text, str) else text
+        match = _ISSUE_URL.match(plain) if isinstance(plain, str) else None
+        if match is not None:
+            return cls(match["owner"], match["repo"], int(match["number"]))
+        try:
+            return cls.parse(plain)
+        except WorkItemRefError:
+            raise WorkItemRefError(f"not a work item reference: {plain!r} (expected "
+                                   "owner/repo#N or an issue URL)") from None
 
     @property
     def repo_full_name(self) -> str:

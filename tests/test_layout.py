@@ -65,6 +65,12 @@ def test_non_editable_install_finds_the_shipped_graph(tmp_path: Path) -> None:
         check=True, cwd=elsewhere, capture_output=True, text=True, env=env,
     ).stdout
     assert '"name": "pdlc-work-item-loop"' in out
+    # Issue 23 §1: the procedure an assignment's Command: names ships in the wheel.
+    procedure = subprocess.run(
+        [str(venv / "bin" / "loopgate"), "procedure", "requirements"],
+        check=True, cwd=elsewhere, capture_output=True, text=True, env=env,
+    ).stdout
+    assert procedure == (REPO_ROOT / "templates/commands/requirements.md").read_text("utf-8")
     probe = (
         "import engine, importlib.resources as r;"
         "print(engine.__file__);"
@@ -74,3 +80,13 @@ def test_non_editable_install_finds_the_shipped_graph(tmp_path: Path) -> None:
                            capture_output=True, text=True).stdout.split()
     assert "site-packages" in where[0]
     assert where[1] == "True"
+
+
+def test_the_license_is_an_spdx_string_the_build_floor_accepts() -> None:
+    """Issue 23 ("Smaller"): a TOML-table ``project.license`` makes setuptools print a
+    deprecation warning on every install; the SPDX string form needs setuptools 77."""
+    import tomllib
+
+    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text("utf-8"))
+    assert config["project"]["license"] == "MIT"
+    assert "setuptools>=77" in config["build-system"]["requires"]

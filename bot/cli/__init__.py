@@ -5,10 +5,12 @@ Subcommands live in small modules, each with ``register(group)``:
 check, comments, events), ``explainer_cmd`` (explainer render/check/redact, briefing),
 ``serve_cmd`` (serve, poll), ``config_cmd`` (config check/reference), ``effects_cmd``
 (effects list/retry: the outbox), ``ops_cmd`` (status, backup, db migrate), ``slack_cmd``
-(slack preview: Block Kit JSON).
+(slack preview: Block Kit JSON), ``procedure_cmd`` (procedure: the agent procedure an
+assignment's ``Command:`` names).
 
 Exit codes: 0 success; 1 a refusal or an unmet ``--fail-on`` condition; 2 a usage,
-configuration or graph error (click's own usage errors are 2 as well).
+configuration or graph error (click's own usage errors are 2 as well). Every error is one
+``loopgate: <message>`` line on stderr (:mod:`bot.cli.errors`).
 """
 
 from __future__ import annotations
@@ -25,10 +27,11 @@ from bot.cli import (
     graph_cmd,
     item_cmd,
     ops_cmd,
+    procedure_cmd,
     serve_cmd,
 )
 from bot.cli.context import CliContext
-from bot.cli.help import HelpGroup
+from bot.cli.errors import RootGroup
 from bot.cli.slack_cmd import register as register_slack
 
 __all__ = ["main", "cli"]
@@ -94,7 +97,7 @@ class _DbOption(click.Option):
         return record[0], f"{record[1]} In use here: {database_in_use(ctx)}"
 
 
-@click.group(cls=HelpGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=RootGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--db", "db_path", cls=_DbOption, envvar="LOOPGATE_DB", show_envvar=True,
               default=None, metavar="PATH", is_eager=True, help=DB_HELP)
 @click.option("--config", "config_path", envvar="LOOPGATE_CONFIG", show_envvar=True,
@@ -116,7 +119,7 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
 
 
 for _module in (graph_cmd, item_cmd, effects_cmd, explainer_cmd, serve_cmd, config_cmd,
-                ops_cmd, db_cmd):
+                ops_cmd, db_cmd, procedure_cmd):
     _module.register(cli)
 register_slack(cli)  # slack preview approval|home (issue 12)
 

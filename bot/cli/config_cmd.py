@@ -4,6 +4,8 @@ database in use, and print the reference."""
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Mapping
 from typing import Any
 
 import click
@@ -28,7 +30,8 @@ def config_group() -> None:
 def check(ctx: click.Context) -> None:
     """Validate the configuration file, compile its graph and, for a GitHub App, check its
     id, key and installations against GitHub; every team an approval rule names must be
-    readable (exit 2 naming the offending setting).
+    readable (exit 2 naming the offending setting). Warns (exit 0) about what cannot work
+    yet: an empty authorizedUsers, unset GitHub token or webhook-secret variables.
 
     \b
     Example:
@@ -50,11 +53,52 @@ def check(ctx: click.Context) -> None:
     except LoopgateError as exc:
         click.echo(f"loopgate: {source}: {exc}", err=True)
         raise SystemExit(2) from None
+    for warning in config_warnings(cfg, graph):
+        click.echo(f"loopgate: warning: {source}: {warning}", err=True)
     click.echo(f"ok: {source} (graph {graph.name}, {len(graph.nodes)} nodes)")
     for line in installations:
         click.echo(f"ok: github app {line}")
     for line in teams:
         click.echo(f"ok: github {line}")
+
+
+def config_warnings(cfg: Any, graph: Any,
+                    environ: Mapping[str, str] | None = None) -> list[str]:
+    """What the file allows but cannot work (issue 23 §3): warnings, not errors, since the
+    file is valid and the missing part may be supplied where ``serve`` runs.
+
+    Args:
+        cfg: the validated :class:`bot.config.Config`.
+        graph: its compiled graph.
+        environ: the environment to read (default ``os.environ``); only the *names* of
+            variables are ever printed, never a value.
+
+    Returns:
+        One line per warning, each naming its key path: an empty ``authorizedUsers`` (no
+        gate can be answered by anyone a rule does not name), a ``github`` section whose
+        token (token mode) or webhook-secret variable is unset (``serve`` refuses to
+        start without them), a node whose ``command:`` has no procedure.
+    """
+    from bot.procedures import missing_procedures
+
+    env = os.environ if environ is None else environ
+    out = []
+    if not cfg.data.get("authorizedUsers"):
+        out.append("authorizedUsers is empty: nobody can answer phase selection, a quiz or "
+                   "an approval gate whose rule names no approvers")
+    if cfg.has("github"):
+        section = cfg.section("github")
+        names = [("webhookSecretEnv", section.get("webhookSecretEnv") or "GITHUB_WEBHOOK_SECRET",
+                  "serve refuses to start without it unless --insecure-webhooks")]
+        if not section.get("app"):
+            names.insert(0, ("tokenEnv", section.get("tokenEnv") or "GITHUB_TOKEN",
+                             "serve cannot reach GitHub without it"))
+        out += [f"github.{key}: the environment variable {name} is not set here ({why})"
+                for key, name, why in names if not env.get(str(name), "").strip()]
+    out += [f"loop: node {node} names command {command!r}, which has no procedure "
+            f"(templates/commands/{command}.md; `loopgate procedure` lists them)"
+            for node, command in missing_procedures(graph)]
+    return out
 
 
 def _config_or_report_all(ctx: click.Context) -> Any:

@@ -11,7 +11,7 @@ from bot.config import Config, load_config
 from engine.errors import LoopgateError
 from engine.refs import WorkItemRef
 
-__all__ = ["CliContext", "parse_item", "fail"]
+__all__ = ["CliContext", "parse_item", "fail", "known_node", "unknown_node_message"]
 
 
 def fail(message: str, code: int = 2) -> None:
@@ -20,10 +20,35 @@ def fail(message: str, code: int = 2) -> None:
     raise SystemExit(code)
 
 
+def unknown_node_message(graph: Any, node_id: str) -> str:
+    """``'desgin' is not a node of <graph> (unknown-node) — did you mean `design`?``: the
+    one wording of an unknown node in every verb (issue 23 §3; the suggestion follows the
+    config keys' rule, :func:`bot.config_errors.did_you_mean`)."""
+    from bot.config_errors import did_you_mean
+
+    hint = did_you_mean(node_id, [node.id for node in graph.ordered()])
+    return f"{node_id!r} is not a node of {graph.name} (unknown-node){hint}"
+
+
+def known_node(graph: Any, node_id: str, option: str) -> str:
+    """``node_id`` when ``graph`` has it; else exit 2 (a usage error) with one line naming
+    ``option`` and the nearest node.
+
+    Args:
+        graph: the compiled graph (:class:`engine.graph.model.Graph`).
+        node_id: the value given.
+        option: the option it was given to (``--node``, ``--to``).
+    """
+    if not graph.has_node(node_id):
+        fail(f"{option}: {unknown_node_message(graph, node_id)}", 2)
+    return node_id
+
+
 def parse_item(text: str) -> WorkItemRef:
-    """Parse ITEM (``owner/repo#N``) or exit 2 with a clear message."""
+    """Parse ITEM (``owner/repo#N``, or an issue URL as ``/loop check`` takes) or exit 2
+    with a clear message."""
     try:
-        return WorkItemRef.parse(text)
+        return WorkItemRef.parse_any(text)
     except LoopgateError as exc:
         raise click.UsageError(str(exc)) from None
 

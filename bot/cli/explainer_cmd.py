@@ -17,7 +17,7 @@ import click
 
 from bot.cli.context import fail, parse_item
 from bot.cli.help import HelpGroup
-from bot.explainer.content import Content, ContentError, load_content
+from bot.explainer.content import Content, ContentError, ContentParseError, load_content
 from bot.explainer.render import merge_contents, recover_contents, render_page, tab_labels
 from engine.errors import LoopgateError
 from engine.evidence import RECORDS, EvidenceError, parse_record
@@ -47,14 +47,20 @@ def _refuse(lines: Iterable[str], summary: str) -> None:
 
 
 def _load(paths: Sequence[Path]) -> list[Content]:
-    contents, problems = [], []
+    contents, problems, unparsable = [], [], []
     for path in paths:
         try:
             contents.append(load_content(path))
+        except ContentParseError as exc:  # one line: file:line:column (issue 23 §3)
+            unparsable.append(exc.located())
         except ContentError as exc:
             problems.extend(f"{exc.source}: {p}" for p in exc.problems)
+    for line in unparsable:
+        click.echo(f"loopgate: {line}", err=True)
     if problems:
         _refuse(problems, f"{len(problems)} rule violation(s); nothing written")
+    if unparsable:
+        raise SystemExit(1)
     return contents
 
 
@@ -74,12 +80,25 @@ def _secret_lines(label: str, findings: list[Finding]) -> list[str]:
     return [f"{label}:{f.line}: {f.kind}" for f in findings]
 
 
+def _new_file_mode(out: Path) -> int:
+    """The mode ``out`` gets: an existing page keeps its own; a new one gets what ``open``
+    would give it (0666 less the umask), not mkstemp's 0600 (issue 23, "Smaller")."""
+    try:
+        return out.stat().st_mode & 0o7777
+    except OSError:
+        mask = os.umask(0o022)  # read the umask: setting it is the only portable way
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
 def _write_atomically(out: Path, text: str) -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
+    mode = _new_file_mode(out)
     fd, tmp = tempfile.mkstemp(prefix=f".{out.name}.", dir=out.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
+        os.chmod(tmp, mode)
         os.replace(tmp, out)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
@@ -125,7 +144,10 @@ def render_cmd(contents: tuple[Path, ...], out: Path) -> None:
                 for line in _secret_lines(str(out), find_secrets(html))]
     if secrets:
         _refuse(secrets, f"secrets found; refusing to write {out}")
-    _write_atomically(out, html)
+    try:
+        _write_atomically(out, html)
+    except OSError as exc:  # a folder that cannot be made, a read-only disk: one line
+        fail(f"cannot write {out}: {exc.strerror or exc}", 1)
     click.echo(f"wrote {out} (tabs: {', '.join(tab_labels(merged))})")
 
 
@@ -221,14 +243,19 @@ def briefing_text(artifacts: Any, ref: WorkItemRef) -> str:
 @click.argument("item")
 @click.pass_context
 def briefing_cmd(ctx: click.Context, item: str) -> None:
-    """Print the reviewer briefing template for ITEM (owner/repo#N).
+    """Print the reviewer briefing template for ITEM (owner/repo#N); exit 1 when ITEM is
+    not started.
 
     \b
     Example:
       loopgate briefing acme/widgets#7
     """
     ref = parse_item(item)
-    artifacts = ctx.obj.services.ports.artifacts
+    services = ctx.obj.services
+    state = services.store.load(ref)
+    if state is None or not state.current_node:  # as every item verb: 1, one line
+        fail(f"refused: {ref} is not started (not-started)", 1)
+    artifacts = services.ports.artifacts
     try:
         text = briefing_text(artifacts, ref)
     except (TrackerError, OSError, LoopgateError) as exc:

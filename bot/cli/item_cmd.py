@@ -3,7 +3,8 @@
 
 ITEM is ``owner/repo#N`` (anything else is a usage error, exit 2). Exit codes: 0 done;
 1 a refusal (``ClaimRefused``, a rejected skip token, a store that stayed locked) or an
-unmet ``--fail-on`` condition; 2 a usage, configuration or graph error.
+unmet ``--fail-on`` condition; 2 a usage, configuration or graph error, and a node the
+graph does not have (``--node``/``--to``: one line with the nearest node, issue 23 §3).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any, NoReturn
 import click
 
 from bot.cli.check_view import COLOR_MODES, Summary, matches, painter, use_color
-from bot.cli.context import CliContext, fail, parse_item
+from bot.cli.context import CliContext, fail, known_node, parse_item
 from bot.cli.help import format_option
 from engine import operator
 from engine.errors import ClaimRefused, LoopgateError, StoreError
@@ -48,6 +49,8 @@ def _run(action: Any) -> Any:
     try:
         return action()
     except ClaimRefused as exc:
+        if exc.code == "unknown-node":  # bad input, not a refusal: 2 in every verb
+            fail(f"{exc} ({exc.code})", 2)
         _refused(f"{exc} ({exc.code})")
     except StoreError as exc:
         _refused(str(exc))
@@ -61,6 +64,15 @@ def _summary(state: ItemState) -> str:
     text = f"{state.ref}: at {state.current_node} — {state.status}"
     reason = state.parked.get("reason")
     return f"{text}: {reason}" if reason and state.status != ItemStatus.COMPLETE else text
+
+
+def _fresh(services: Any, state: ItemState) -> ItemState:
+    """``state`` as stored now: the inline performer ran after the decision, so a wait that
+    said "being posted" reads as posted (issue 23); the decided state if the read fails."""
+    try:
+        return services.store.load(state.ref) or state
+    except LoopgateError:
+        return state
 
 
 def _load_started(services: Any, ref: WorkItemRef) -> ItemState:
@@ -122,7 +134,7 @@ def advance(obj: CliContext, item: WorkItemRef, comments: tuple[str, ...]) -> No
              "local tracker (no github section in loopgate.yaml)")
     posted = [_run(lambda a=a, b=b: poster(item, a, b)) for a, b in parsed]
     event = {"comments": posted} if posted else {}
-    state = _run(lambda: services.runtime.advance(item, event))
+    state = _fresh(services, _run(lambda: services.runtime.advance(item, event)))
     click.echo(_summary(state))
     if _said_on_requests(state, {c.id for c in posted}):
         raise SystemExit(1)
@@ -204,9 +216,10 @@ def complete(obj: CliContext, item: WorkItemRef, node_id: str, actor: str) -> No
     Example:
       loopgate complete acme/widgets#7 --node brainstorming --actor agent
     """
+    known_node(obj.services.graph, node_id, "--node")
     _refuse_human_gate(obj.services, item, node_id)
     runtime = obj.services.runtime
-    state = _run(lambda: runtime.complete(item, node_id, actor))
+    state = _fresh(obj.services, _run(lambda: runtime.complete(item, node_id, actor)))
     click.echo(_summary(state))
     if state.current_node == node_id and state.parked.get("blocked"):
         raise SystemExit(1)
@@ -260,6 +273,7 @@ def force(obj: CliContext, item: WorkItemRef, to: str, reason: str, actor: str) 
     Example:
       loopgate force acme/widgets#7 --to design --reason "spec written elsewhere"
     """
+    known_node(obj.services.graph, to, "--to")
     runtime = obj.services.runtime
     result = _run(lambda: runtime.operator_force(item, to, reason, actor))
     click.echo(_summary(result.state))
@@ -371,9 +385,8 @@ def _check_filters(services: Any, item: WorkItemRef | None, all_items: bool,
         raise click.UsageError("--node and --status filter --all: give --all, not ITEM")
     if (item is None) == (not all_items):
         raise click.UsageError("give either ITEM or --all")
-    if node and not services.graph.has_node(node):
-        raise click.BadParameter(f"{node!r} is not a node of {services.graph.name}",
-                                 param_hint="--node")
+    if node:
+        known_node(services.graph, node, "--node")
 
 
 @click.command("check")
@@ -402,9 +415,10 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
           recompute: bool, fail_on: str | None, node: str | None, status: str | None,
           color: str, history: bool) -> None:
     """Report where ITEM (or every item, with --all) stands, node by node; --all ends with
-    a summary table (items per current node and status). Decisions shown are each gate's
-    current visit's; --history lists every visit (a gate sent back and answered again
-    has one decision per visit).
+    a summary table (items per current node and status). ITEM is owner/repo#N or the
+    issue's URL, as /loop check takes. Decisions shown are each gate's current visit's;
+    --history lists every visit (a gate sent back and answered again has one decision
+    per visit).
 
     \b
     Example:

@@ -302,7 +302,10 @@ def migrate(ctx: CliContext, check_only: bool, fmt: str) -> None:
     _sqlite_only(ctx, "db migrate", "each replica applies PostgreSQL's migrations, once "
                  "across replicas, when it starts")
     path = default_db_path(ctx.config, ctx.db_path)
-    pending = pending_migrations(ctx.config, path)
+    try:
+        pending = pending_migrations(ctx.config, path)
+    except sqlite3.DatabaseError as exc:  # not SQLite: one line, as every verb (issue 23)
+        fail(f"cannot open {path}: {exc} (is it a loopgate database?)", 2)
     if fmt == "json":
         click.echo(json.dumps([{"file": f, "set": s, "name": n} for f, s, n in pending]))
     elif not pending:

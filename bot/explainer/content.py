@@ -48,6 +48,7 @@ __all__ = [
     "LETTERS",
     "Content",
     "ContentError",
+    "ContentParseError",
     "content_schema",
     "check_content",
     "content_from_mapping",
@@ -84,6 +85,25 @@ class ContentError(LoopgateError):
         super().__init__(f"{source}: " + "; ".join(problems))
         self.source = source
         self.problems = problems
+
+
+class ContentParseError(ContentError):
+    """A content file that does not parse as YAML/JSON (one problem).
+
+    Attributes:
+        line: 1-based line of the problem (0 when the parser gave none).
+        column: 1-based column (0 when unknown).
+    """
+
+    def __init__(self, source: str, problem: str, line: int, column: int) -> None:
+        super().__init__(source, [problem])
+        self.line = line
+        self.column = column
+
+    def located(self) -> str:
+        """``<file>:<line>:<column>: <problem>``, the one line a person needs."""
+        where = f"{self.source}:{self.line}:{self.column}" if self.line else self.source
+        return f"{where}: {self.problems[0]}"
 
 
 @lru_cache(maxsize=1)
@@ -374,9 +394,18 @@ def parse_text(text: str, source: str = "content") -> Any:
         if source.endswith(".json"):
             return json.loads(text)
         return yaml.safe_load(text)
-    except (json.JSONDecodeError, yaml.YAMLError) as exc:
-        raise ContentError(source, [f"not valid {'JSON' if source.endswith('.json') else 'YAML'}"
-                                    f": {exc}"]) from None
+    except json.JSONDecodeError as exc:
+        raise ContentParseError(source, f"not valid JSON: {exc.msg}", exc.lineno,
+                                exc.colno) from None
+    except yaml.YAMLError as exc:
+        # PyYAML's own text is a multi-line dump naming "<unicode string>" (issue 23 §3):
+        # keep its problem and context, and the position of the problem.
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        context = getattr(exc, "context", None)
+        detail = f"{problem} ({context})" if context else str(problem)
+        line, column = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+        raise ContentParseError(source, f"not valid YAML: {detail}", line, column) from None
 
 
 def load_content(path: str | Path) -> Content:
@@ -394,6 +423,8 @@ def load_content(path: str | Path) -> Content:
     file = Path(path)
     try:
         text = file.read_text("utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ContentError(str(file), [f"cannot read: {exc}"]) from None
+    except UnicodeDecodeError as exc:
+        raise ContentParseError(str(file), f"not UTF-8 text (byte {exc.start})", 0, 0) from None
+    except OSError as exc:
+        raise ContentParseError(str(file), f"cannot read: {exc.strerror or exc}", 0, 0) from None
     return content_from_mapping(parse_text(text, str(file)), str(file))

@@ -12,13 +12,17 @@ What is checked, through ``ctx.ports.artifacts`` (paths relative to the item's s
 * planned absence: an artifact whose author node (the node whose ``produces`` lists it)
   was skipped or will be skipped is not required;
 * the explainer records (``evidence/spec-explainer.md``, ``evidence/explainer.md``) also go
-  through ``engine.evidence.validate_record`` when that module is present.
+  through ``engine.evidence.validate_record`` when that module is present;
+* after ``changes requested`` (issue 23): a pass records the digest of each subject in
+  ``surface.acceptedFiles[node]``; when a human gate that reviews those files has since
+  sent the item back here, the same bytes are not accepted again (block, retriable).
 
 Every failure names the file. A read failure waits (fail closed, retried on the next claim).
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -27,7 +31,7 @@ import yaml
 
 from engine.graph.model import Graph
 from engine.hooks.base import HookContext, HookResult, hook
-from engine.hooks.common import trusted_skipped_ids
+from engine.hooks.common import requested_changes, trusted_skipped_ids
 from engine.ports import TrackerError
 
 __all__ = [
@@ -232,6 +236,45 @@ def _check_entry(ctx: HookContext, alts: Sequence[str], subject: bool) -> list[s
     return check_text(name, text, ctx.params) + _evidence_problems(ctx, name, text)
 
 
+#: Where a pass records its subjects' digests: ``surface[ACCEPTED][node] = {name: hex}``.
+ACCEPTED = "acceptedFiles"
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def _subject_names(subjects: Sequence[tuple[str, ...]]) -> list[str]:
+    return [name for alts in subjects for name in alts]
+
+
+def _accepted_now(ctx: HookContext, subjects: Sequence[tuple[str, ...]]) -> dict[str, Any]:
+    # The surface update of a pass: this node's subjects as they are accepted (absent: None).
+    files = {name: (None if (data := _read(ctx, name)) is None else _digest(data))
+             for name in _subject_names(subjects)}
+    accepted = dict(ctx.state.surface.get(ACCEPTED) or {})
+    accepted[ctx.node.id] = {**(accepted.get(ctx.node.id) or {}), **files}
+    return {ACCEPTED: accepted}
+
+
+def _unchanged(ctx: HookContext, subjects: Sequence[tuple[str, ...]]) -> str | None:
+    """The refusal when a gate requested changes to files this node writes and they are
+    still the bytes accepted before; None otherwise (no request, nothing recorded, or a
+    file changed)."""
+    before = (ctx.state.surface.get(ACCEPTED) or {}).get(ctx.node.id) or {}
+    for gate, asked in requested_changes(ctx):
+        reviewed = {name for alts in ctx.graph.node(gate).validates for name in alts}
+        names = [n for n in _subject_names(subjects) if n in reviewed and before.get(n)]
+        if not names:
+            continue
+        now = {n: (None if (data := _read(ctx, n)) is None else _digest(data)) for n in names}
+        if all(now[n] == before[n] for n in names):
+            by = f"@{str(asked.get('by') or 'a reviewer').lstrip('@')}"
+            return (f"{' and '.join(names)} unchanged since {by} requested changes at "
+                    f"{gate}: change what they asked for, then claim again")
+    return None
+
+
 def _has_content_checks(params: Any) -> bool:
     return bool(params.get("locked") or params.get("sections") or params.get("checkmarks"))
 
@@ -264,9 +307,11 @@ def validate_artifacts(ctx: HookContext) -> HookResult:
                 excused.append("|".join(alts))
                 continue
             problems += _check_entry(ctx, alts, alts in subjects)
+        unchanged = None if problems else _unchanged(ctx, subjects)
+        accepted = {} if problems or unchanged else _accepted_now(ctx, subjects)
     except _ReadFailed as exc:
         return HookResult.wait(f"{exc}; will check again", unverified=True)
-    if problems:
-        return HookResult.block("; ".join(problems), retriable=True)
+    if problems or unchanged:
+        return HookResult.block("; ".join(problems) or str(unchanged), retriable=True)
     note = f" (not required, author skipped: {', '.join(excused)})" if excused else ""
-    return HookResult.passed(f"artifacts valid{note}")
+    return HookResult.passed(f"artifacts valid{note}", surface=accepted)

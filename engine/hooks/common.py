@@ -10,6 +10,7 @@ a performer, so a failed write is never lost.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -52,6 +53,8 @@ __all__ = [
     "node_entered",
     "has_marker",
     "assignment_text",
+    "command_line",
+    "requested_changes",
     "review_text",
     "notify_data",
     "set_phase_label",
@@ -366,6 +369,94 @@ def _validate_params_text(ref: HookRef) -> list[str]:
     return out
 
 
+def command_line(command: str) -> str:
+    """The assignment's ``Command:`` bullet: what the word means and where its procedure
+    is (issue 23 §1). Every command a shipped graph names has ``templates/commands/<command>.md``
+    (a test holds that); ``loopgate procedure <command>`` prints the packaged copy."""
+    return (f"- Command: `{command}` — the procedure to follow at this node (what to read, "
+            f"what to write, how to claim); print it with `loopgate procedure {command}` "
+            f"(`templates/commands/{command}.md` in loopgate)")
+
+
+#: How much of a reviewer's reply an assignment quotes (lines, characters).
+QUOTE_LINES, QUOTE_CHARS = 25, 2500
+
+
+def requested_changes(ctx: HookContext) -> list[tuple[str, dict[str, Any]]]:
+    """``(gate, its counted changes-requested {by, at, comment, commentId, ...})`` for each
+    human gate whose ``changes-requested`` edge leads to ``ctx.node`` and that sent the
+    item back here since this node last passed (read from ``surface.approvals[gate]
+    .changesRequested``, issue 11 §2; issue 23)."""
+    rec = ctx.state.nodes.get(ctx.node.id)
+    left = rec.exited_at if rec is not None else ""
+    out = []
+    for gate in ctx.graph.ordered():
+        edge = ctx.graph.route(gate.id, "changes-requested") if gate.is_human else None
+        if edge is None or edge.target != ctx.node.id:
+            continue
+        entry = (ctx.state.surface.get("approvals") or {}).get(gate.id) or {}
+        asked = entry.get("changesRequested") if isinstance(entry, Mapping) else None
+        if isinstance(asked, Mapping) and str(asked.get("at") or "") >= (left or ""):
+            out.append((gate.id, dict(asked)))
+    return out
+
+
+def _slack_text(ctx: HookContext, gate: str, asked: Mapping[str, Any]) -> str | None:
+    # A Slack decision has no reply on the thread: its words are in the gate's decision
+    # when that decision is this request (same person and time).
+    decision = ctx.state.decisions.get(gate)
+    if not isinstance(decision, Mapping):
+        return None
+    def key(doc: Mapping[str, Any]) -> tuple[str, str]:  # "@carol" and "carol" alike
+        return str(doc.get("by") or "").lstrip("@").lower(), str(doc.get("at") or "")
+
+    same = key(decision) == key(asked)
+    return str(decision.get("text") or "") or None if same else None
+
+
+def _reply_text(ctx: HookContext, gate: str, asked: Mapping[str, Any]) -> str | None:
+    # The reviewer's reply as written (its loopgate markers dropped); None when unreadable.
+    cid = asked.get("commentId")
+    if not cid:
+        return str(asked.get("body") or "") or _slack_text(ctx, gate, asked)
+    try:
+        comments = ctx.ports.tracker.list_comments(ctx.ref)
+    except TrackerError as exc:
+        degrade(ctx, "deliver-assignment", f"could not read the review reply: {exc}")
+        return None
+    body = next((c.body for c in comments if c.id == cid), None)
+    return None if body is None else re.sub(r"<!--.*?-->", "", body, flags=re.S).strip()
+
+
+def _quote(text: str) -> list[str]:
+    lines = text[:QUOTE_CHARS].splitlines()
+    cut = len(lines) > QUOTE_LINES or len(text) > QUOTE_CHARS
+    quoted = [f"  > {line}".rstrip() for line in lines[:QUOTE_LINES]]
+    return [*quoted, "  > …"] if cut else quoted
+
+
+def _not_again(ctx: HookContext, gate: str) -> str:
+    # validate-artifacts refuses the reviewed files this node writes if they are unchanged.
+    mine = {name for alts in ctx.node.produces for name in alts} | {
+        name for path in _validated_paths(ctx.node) for name in str(path).split("|")}
+    again = [alts for alts in ctx.graph.node(gate).validates if set(alts) & mine]
+    return (f" (the gate will not accept {', '.join(_alternatives(again))} unchanged)"
+            if again else "")
+
+
+def _changes_lines(ctx: HookContext) -> list[str]:
+    """What the reviewer asked for, quoted, when a gate sent the item back (issue 23)."""
+    lines = []
+    for gate, asked in requested_changes(ctx):
+        who = at_login(str(asked.get("by") or "")) if asked.get("by") else "a reviewer"
+        link = f" ([reply]({asked['comment']}))" if asked.get("comment") else ""
+        lines.append(f"- Changes requested by {who} at `{gate}`{link}; change what they "
+                     f"ask for{_not_again(ctx, gate)}:")
+        text = _reply_text(ctx, gate, asked)
+        lines += ["", *_quote(text), ""] if text else []
+    return lines
+
+
 def assignment_text(ctx: HookContext) -> str:
     """The assignment comment body for ``ctx.node`` (without markers)."""
     node = ctx.node
@@ -381,13 +472,16 @@ def assignment_text(ctx: HookContext) -> str:
     lines = [f"🛠️ **Assignment — `{node.id}`**{phase}", ""]
     if node.description:
         lines += [node.description, ""]
+    lines += _changes_lines(ctx)
     if node.produces:
         lines.append("- Produce: " + ", ".join(_alternatives(node.produces)))
     if node.validates:
         lines.append("- Checked at the gate: " + ", ".join(_alternatives(node.validates)))
     lines += [f"- {line}" for line in _gate_checks(node)]
+    if node.produces or _validated_paths(node):  # the names above are relative to it
+        lines.append(f"- Where: the spec directory `{ctx.ports.artifacts.spec_dir(ctx.ref)}/`")
     if node.command:
-        lines.append(f"- Command: `{node.command}`")
+        lines.append(command_line(node.command))
     kind = record_kind(_validated_paths(node))
     if kind is not None:  # the record's exact table, as other assignments name sections
         lines += assignment_lines(kind, ctx.ports.artifacts.spec_dir(ctx.ref))

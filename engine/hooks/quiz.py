@@ -59,6 +59,9 @@ __all__ = [
     "post_quiz_attestation",
     "quiz_attested",
     "wrong_kind_typers",
+    "waiting_reason",
+    "posting_reason",
+    "reason_once_posted",
 ]
 
 #: The marker's digest when the quiz binds no spec files.
@@ -626,8 +629,7 @@ def _post_late(ctx: HookContext, node: str) -> HookResult | None:
     """
     entry = _posted(ctx, node)
     if entry.get("posting"):  # queued: the performer records it once it is on the thread
-        return HookResult.wait(f"the {node} comment is being posted; waiting for an "
-                               f"authorized user to {_answer(ctx)} once it is there")
+        return HookResult.wait(posting_reason(node, ctx.ports.tracker.comments_editable))
     if entry.get("postFailed"):
         return HookResult.wait(f"the {node} comment could not be posted "
                                f"({entry['postFailed']}); an operator can re-queue it "
@@ -692,13 +694,45 @@ def _quiz_attested(ctx: HookContext, node: str) -> HookResult:
 
 
 def _answer(ctx: HookContext) -> str:
+    return _answer_words(ctx.ports.tracker.comments_editable)
+
+
+def _answer_words(editable: bool) -> str:
     # What a person does to the quiz comment: tick it, or offline reply with its line.
-    return "tick it" if ctx.ports.tracker.comments_editable else "reply with its line"
+    return "tick it" if editable else "reply with its line"
 
 
 def _waiting_reason(ctx: HookContext, node: str) -> str:
+    return waiting_reason(node, ctx.ports.tracker.comments_editable)
+
+
+def waiting_reason(node: str, editable: bool) -> str:
+    """The wait reason of quiz node ``node`` once its comment is on the thread.
+
+    Args:
+        node: the quiz node (``spec-quiz``, ``code-quiz``).
+        editable: the tracker's ``comments_editable`` (GitHub: tick the box; the local
+            tracker: reply with the typed line).
+    """
     kind = quiz_kind(node)
-    if ctx.ports.tracker.comments_editable:
+    if editable:
         return f"waiting for an authorized user to tick the {kind} quiz box on {node}"
     return (f"waiting for an authorized user to reply on {node} with the {kind} quiz line: "
             f"{attestation_line(kind, ticked=True)}")
+
+
+def posting_reason(node: str, editable: bool) -> str:
+    """The wait reason of quiz node ``node`` while its comment is queued to be posted."""
+    return (f"the {node} comment is being posted; waiting for an authorized user to "
+            f"{_answer_words(editable)} once it is there")
+
+
+def reason_once_posted(reason: str, node: str, editable: bool) -> str | None:
+    """The wait reason to keep once ``node``'s quiz comment was posted, when ``reason`` still
+    says it is being posted (issue 23: it kept saying so after the post); None when
+    ``reason`` is another one (leave it). Whatever followed the posting words (a note on
+    ignored attestations) is kept."""
+    posting = posting_reason(node, editable)
+    if not reason.startswith(posting):
+        return None
+    return waiting_reason(node, editable) + reason[len(posting):]

@@ -104,7 +104,12 @@ class SqliteStore:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         except OSError as exc:
             raise StoreError(f"cannot create the directory of {self.path}: {exc}") from None
-        self._migrate()
+        try:
+            self._migrate()
+        except sqlite3.DatabaseError as exc:  # a file that is not SQLite: one line, no trace
+            self.close()
+            raise StoreError(f"cannot open {self.path}: {exc} (is it a loopgate "
+                             "database?)") from None
         #: The outbox of effects (:class:`~engine.store.effect_queue.EffectQueue`).
         self.effects = SqliteEffectQueue(lambda: self.db().conn, self.writing)
 

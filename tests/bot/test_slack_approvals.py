@@ -290,3 +290,19 @@ def test_a_failed_home_refresh_after_a_click_leaves_the_decision_recorded_and_to
     assert len(world.fake.all_calls_to("views.publish")) == 2
     assert [r.getMessage() for r in caplog.records if r.name == "bot.home"] == [
         "home tabs showing acme/widgets#7 not refreshed for 1 of 1 users (invalid_arguments)"]
+
+
+def test_a_slack_request_for_changes_is_quoted_in_the_new_assignment(world: SlackWorld) -> None:
+    # Issue 23 ("Smaller"): the words typed in the modal reach the agent's next assignment.
+    ts, value, _ = _posted(world)
+    world.clock.advance(minutes=5)  # the review comes after the first assignment
+    _click(world, "UCAROL", ids.ACTION_REQUEST_CHANGES, value, ts)
+    view = world.fake.calls_to("views.open")[0].args["view"]
+    view = json.loads(view) if isinstance(view, str) else view
+    on_decision_submit(Ack(), view_submission(view, "UCAROL", "Split R2 into two."),
+                       world.client, {"services": world.services})
+    assert world.state().current_node == "requirements-definition"
+    again = world.comments("the-loop:assignment requirements-definition")[-1]
+    assert ("- Changes requested by @carol at `requirements-approval`; change what they ask "
+            "for (the gate will not accept `requirements.md` or `bugfix.md` unchanged):\n\n"
+            "  > Split R2 into two.\n") in again.body

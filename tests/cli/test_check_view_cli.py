@@ -126,6 +126,8 @@ def test_check_all_filters_by_node_and_status(home: Path) -> None:
 def test_check_node_without_all_says_the_filters_need_all(home: Path) -> None:
     result = script(home, "check", "--node", "design")
     assert result.returncode == 2
-    assert "Error: --node and --status filter --all: give --all, not ITEM" in result.stderr
+    # Issue 23 §3: click's usage errors are one loopgate line, naming the command's help.
+    assert result.stderr == ("loopgate: --node and --status filter --all: give --all, not "
+                             "ITEM (see `loopgate check --help`)\n")
     status = script(home, "check", "--status", "parked")
     assert "--node and --status filter --all" in status.stderr

@@ -74,3 +74,22 @@ def test_the_table_copied_from_the_assignment_passes_the_first_claim(home: Path)
     claim = script(home, "complete", ITEM, "--node", "spec-explainer", "--actor", "agent")
     assert claim.returncode == 0, claim.stdout + claim.stderr
     assert claim.stdout.startswith(f"{ITEM}: at spec-quiz"), claim.stdout
+
+
+def test_the_claim_and_check_say_what_the_posted_quiz_waits_for(home: Path) -> None:
+    # Issue 23 ("Smaller"): not "the comment is being posted" once it is on the thread.
+    assignment = _at_spec_explainer(home)
+    table = re.search(r"```markdown\n(.*?)\n\s*```", assignment, re.S)
+    assert table is not None
+    spec = home / "docs" / "specs" / "issue-7"
+    (spec / "evidence").mkdir(parents=True, exist_ok=True)
+    (spec / "evidence" / "spec-explainer.md").write_text(
+        "\n".join(line.strip() for line in table.group(1).splitlines()) + "\n")
+    (spec / "explainer").mkdir(exist_ok=True)
+    (spec / "explainer" / "explainer.html").write_text("<html>explainer</html>\n")
+    waiting = ("waiting for an authorized user to reply on spec-quiz with the spec quiz "
+               "line: - [x] I have read the spec explainer and taken the spec quiz.")
+    claim = script(home, "complete", ITEM, "--node", "spec-explainer")
+    assert claim.stdout == f"{ITEM}: at spec-quiz — parked: {waiting}\n", claim.stdout
+    assert f"spec-quiz                waiting       {waiting}" in script(home, "check",
+                                                                         ITEM).stdout

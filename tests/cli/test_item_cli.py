@@ -127,12 +127,14 @@ def test_refusals_exit_1(home: Path) -> None:
     assert run(home, "check", ITEM).exit_code == 1
     assert run(home, "advance", ITEM).exit_code == 1
     selected(home)
-    for node, code in (("design", "not-current"), ("phase-selection", "already-past"),
-                       ("nope", "unknown-node")):
+    for node, code in (("design", "not-current"), ("phase-selection", "already-past")):
         result = run(home, "complete", ITEM, "--node", node)
         assert result.exit_code == 1 and code in result.output
+    # Issue 23 §3: a node the graph does not have is bad input, 2 in every verb.
+    result = run(home, "complete", ITEM, "--node", "nope")
+    assert result.exit_code == 2 and "unknown-node" in result.output
     result = run(home, "force", ITEM, "--to", "nowhere", "--reason", "r")
-    assert result.exit_code == 1 and "unknown-node" in result.output
+    assert result.exit_code == 2 and "unknown-node" in result.output
 
 
 def test_a_claim_is_recorded_even_when_its_gate_blocks(home: Path) -> None:

@@ -180,3 +180,32 @@ def test_helpers_parse_front_matter_sections_and_alternatives() -> None:
     assert split_alternatives(None) == []
     with pytest.raises(ValueError, match="not an artifact name"):
         split_alternatives([""])
+
+
+# -- reviewer-briefing: the unfilled template is refused (issue 23, "Smaller") -----------------
+def _briefing_template() -> str:
+    from jinja2 import Environment
+
+    from tests.conftest import REPO_ROOT
+
+    source = (REPO_ROOT / "templates" / "pr-briefing.md").read_text("utf-8")
+    return Environment(trim_blocks=True, lstrip_blocks=True).from_string(source).render(
+        item=str(REF), spec_dir="docs/specs/issue-7", explainer_location=None, rows=[])
+
+
+def test_the_briefing_template_with_its_placeholders_unfilled_is_refused() -> None:
+    h = Harness()
+    h.artifacts.write(REF, "pr-briefing.md", _briefing_template())
+    result = _validate(h, "reviewer-briefing")
+    assert result.kind == "block"
+    assert result.reason == (
+        "pr-briefing.md: section '## What changed' is empty; "
+        "pr-briefing.md: section '## Where to look closely' is empty; "
+        "pr-briefing.md: section '## Risks and how they were checked' is empty")
+
+
+def test_the_briefing_with_every_section_filled_in_passes() -> None:
+    h = Harness()
+    filled = _briefing_template().replace("<!--", "Filled in. <!--")
+    h.artifacts.write(REF, "pr-briefing.md", filled)
+    assert _validate(h, "reviewer-briefing").kind == "pass"

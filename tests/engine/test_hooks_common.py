@@ -241,3 +241,16 @@ def test_an_effect_interrupted_after_commit_is_carried_out_once(tmp_path: Path) 
                 if "<!-- the-loop:assignment design-approval " in c.body]
     assert len(assigned) == 1
     assert store.effects.rows(REF, statuses=[PENDING, RUNNING]) == []
+
+
+def test_the_assignment_says_what_command_means_where_its_procedure_is_and_the_spec_dir() -> None:
+    # Issue 23 §1: "Command:" is explained and its procedure is reachable from the comment.
+    h = Harness()
+    h.enter("design")
+    h.run("design", "deliver-assignment", chain="entry")
+    [comment] = h.tracker.comments_on(REF)
+    assert ("- Command: `design` — the procedure to follow at this node (what to read, what "
+            "to write, how to claim); print it with `loopgate procedure design` "
+            "(`templates/commands/design.md` in loopgate)") in comment.body
+    assert "- Where: the spec directory `docs/specs/issue-7/`" in comment.body
+    assert (Path(__file__).resolve().parents[2] / "templates/commands/design.md").is_file()

@@ -251,3 +251,25 @@ def test_a_quiz_comment_lost_to_an_outage_is_posted_once_the_tracker_answers(
     assert pending[-1]["commentUrls"] == [comment.url]
     state = world.runtime.advance(REF, world.tick(comment, "alice"))
     assert state.current_node == "tasks-breakdown"
+
+
+def test_once_the_quiz_comment_is_posted_the_wait_stops_saying_it_is_being_posted(
+        world: World) -> None:
+    """Issue 23 ("Smaller"): the wait decided while the comment was queued said "being
+    posted"; recording the post rewords it to what the gate waits for now."""
+    world.select(*SPEC_CHAIN)
+    world.write_spec()
+    world.tracker.failing = {"add_comment"}
+    state = world.runtime.complete(REF, "spec-explainer", "agent")
+    world.tracker.failing = set()
+    state = world.runtime.advance(REF, {})
+    assert state.parked["reason"].startswith("the spec-quiz comment is being posted")
+
+    later = Ports(world.tracker, world.artifacts, world.notifier, LaterClock())
+    InlinePerformer(world.store, later, world.runtime.settings).drain(REF)
+
+    assert len(world.quiz_comments()) == 1
+    state = world.store.load(REF)
+    assert state.current_node == "spec-quiz"
+    assert state.parked["reason"] == (
+        "waiting for an authorized user to tick the spec quiz box on spec-quiz")

@@ -162,9 +162,22 @@ class FakeArtifacts:
         return "main"
 
 
+class FakeStore:
+    """The store's ``load``: every item is started (at reviewer-briefing) unless named."""
+
+    def __init__(self, never_started: tuple[str, ...] = ()) -> None:
+        self.never_started = never_started
+
+    def load(self, ref: WorkItemRef) -> Any:
+        if str(ref) in self.never_started:
+            return None
+        return type("S", (), {"current_node": "reviewer-briefing"})()
+
+
 class FakeServices:
-    def __init__(self, artifacts: FakeArtifacts) -> None:
+    def __init__(self, artifacts: FakeArtifacts, store: FakeStore | None = None) -> None:
         self.ports = type("P", (), {"artifacts": artifacts})()
+        self.store = store or FakeStore()
 
     def close(self) -> None:
         return None
