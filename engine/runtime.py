@@ -403,10 +403,13 @@ class Runtime:
             heads = self._open_heads(state.ref)
         except TrackerError:
             return
+        here = self.graph.position(state.current_node)
         misses = []
         for pull, (head, _) in sorted(heads.items()):
             node_id, covered = uncovered(state, vouching, pull, head) or ("", "")
-            if node_id:
+            # Back, never forward: a gate past the pointer (passed in an earlier round,
+            # the item sent back since) is walked to again anyway.
+            if node_id and self.graph.position(node_id) <= here:
                 misses.append((node_id, pull, head, covered))
         if not misses:
             return

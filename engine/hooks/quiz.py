@@ -656,6 +656,24 @@ def _post_late(ctx: HookContext, node: str) -> HookResult | None:
     )
 
 
+def _rebind(ctx: HookContext, node: str) -> HookResult:
+    """A code quiz posted before it covered the pull requests' heads (digest ``-``, an item
+    in flight when issue 19 §3 shipped): post it again bound to the heads, and wait. Its
+    explainer still stands, so the item is not sent back for it."""
+    entry_hook = next((h for h in ctx.node.entry if h.name == "post-quiz-attestation"), None)
+    if entry_hook is None:
+        return HookResult.wait(f"the {node} quiz does not cover the pull requests' heads")
+    result = post_quiz_attestation(replace(ctx, params=entry_hook.params))
+    surface = result.data.get("surface") or {}
+    if result.kind != PASS:
+        return HookResult.wait(f"the {node} comment is not posted yet ({result.reason}); "
+                               "retried on the next event",
+                               **({"surface": surface} if surface else {}))
+    return HookResult.wait(f"the {node} comment is posted again, now covering the pull "
+                           f"requests' heads; waiting for an authorized user to "
+                           f"{_answer(ctx)}", surface=surface)
+
+
 @hook("quiz-attested", params=("digest",))
 def quiz_attested(ctx: HookContext) -> HookResult:
     """Gate a quiz node on an attributed tick (design C4).
@@ -679,6 +697,8 @@ def _quiz_attested(ctx: HookContext, node: str) -> HookResult:
         return HookResult.wait(f"could not read the spec files to check the quiz digest: {exc}",
                                unverified=True)
     posted = str(_posted(ctx, node).get("digest") or "")
+    if posted == NO_DIGEST and digest != NO_DIGEST and _binds_heads(ctx.params.get("digest")):
+        return _rebind(ctx, node)
     if digest != NO_DIGEST and posted and posted != digest:
         return _stale(ctx, node, posted, digest)
     att = ctx.event.get("attestation")

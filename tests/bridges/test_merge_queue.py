@@ -175,3 +175,18 @@ def test_linking_ones_own_pull_request_after_approving_is_refused(world: GitHubW
     [latest] = [c for c in world.services.ports.tracker.list_comments(ref) if c.id == other.id]
     assert runtime.advance(ref, {"comments": [latest]}).current_node == "complete"
     assert world.fake.commit_state(REPO, sha) == "success"
+
+
+def test_an_edited_pull_request_is_a_head_event_keyed_by_its_body(fake: FakeGitHub) -> None:
+    number = fake.create_issue(REPO, "Widgets")
+    pr = fake.open_pr(REPO, "somewhere", author="alice")
+    cfg = RouterConfig.build([REPO], "loop:start")
+    headers, body = fake.webhook("pull_request", "opened", repo=REPO, number=pr)
+    opened = route(parse_delivery(headers, body), cfg)
+    fake.link_pr(REPO, pr, [number])
+    headers, body = fake.webhook("pull_request", "edited", repo=REPO, number=pr)
+    edited = route(parse_delivery(headers, body), cfg)
+    assert not isinstance(opened, Dropped) and not isinstance(edited, Dropped)
+    assert edited.event == opened.event == "pull_request_head"
+    assert edited.data["fresh"] is True and "fresh" not in opened.data
+    assert edited.data["key"].startswith(opened.data["key"] + ":body:")

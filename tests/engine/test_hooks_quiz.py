@@ -583,3 +583,52 @@ def test_attester_assignee_or_author_refuses_an_unauthorized_assignee_ticking() 
     assert result.kind == "wait"
     assert result.reason == ("the quiz box on spec-quiz was last edited by @bob, who is not "
                              "authorized; an authorized user must tick it")
+
+
+# -- issue 19 §3: the code quiz covers the delivering pull requests' heads -----------------
+def _code_quiz(h: Harness) -> Comment:
+    h.enter("code-quiz")
+    result = h.run("code-quiz", "post-quiz-attestation", chain="entry")
+    assert result.kind == "pass", result.reason
+    return h.tracker.get_comment(h.state.surface["quiz"]["code-quiz"]["comments"][-1]["id"])
+
+
+def _tick_code(h: Harness, comment: Comment) -> None:
+    body = h.tracker.get_comment(comment.id).body.replace(
+        attestation_line("code", ticked=False), attestation_line("code", ticked=True))
+    h.tracker.edit_comment(comment.id, body, "alice")
+
+
+def test_the_code_quiz_digest_covers_the_pull_requests_heads() -> None:
+    import hashlib
+
+    h = Harness()
+    h.artifacts.write(REF, "evidence/explainer.md", _record("Explainer", "https://x.example/a"))
+    h.tracker.add_pull_request(REF, 12, head_sha="a" * 40)
+    quiz = _code_quiz(h)
+    digest = hashlib.sha256(f"12={'a' * 40}\n".encode()).hexdigest()[:12]
+    assert quiz_marker("code-quiz", digest) in quiz.body
+    # a push after the quiz was posted: stale, whatever the tick says
+    h.tracker.push(12, "b" * 40)
+    _tick_code(h, quiz)
+    result = h.run("code-quiz", "quiz-attested",
+                   event={"attestation": {"comment_id": quiz.id, "url": quiz.url}})
+    assert (result.kind, result.data.get("outcome")) == ("pass", "stale")
+    assert result.reason.startswith("the delivering pull requests got new commits since the "
+                                    f"quiz was posted (digest {digest} → ")
+
+
+def test_a_code_quiz_posted_before_it_covered_heads_is_posted_again() -> None:
+    h = Harness()
+    h.artifacts.write(REF, "evidence/explainer.md", _record("Explainer", "https://x.example/a"))
+    h.tracker.add_pull_request(REF, 12, head_sha="a" * 40)
+    h.enter("code-quiz")
+    legacy = {"node": "code-quiz", "record": "evidence/explainer.md", "on": "pull-requests"}
+    h.run("code-quiz", "post-quiz-attestation", chain="entry", params=legacy)
+    assert h.state.surface["quiz"]["code-quiz"]["digest"] == "-"
+    result = h.run("code-quiz", "quiz-attested")
+    assert result.kind == "wait"
+    assert "posted again, now covering the pull requests' heads" in result.reason
+    assert h.state.surface["quiz"]["code-quiz"]["digest"] not in ("", "-")
+    pr12 = WorkItemRef("acme", "widgets", 12)
+    assert len(h.tracker.comments_on(pr12)) == 2

@@ -137,6 +137,20 @@ def test_a_push_after_the_merge_gate_sends_the_item_back_and_says_why() -> None:
     assert (_last(tracker).state, _last(tracker).head_sha) == (SUCCESS, "b" * 40)
 
 
+def test_a_push_never_sends_the_item_forward() -> None:
+    # Sent back before the merge node (here by a force), the earlier pass of human-approval
+    # is still on record: a push then leaves the pointer where it is.
+    tracker = MemoryTracker()
+    tracker.add_pull_request(REF, 8, head_sha="a" * 40)
+    runtime = _at_merge_gate(tracker)
+    _approved(runtime, tracker)
+    runtime.force(REF, "implementation", "rework", "tester")
+    tracker.push(8, "b" * 40)
+    runtime.publish_gate(REF, pulls=(8,))
+    assert runtime.store.load(REF).current_node == "implementation"
+    assert _last(tracker).state == PENDING
+
+
 def test_the_same_head_again_changes_nothing() -> None:
     tracker = MemoryTracker()
     tracker.add_pull_request(REF, 8, head_sha="a" * 40)
