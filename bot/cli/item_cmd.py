@@ -245,12 +245,16 @@ def skip(obj: CliContext, item: WorkItemRef, tokens: tuple[str, ...], reason: st
     Example:
       loopgate skip acme/widgets#7 --node explainer --reason "docs-only change"
     """
+    graph = obj.services.graph
+    for token in tokens:  # a typo is a usage error (exit 2), as in every verb (issue 23 §3)
+        if token not in graph.skip_sets:
+            known_node(graph, token, "--node")
     runtime = obj.services.runtime
     result = _run(lambda: runtime.operator_skip(item, tokens, reason, actor))
     for node_id, token in result.accepted.items():
         click.echo(f"skipped: {node_id} (token '{token}')")
     for token, why in result.rejected.items():
-        click.echo(f"refused: {token} — {why}", err=True)
+        click.echo(f"loopgate: refused: {token} — {why}", err=True)
     _say_pending(result.request)
     if result.rejected:
         raise SystemExit(1)

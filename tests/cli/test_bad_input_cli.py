@@ -115,6 +115,7 @@ def test_a_misspelt_gate_in_config_check_gets_the_nearest_gate(home: Path) -> No
     (["complete", ITEM, "--node", "desgin"], "--node"),
     (["force", ITEM, "--to", "desgin", "--reason", "r"], "--to"),
     (["check", "--all", "--node", "desgin"], "--node"),
+    (["skip", ITEM, "--node", "desgin", "--reason", "r"], "--node"),
 ])
 def test_an_unknown_node_exits_2_with_the_nearest_in_every_verb(
         home: Path, argv: list[str], option: str) -> None:

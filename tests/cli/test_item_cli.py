@@ -169,6 +169,7 @@ def test_skip_reports_accepted_and_refused_tokens(home: Path) -> None:
     bad = run(home, "skip", ITEM, "--node", "design-critic-review", "--node", "brainstorming",
               "--reason", "r")
     assert bad.exit_code == 1
+    assert "loopgate: refused: design-critic-review — " in bad.output
     assert "opt-in phase" in bad.output
     assert "a skip is a plan, not an amnesty" in bad.output
     assert run(home, "skip", ITEM, "--node", "design").exit_code == 2  # --reason required
