@@ -45,7 +45,12 @@ def lg(home: Path, *args: str, code: int = 0) -> str:
 def deliver(home: Path) -> None:
     spec = home / "docs" / "specs" / "issue-7"
     spec.mkdir(parents=True, exist_ok=True)
-    (spec / "requirements.md").write_text(LOCKED)
+    # Each delivery changes the file: an unchanged artifact after "changes requested" is
+    # refused (issue 23).
+    path = spec / "requirements.md"
+    revision = path.read_text().count("revision") + 1 if path.exists() else 1
+    path.write_text(LOCKED + "".join(f"- R{n + 1} revision {n}\n"
+                                     for n in range(1, revision + 1)))
     out = lg(home, "complete", ITEM, "--node", "requirements-definition", "--actor", "agent")
     assert out.startswith(f"{ITEM}: at {GATE} — parked"), out
 

@@ -71,7 +71,7 @@ def test_validate_the_shipped_graph_exits_0_with_a_summary(runner: CliRunner) ->
     result = runner.invoke(cli, ["graph", "validate", path])
     assert result.exit_code == 0, result.output
     assert result.stdout == (
-        "ok: pdlc-work-item-loop — 24 nodes, 49 edges, 3 skip sets (0 warnings)\n"
+        "ok: pdlc-work-item-loop — 24 nodes, 50 edges, 3 skip sets (0 warnings)\n"
     )
 
 

@@ -176,7 +176,7 @@ def test_db_migrate_check_lists_pending_migrations_before_an_upgrade(home: Home)
     assert done.returncode == 1
     assert done.stdout.splitlines() == [
         f"pending: loopgate-engine {name} ({home.db})"
-        for name in ("0003_local_thread", "0004_kv", "0005_effects")]
+        for name in ("0003_local_thread", "0004_kv", "0005_effects", "0006_visits")]
     assert sqlite3.connect(home.db).execute(  # --check wrote nothing
         "SELECT COUNT(*) FROM _sqlite_migrations").fetchone() == (2,)
 

@@ -60,7 +60,11 @@ class Walk:
         return self.runtime.advance(REF, {"comments": [comment]})
 
     def deliver(self) -> ItemState:
-        self.artifacts.write(REF, "requirements.md", LOCKED)
+        # Each delivery changes the file: an unchanged artifact after "changes requested"
+        # is refused (issue 23).
+        self.deliveries = getattr(self, "deliveries", 0) + 1
+        self.artifacts.write(REF, "requirements.md",
+                             LOCKED + f"- R{self.deliveries + 1} revision {self.deliveries}\n")
         return self.runtime.complete(REF, "requirements-definition", "agent")
 
 
