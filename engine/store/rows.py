@@ -9,10 +9,10 @@ go through ``query(sql, params) -> iterable of tuples``, so this module imports 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from engine import fastjson
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
@@ -74,8 +74,8 @@ def state_from_row(row: tuple[Any, ...]) -> ItemState:
         loop=loop or "",
         current_node=current or "",
         status=status or "running",
-        parked=json.loads(parked or "{}"),
-        surface=json.loads(surface or "{}"),
+        parked=fastjson.loads(parked or "{}"),
+        surface=fastjson.loads(surface or "{}"),
         started_at=started or "",
     )
     state.revision = int(revision or 0)
@@ -109,8 +109,8 @@ def read_state(query: Query, ref: WorkItemRef) -> ItemState | None:
         target = getattr(state, attr)
         for node, data in query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord",
                                 (item,)):
-            target[node] = json.loads(data)
-    state.forced = [json.loads(d) for (d,) in query(
+            target[node] = fastjson.loads(data)
+    state.forced = [fastjson.loads(d) for (d,) in query(
         "SELECT data FROM forced_moves WHERE item = ? ORDER BY ord", (item,))]
     return state
 
@@ -202,6 +202,6 @@ def stream_states(query: Query) -> Iterator[ItemState]:
         for attr, rows in entries.items():
             target = getattr(state, attr)
             for node, data in rows.take(item):
-                target[node] = json.loads(data)
-        state.forced = [json.loads(d) for (d,) in forced.take(item)]
+                target[node] = fastjson.loads(data)
+        state.forced = [fastjson.loads(d) for (d,) in forced.take(item)]
         yield state
