@@ -7,8 +7,8 @@ beside every figure; for the older scripts the load lines around their tables ar
 stands beside their figures. Every script is bounded (``--timeout`` seconds each, default
 900) and talks only to loopback servers it starts.
 
-``--only NAME ...`` runs some of them (``ingress pacing check compile github outbox engine
-ops slack replicas``); ``--quick`` runs the smaller sizes each script offers (for a look,
+``--only NAME ...`` runs some of them (``compile inbox ingress pacing check github slack ops
+engine outbox replicas``); ``--quick`` runs the smaller sizes each script offers (for a look,
 not for the README).
 """
 
@@ -26,6 +26,7 @@ HERE = Path(__file__).resolve().parent
 #: name -> (script, full arguments, quick arguments); issue 21's first, the heavy last.
 SCRIPTS: dict[str, tuple[str, list[str], list[str]]] = {
     "compile": ("compile_bench.py", [], ["--runs", "50"]),
+    "inbox": ("inbox_bench.py", [], ["--deliveries", "200"]),
     "ingress": ("ingress_bench.py", [], ["--items", "40"]),
     "pacing": ("pacing_bench.py", [], ["--starts", "20", "--ticks", "20"]),
     "check": ("check_bench.py", [], ["--items", "10000"]),
