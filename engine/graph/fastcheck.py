@@ -91,6 +91,9 @@ class _Compiler:
             return lambda _v: False
         if not isinstance(schema, Mapping):
             raise _Unsupported("schema")
+        string = _string_check(schema)
+        if string is not None:
+            return string
         checks: list[Check] = []
         for key, value in schema.items():
             if key in _ANNOTATIONS:
@@ -182,8 +185,18 @@ class _Compiler:
         return lambda v: not isinstance(v, str) or search(v) is not None
 
     def _oneOf(self, value: list[Any], _schema: Mapping[str, Any]) -> Check:
-        options = [self.compile(s) for s in value]
-        return lambda v: sum(1 for o in options if o(v)) == 1
+        options = tuple(self.compile(s) for s in value)
+
+        def check(v: Any) -> bool:
+            passed = 0
+            for option in options:
+                if option(v):
+                    passed += 1
+                    if passed > 1:
+                        return False
+            return passed == 1
+
+        return check
 
     def _propertyNames(self, value: Any, _schema: Mapping[str, Any]) -> Check:
         name = self.compile(value)
@@ -210,9 +223,22 @@ class _Compiler:
             raise _Unsupported(value)
         if value not in self.refs:
             slot: list[Check] = []
-            self.refs[value] = lambda v: slot[0](v)  # recursion-safe: filled in below
+            self.refs[value] = lambda v: slot[0](v)  # for a recursive use while compiling
             slot.append(self.compile(defs[name]))
+            self.refs[value] = slot[0]  # later uses call it directly
         return self.refs[value]
+
+
+def _string_check(schema: Mapping[str, Any]) -> Check | None:
+    """One closure for the common ``{type: string, minLength?, pattern?}`` (or None)."""
+    keys = {k for k in schema if k not in _ANNOTATIONS}
+    if schema.get("type") != "string" or not keys <= {"type", "minLength", "pattern"}:
+        return None
+    least = int(schema.get("minLength", 0))
+    if "pattern" not in schema:
+        return lambda v: isinstance(v, str) and len(v) >= least
+    search = re.compile(schema["pattern"]).search
+    return lambda v: isinstance(v, str) and len(v) >= least and search(v) is not None
 
 
 def _all_of(checks: list[Check]) -> Check:
