@@ -227,7 +227,8 @@ def check_document(report: dict[str, Any]) -> dict[str, Any]:
 
 
 #: A node line's keys that ``--compact`` leaves out when they hold these values.
-_NODE_DEFAULTS = (("detail", ""), ("outcome", ""), ("attempts", 0), ("forced", False))
+_NODE_DEFAULTS: dict[str, Any] = {"detail": "", "outcome": "", "attempts": 0, "forced": False}
+_MISSING = object()
 
 
 def compact_document(document: dict[str, Any]) -> dict[str, Any]:
@@ -238,10 +239,13 @@ def compact_document(document: dict[str, Any]) -> dict[str, Any]:
     report = document.get("report")
     if not isinstance(report, dict) or not isinstance(report.get("nodes"), list):
         return document
-    lines = [{k: v for k, v in line.items()
-              if not any(k == key and v == value and type(v) is type(value)
-                         for key, value in _NODE_DEFAULTS)} for line in report["nodes"]]
+    lines = [{k: v for k, v in line.items() if not _is_default(k, v)} for line in report["nodes"]]
     return {**document, "report": {**report, "nodes": lines}}
+
+
+def _is_default(key: str, value: Any) -> bool:
+    default = _NODE_DEFAULTS.get(key, _MISSING)
+    return type(value) is type(default) and value == default
 
 
 def fails(report: dict[str, Any], fail_on: str | None) -> bool:
