@@ -65,6 +65,17 @@ def test_concurrent_puts_share_one_commit(tmp_path: Path) -> None:
         inbox.close()
 
 
+def test_the_wal_is_merged_once_writes_pause(tmp_path: Path) -> None:
+    inbox = SqliteInbox(tmp_path / "x.inbox.db")
+    try:
+        for n in range(300):  # about 900 WAL pages: SQLite's own default would checkpoint
+            inbox.put(f"g{n}", "issues", b"x" * 12_000)
+        _wait_for(lambda: inbox.writer.checkpoints == 1)  # merged after IDLE_S without writes
+        assert len(_ids(inbox)) == 300
+    finally:
+        inbox.close()
+
+
 def test_a_file_locked_past_the_busy_timeout_refuses_and_keeps_nothing(tmp_path: Path) -> None:
     inbox = SqliteInbox(tmp_path / "x.inbox.db", busy_timeout_ms=200)
     try:
