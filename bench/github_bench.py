@@ -106,6 +106,30 @@ def bench_poll_cost(fake: FakeGitHub, tmp: Path, items: int, repos: int) -> dict
     return {"cycle": cycle, "naive": naive, "repos": repos, "items": len(refs)}
 
 
+def bench_idle_after_change(fake: FakeGitHub, tmp: Path, repos: int = 5) -> list[int]:
+    """Counted requests of the cycles right after priming, then after one new comment
+    (issue 21 §5: 0 for every idle cycle; before, the first was charged 2 per repo)."""
+    names = [f"acme/idle{r}" for r in range(repos)]
+    services = _services(fake, tmp, "d", names)
+    for name in names:
+        fake.create_repo(name)
+        number = fake.create_issue(name, "item", author="alice")
+        fake.add_comment(name, number, "context", as_user="alice")
+    dispatcher = Dispatcher(services)
+    poller = Poller.from_services(services, dispatcher, initial_lookback=3600)
+    counted = []
+    for cycle in range(6):
+        if cycle == 3:
+            fake.advance(2)
+            fake.add_comment(names[0], 1, "news", as_user="alice")
+        fake.reset_log()
+        poller.poll_once()
+        counted.append(fake.count(counted=True))
+    dispatcher.close()
+    services.close()
+    return counted
+
+
 # -- (b) ---------------------------------------------------------------------------------
 class _Walker:
     """Walks work items to a waiting spec-quiz through the runtime (local workspace)."""
@@ -265,6 +289,7 @@ def main() -> None:
         a = bench_poll_cost(fake, tmp, args.items, args.repos)
         b = bench_tick_queries(fake, tmp, [1, 100, 150])
         c = bench_latency(fake, tmp, args.ticks)
+        d = bench_idle_after_change(fake, tmp)
     cycle, naive = a["cycle"], a["naive"]
     print("| benchmark | measured | target |")
     print("|---|---|---|")
@@ -283,6 +308,8 @@ def main() -> None:
           f"ours p50 {c['ours']['p50']:.1f} ms, p99 {c['ours']['p99']:.1f} ms "
           f"(with loopback GitHub calls: p50 {c['total']['p50']:.1f} ms, "
           f"p99 {c['total']['p99']:.1f} ms) | — |")
+    print(f"| (d) counted requests per cycle, 5 repos: priming, 2 idle, a new comment, 2 idle | "
+          f"{', '.join(map(str, d))} | idle cycles 0 (issue 21 §5) |")
 
 
 if __name__ == "__main__":

@@ -18,8 +18,7 @@ Rules the report keeps (opt-in design, "Security design"):
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from engine.effects import FAILED, PENDING, RUNNING, EffectRow
 from engine.graph.model import Graph, Node
@@ -69,8 +68,8 @@ def skip_provenance(skip: Mapping[str, Any]) -> str:
     return line
 
 
-@dataclass(frozen=True)
-class _Line:
+class _Line(NamedTuple):
+    # A tuple, not a frozen dataclass: check --all builds one per node per item (issue 21 §3).
     status: str
     detail: str = ""
     satisfied: bool = False

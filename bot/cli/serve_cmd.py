@@ -352,6 +352,30 @@ def _hold_database(ctx: CliContext) -> ServerLock | None:
     return lock
 
 
+def _serve_owner(ctx: CliContext) -> str:
+    """Who serves this database (``pid … on HOST, started …``), or "" when nobody does.
+
+    A ``poll --once`` beside a running ``serve`` leaves the effects it commits in the outbox
+    for that server's paced worker instead of carrying them out at GitHub's one write a
+    second itself, so it never waits behind a backlog the server owns (issue 21 §5). On
+    PostgreSQL there is no server lock: "" (the CLI carries its effects out, as before).
+    """
+    from bot.config import default_db_path
+    from bot.database import database_url
+
+    if database_url(ctx.config, ctx.db_path) is not None:
+        return ""
+    lock = ServerLock(default_db_path(ctx.config, ctx.db_path))
+    try:
+        lock.acquire()
+    except DatabaseInUseError as exc:
+        return exc.holder.describe() if exc.holder else "a server that is still starting"
+    except OSError:
+        return ""  # cannot tell: carry the effects out here, as before
+    lock.release()
+    return ""
+
+
 def _check_port(config: Any) -> None:
     """Exit 2 naming the address when ``server.port`` is taken (issue 13 §6): found
     before anything talks to GitHub, not as a traceback from the HTTP server's start."""
@@ -487,8 +511,13 @@ def register(group: click.Group) -> None:
         try:
             poller = Poller.from_services(services, dispatcher)
             if once:
+                owner = _serve_owner(ctx)
+                if owner:  # its paced worker carries the effects out (issue 21 §5)
+                    services.perform_with(lambda _ref: None)
                 report = poller.poll_once()
                 _print_report(report)
+                if owner:
+                    click.echo(f"effects: left queued for the running serve ({owner})")
                 if any(r.error for r in report.repos):
                     raise SystemExit(1)
                 return

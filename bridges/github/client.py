@@ -15,8 +15,16 @@ Everything REST that loopgate sends goes through :class:`GitHubClient`:
   ``x-ratelimit-remaining: 0`` (or GitHub's rate-limit message) closes a
   :class:`RateGuard` until ``x-ratelimit-reset`` / ``retry-after`` (bounded by
   ``max_wait``). While closed, calls raise :class:`RateLimited` *without* a request, so
-  nothing spins; the limit is logged once per window. Secondary limits: PyGithub's
-  ``seconds_between_writes`` (default 1 s) spaces every write.
+  nothing spins; the limit is logged once per window. Secondary limits: a
+  :class:`WritePacer` (default 1 s) spaces every write across all the client's threads.
+
+Reads never wait on write pacing (issue 21 §2): each thread has its own PyGithub
+``Github`` (its requester's connection object is not thread-safe: ``request()`` stores
+the call on the object and ``getresponse()`` sends it), so no lock is shared between
+calls; only writes take the pacer's lock, and the pacing sleep happens under it. A read
+on the dispatcher thread is sent at once while the effects thread sleeps before its next
+write. PyGithub's own write spacing is off: it is per requester and not thread-safe (two
+threads reading the same last-write time both go).
 
 Credentials come from a :class:`~bridges.github.app.TokenSource`: one token (token mode)
 or a GitHub App's installation tokens, one per installation, picked per request for the
@@ -29,11 +37,12 @@ or put into an exception message.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
@@ -57,7 +66,7 @@ from bridges.github.router import comment_from_rest
 from engine.identity import BOT, Actor
 from engine.ports import Comment
 
-__all__ = ["GitHubClient", "RateGuard", "ConditionalResult", "rate_limit_reset"]
+__all__ = ["GitHubClient", "RateGuard", "ConditionalResult", "WritePacer", "rate_limit_reset"]
 
 logger = logging.getLogger(__name__)
 
@@ -188,6 +197,49 @@ class RateGuard:
         return RateLimited(until, self.resource)
 
 
+class WritePacer:
+    """Spaces GitHub writes at least ``interval`` seconds apart, end of one to start of the
+    next, across every thread of one client (platform-facts B3/B4: mutating requests
+    serially and ≥ 1 s apart; issue 21 §2: the sleep holds no lock a read takes).
+
+    Args:
+        interval: seconds between writes (0: no spacing; tests).
+        monotonic: the clock (seconds).
+
+    Attributes:
+        paced: how many writes waited for their turn (tests, metrics).
+        sleeping: set while a write sleeps for its turn (tests watch it).
+    """
+
+    def __init__(self, interval: float,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self.interval = max(0.0, float(interval or 0.0))
+        self._monotonic = monotonic
+        self._lock = threading.Lock()  # writes only: one write at a time, in turn
+        self._last_end = float("-inf")
+        self.paced = 0
+        self.sleeping = threading.Event()
+
+    @contextlib.contextmanager
+    def turn(self) -> Iterator[None]:
+        """Hold the write turn: wait until ``interval`` after the previous write ended,
+        run the block (the write), and note when it ended (even when it failed: GitHub
+        may have seen it)."""
+        with self._lock:
+            wait = self._last_end + self.interval - self._monotonic()
+            if wait > 0:
+                self.paced += 1
+                self.sleeping.set()
+                try:
+                    time.sleep(wait)
+                finally:
+                    self.sleeping.clear()
+            try:
+                yield
+            finally:
+                self._last_end = self._monotonic()
+
+
 @dataclass
 class ConditionalResult:
     """The answer to a conditional list request.
@@ -246,10 +298,12 @@ class GitHubClient:
                       respect_retry_after_header=False)
         self.auth: TokenSource = auth or StaticToken(api_url, token)
         self._auth = PyGithubAuth(self.auth)
-        self._gh = Github(base_url=api_url.rstrip("/"), auth=self._auth, lazy=True,
-                          per_page=per_page, timeout=timeout, retry=retry,
-                          seconds_between_requests=None,
-                          seconds_between_writes=seconds_between_writes or None)
+        self._github_args: dict[str, Any] = {
+            "base_url": api_url.rstrip("/"), "auth": self._auth, "lazy": True,
+            "per_page": per_page, "timeout": timeout, "retry": retry,
+            "seconds_between_requests": None, "seconds_between_writes": None}
+        self._threads = threading.local()  # this thread's Github (see the module docstring)
+        self.pacer = WritePacer(seconds_between_writes)
         self.api_url = api_url.rstrip("/")
         #: Names this (server, credentials) pair without revealing a secret: a one-way
         #: digest, used to cache what GitHub says about them (loopgate's own identity).
@@ -257,17 +311,29 @@ class GitHubClient:
         self.per_page = per_page
         self.guard = RateGuard("core", max_wait, clock)
         self._clock = clock or (lambda: datetime.now(UTC))
-        self._lock = threading.RLock()
         self._local_status = threading.local()  # the status of the call in hand (metrics)
         self._default_branches: dict[str, str] = {}
 
     # -- plumbing ----------------------------------------------------------------------
-    def _call(self, what: str, fn: Callable[[], T], repo: str = "") -> T:
+    @property
+    def _gh(self) -> Github:
+        """This thread's PyGithub ``Github`` (made on the thread's first call)."""
+        gh = getattr(self._threads, "gh", None)
+        if gh is None:
+            gh = self._threads.gh = Github(**self._github_args)
+        return gh
+
+    def _call(self, what: str, fn: Callable[[], T], repo: str = "", *,
+              write: bool = False) -> T:
         """Run ``fn`` (PyGithub calls) about ``repo`` with the rate guard, the one retry
-        after a refused token, and errors converted to bridge errors."""
+        after a refused token, and errors converted to bridge errors. A ``write`` waits
+        for its turn with the :class:`WritePacer`; a read takes no lock."""
         self.guard.check()
         endpoint = telemetry.endpoint_of(what)
-        with self._lock, repository_scope(repo):
+        turn = self.pacer.turn() if write else contextlib.nullcontext()
+        with turn, repository_scope(repo):
+            if write:
+                self.guard.check()  # a limit met while this write waited its turn
             try:
                 result = self._with_fresh_token(fn, repo)
             except GithubException as exc:
@@ -398,7 +464,8 @@ class GitHubClient:
                 "POST", f"/repos/{owner}/{repo}/issues/{number}/comments", input={"body": body})
             return comment_from_rest(data, number)
 
-        return self._call(f"add comment {owner}/{repo}#{number}", post, f"{owner}/{repo}")
+        return self._call(f"add comment {owner}/{repo}#{number}", post, f"{owner}/{repo}",
+                          write=True)
 
     def labels(self, owner: str, repo: str, number: int) -> list[str]:
         """The label names of issue/PR ``number``."""
@@ -412,14 +479,14 @@ class GitHubClient:
         """Add one label (``POST .../labels``: the others stay)."""
         self._call(f"add label {owner}/{repo}#{number}",
                    lambda: self._repo(owner, repo).get_issue(number).add_to_labels(label),
-                   f"{owner}/{repo}")
+                   f"{owner}/{repo}", write=True)
 
     def remove_label(self, owner: str, repo: str, number: int, label: str) -> None:
         """Remove one label; an absent label is not an error."""
         try:
             self._call(f"remove label {owner}/{repo}#{number}",
                        lambda: self._repo(owner, repo).get_issue(number).remove_from_labels(label),
-                       f"{owner}/{repo}")
+                       f"{owner}/{repo}", write=True)
         except GitHubApiError as exc:
             if exc.status != 404:
                 raise
@@ -455,7 +522,7 @@ class GitHubClient:
             _, data = self._gh.requester.requestJsonAndCheck(method, path, input=dict(body))
             return data if isinstance(data, dict) else {}
 
-        return self._call(what, send, repo)
+        return self._call(what, send, repo, write=True)
 
     def create_status(self, owner: str, repo: str, sha: str, body: Mapping[str, Any]
                       ) -> dict[str, Any]:

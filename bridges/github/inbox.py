@@ -12,6 +12,13 @@ dispatcher's "handled" mark and the replay ever take, so answering GitHub never 
 an item transaction. The file is in WAL mode with ``synchronous = FULL``: a ``2xx`` is a
 promise, so the row is on disk before it is answered.
 
+Group commit (issue 21 §1): every write (``put``, ``done``) goes through one writer
+thread (:class:`~bridges.github.group_commit.GroupWriter`) that commits whatever is waiting
+in one transaction, one fsync, then answers each waiter; a waiter answers GitHub only
+after that. Concurrent deliveries share an fsync instead of queueing for the lock one by
+one, and no thread of this process waits in SQLite's busy handler. A write not on disk
+within ``ack_wait_s`` is refused (the receiver answers 503), never acknowledged.
+
 Each thread gets its own connection (sqlite3 connections are not shared across threads);
 :meth:`SqliteInbox.close` closes them all, and must run only after every thread that used
 the inbox was joined (the supervisor's closers run last).
@@ -35,6 +42,7 @@ from typing import Any, Protocol
 from sqlite_utils import Database, Migrations
 
 from bridges.github.errors import BridgeError
+from bridges.github.group_commit import GroupWriter, Write, WriteTimeout
 
 __all__ = [
     "MIGRATIONS",
@@ -152,22 +160,26 @@ class SqliteInbox:
 
     Args:
         path: the inbox file (see :func:`inbox_path`); its directory must exist.
-        busy_timeout_ms: how long a statement waits for this file's write lock
-            (milliseconds). Writers hold it for one statement, so this is a bound that
-            is not reached in practice.
+        busy_timeout_ms: how long the writer waits for this file's write lock
+            (milliseconds): only another process (a backup, a second tool) can hold it.
+        ack_wait_s: how long a ``put``/``done`` waits for its commit before it is refused
+            (seconds; below GitHub's 10 s delivery timeout, platform-facts B5).
 
     Raises:
         InboxError: the file cannot be opened or migrated.
     """
 
-    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_ms: int = 5000) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, busy_timeout_ms: int = 5000,
+                 ack_wait_s: float = 8.0) -> None:
         self.path = Path(path)
         self.busy_timeout_ms = busy_timeout_ms
+        self.ack_wait_s = ack_wait_s
         self._local = _Local()
         self._conns: list[tuple[int, sqlite3.Connection]] = []
         self._conns_lock = threading.Lock()
         self._closed = False
         self._migrate()
+        self.writer = GroupWriter(self._connect, after_batch=_prune_handled)
 
     def _connect(self) -> sqlite3.Connection:
         try:
@@ -217,18 +229,9 @@ class SqliteInbox:
         Raises:
             InboxError: the row could not be written (the receiver must not answer 2xx).
         """
-        conn = self._conn()
-        try:
-            inserted = conn.execute(
-                "INSERT OR IGNORE INTO inbox (delivery_id, event, body, received_at) "
-                "VALUES (?, ?, ?, ?)", (delivery_id, event, body, _now())).rowcount
-            if inserted:
-                return NEW
-            row = conn.execute("SELECT handled_at FROM inbox WHERE delivery_id = ?",
-                               (delivery_id,)).fetchone()
-        except sqlite3.Error as exc:
-            raise InboxError(f"cannot keep delivery {delivery_id}: {exc}") from None
-        return HANDLED if row is not None and row[0] else OWED
+        self._open_check()
+        return str(self._submit(Write(lambda conn: _insert(conn, delivery_id, event, body)),
+                                f"cannot keep delivery {delivery_id}"))
 
     def owed(self) -> list[InboxEntry]:
         """Every delivery not handled yet, in arrival order."""
@@ -252,24 +255,60 @@ class SqliteInbox:
             InboxError: the mark could not be written (the delivery is then replayed, and
                 the dispatcher finds it handled in its own record).
         """
-        conn = self._conn()
+        self._open_check()
+        self._submit(Write(lambda conn: _mark_done(conn, delivery_id, status)),
+                     f"cannot mark delivery {delivery_id} handled")
+
+    def _open_check(self) -> None:
+        if self._closed:
+            raise InboxError(f"the webhook inbox {self.path} is closed")
+
+    def _submit(self, write: Write, failure: str) -> object:
+        """One write through the group commit; its result once on disk."""
         try:
-            conn.execute("UPDATE inbox SET handled_at = ?, status = ? WHERE delivery_id = ?",
-                         (_now(), status, delivery_id))
-            conn.execute("DELETE FROM inbox WHERE handled_at IS NOT NULL AND rowid <= "
-                         "(SELECT MAX(rowid) FROM inbox) - ?", (HANDLED_CAP,))
-        except sqlite3.Error as exc:
-            raise InboxError(f"cannot mark delivery {delivery_id} handled: {exc}") from None
+            return self.writer.submit(write, self.ack_wait_s)
+        except WriteTimeout as exc:
+            raise InboxError(f"{failure}: {exc}") from None
+        except (sqlite3.Error, RuntimeError, InboxError) as exc:
+            raise InboxError(f"{failure}: {exc}") from None
 
     def close(self) -> None:
-        """Close every connection this process opened (idempotent)."""
+        """Commit what is queued, stop the writer, close every connection this process
+        opened (idempotent)."""
         self._closed = True
+        self.writer.stop()
         pid = os.getpid()
         with self._conns_lock:
             mine = [c for p, c in self._conns if p == pid]
             self._conns = [(p, c) for p, c in self._conns if p != pid]
         for conn in mine:
             conn.close()
+
+
+def _insert(conn: sqlite3.Connection, delivery_id: str, event: str, body: bytes) -> str:
+    """Keep a delivery unless kept already (the writer's transaction); NEW/OWED/HANDLED."""
+    inserted = conn.execute(
+        "INSERT OR IGNORE INTO inbox (delivery_id, event, body, received_at) "
+        "VALUES (?, ?, ?, ?)", (delivery_id, event, body, _now())).rowcount
+    if inserted:
+        return NEW
+    row = conn.execute("SELECT handled_at FROM inbox WHERE delivery_id = ?",
+                       (delivery_id,)).fetchone()
+    return HANDLED if row is not None and row[0] else OWED
+
+
+def _mark_done(conn: sqlite3.Connection, delivery_id: str, status: str) -> bool:
+    conn.execute("UPDATE inbox SET handled_at = ?, status = ? WHERE delivery_id = ?",
+                 (_now(), status, delivery_id))
+    return True
+
+
+def _prune_handled(conn: sqlite3.Connection, batch: list[Write]) -> None:
+    """Forget handled rows older than the newest :data:`HANDLED_CAP` arrivals (one indexed
+    range delete per batch that marked any handled)."""
+    if any(w.result is True for w in batch):
+        conn.execute("DELETE FROM inbox WHERE handled_at IS NOT NULL AND rowid <= "
+                     "(SELECT MAX(rowid) FROM inbox) - ?", (HANDLED_CAP,))
 
 
 class MemoryInbox:

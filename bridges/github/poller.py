@@ -11,8 +11,10 @@ Per configured repository, per cycle:
    ``GET /repos/{o}/{r}/issues?labels=<startLabel>&state=open&sort=updated&direction=asc``
    ``&since=<cursor>``.
 
-Cursors: ``since`` has one-second resolution, so the next cursor is the newest
-``updated_at`` seen minus :attr:`Poller.overlap` seconds; the overlap re-reads a few
+Cursors: a window that fitted in one page keeps its ``since`` with its ETag, so every idle
+cycle after it is a ``304`` (issue 21 §5). Otherwise, ``since`` having one-second
+resolution, the next cursor is the newest ``updated_at`` seen minus
+:attr:`Poller.overlap` seconds; the overlap re-reads a few
 comments, which are de-duplicated **by key, never by time**. An ETag is kept with the
 ``since`` it answered, since it only matches the same URL, and only when the whole window
 fitted in one page: an ETag covers the first page, and in ascending order new comments
@@ -96,6 +98,19 @@ logger = logging.getLogger(__name__)
 COMMENTS = "comments"
 LABELS = "labels"
 PULLS = "pulls"
+
+
+def _keeps_since(window: _Window) -> bool:
+    """True when the next cycle asks with this cycle's ``since`` (issue 21 §5).
+
+    An ETag matches only the URL it answered, ``since`` included: a cursor moved after a
+    ``200`` made the next idle cycle an unconditional, counted request. A window that
+    fitted in one page (it has an ETag) and holds nothing back keeps its ``since``, so the
+    ETag stored with it answers every idle cycle with a ``304``; the comments re-listed
+    when something changes are de-duplicated by key. A full page moves the cursor (no
+    ETag then), so the window shrinks back to a page.
+    """
+    return bool(window.etag) and window.hold_back is None
 
 
 def _iso(moment: datetime) -> str:
@@ -326,6 +341,8 @@ class Poller:
         """Store the next cursor (and the ETag when nothing is held back)."""
         newest = window.newest
         cursor = window.since
+        if _keeps_since(window):
+            newest = None  # the ETag answered this since: the next idle cycle is a 304
         if newest is not None:
             # A window that filled a page keeps no ETag; reaching back only to the newest
             # second (``since`` is inclusive) lets it shrink to one page again.

@@ -8,7 +8,9 @@ as ``post-quiz-attestation``'s ``on: ticket``). It also refuses a key repeated i
 mapping, which PyYAML would otherwise resolve silently to the last value.
 
 Structure is checked against ``graphs/graph.schema.json`` (package data, read through
-:mod:`importlib.resources`); the semantic checks live in :mod:`engine.graph.compiler`.
+:mod:`importlib.resources`): a compiled yes/no check (:mod:`engine.graph.fastcheck`)
+accepts a valid document in a fraction of a millisecond, and ``jsonschema`` words every
+refusal; the semantic checks live in :mod:`engine.graph.compiler`.
 Every failure raises :class:`~engine.errors.GraphConfigError` naming the node (by id, or
 by position when it has none), the edge or the skip set.
 """
@@ -29,6 +31,7 @@ import yaml
 from jsonschema.exceptions import ValidationError, best_match
 
 from engine.errors import GraphConfigError
+from engine.graph.fastcheck import Check, compile_check
 
 __all__ = [
     "GraphLoader",
@@ -65,7 +68,8 @@ class GraphLoader(yaml.SafeLoader):
                     f"found the key {key!r} twice", key_node.start_mark,
                 )
             seen.add(key)
-        return super().construct_mapping(node, deep=deep)
+        # SafeConstructor's by name, not super(): _CGraphLoader borrows this method.
+        return yaml.constructor.SafeConstructor.construct_mapping(self, node, deep=deep)
 
 
 # Copy the resolver table without the YAML 1.1 bool rule, then add the narrow one. The
@@ -75,6 +79,17 @@ GraphLoader.yaml_implicit_resolvers = {
     for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
 }
 GraphLoader.add_implicit_resolver(_BOOL_TAG, _BOOL_RE, list("tTfF"))
+
+#: libyaml's parser (``yaml.CSafeLoader``) with GraphLoader's rules, where PyYAML was built
+#: with it: about 10x the pure-Python parser (issue 21 §4). Any error is worded by the
+#: pure-Python GraphLoader instead (its messages quote the offending line).
+_FastLoader: type | None = None
+if getattr(yaml, "__with_libyaml__", False):
+    class _CGraphLoader(yaml.CSafeLoader):
+        construct_mapping = GraphLoader.construct_mapping
+        yaml_implicit_resolvers = GraphLoader.yaml_implicit_resolvers
+
+    _FastLoader = _CGraphLoader
 
 
 def load_yaml(text: str, source: str = "<graph>") -> Any:
@@ -90,6 +105,11 @@ def load_yaml(text: str, source: str = "<graph>") -> Any:
     Raises:
         GraphConfigError: the text is not valid YAML (the message gives the line).
     """
+    if _FastLoader is not None:
+        try:
+            return yaml.load(text, Loader=_FastLoader)  # noqa: S506 - a CSafeLoader
+        except yaml.YAMLError:
+            pass  # worded below by the pure-Python loader
     try:
         return yaml.load(text, Loader=GraphLoader)  # noqa: S506 - GraphLoader is a SafeLoader
     except yaml.YAMLError as exc:
@@ -119,6 +139,14 @@ def undo_bool_keys(value: Any) -> Any:
     For documents parsed by another YAML loader (``yaml.safe_load``), where ``on:`` became
     the key ``True``. A copy is returned; the input is not modified.
     """
+    kind = type(value)
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value  # the common leaves, without the abstract-class checks below
+    if kind is dict:  # what YAML gives: no abstract-class checks (issue 21 §4)
+        return {("on" if k else "off") if type(k) is bool else k: undo_bool_keys(v)
+                for k, v in value.items()}
+    if kind is list:
+        return [undo_bool_keys(item) for item in value]
     if isinstance(value, Mapping):
         out: dict[Any, Any] = {}
         for key, item in value.items():
@@ -143,6 +171,11 @@ def _validator() -> jsonschema.Draft202012Validator:
     return jsonschema.Draft202012Validator(graph_schema())
 
 
+@lru_cache(maxsize=1)
+def _fast_check() -> Check | None:
+    return compile_check(graph_schema())
+
+
 def validate_structure(document: Any, source: str = "<graph>") -> None:
     """Check ``document`` against the graph schema.
 
@@ -156,6 +189,9 @@ def validate_structure(document: Any, source: str = "<graph>") -> None:
     """
     if not isinstance(document, Mapping):
         raise GraphConfigError(f"{source}: a graph file must be a mapping at the top level")
+    fast = _fast_check()
+    if fast is not None and fast(document):
+        return  # valid; anything else is jsonschema's to word (issue 21 §4)
     errors = sorted(_validator().iter_errors(document), key=lambda e: _path_key(e.absolute_path))
     if not errors:
         return

@@ -9,10 +9,10 @@ go through ``query(sql, params) -> iterable of tuples``, so this module imports 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
+from engine import fastjson
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
@@ -77,8 +77,8 @@ def state_from_row(row: tuple[Any, ...]) -> ItemState:
         loop=loop or "",
         current_node=current or "",
         status=status or "running",
-        parked=json.loads(parked or "{}"),
-        surface=json.loads(surface or "{}"),
+        parked=fastjson.loads(parked or "{}"),
+        surface=fastjson.loads(surface or "{}"),
         started_at=started or "",
     )
     state.revision = int(revision or 0)
@@ -112,11 +112,11 @@ def read_state(query: Query, ref: WorkItemRef) -> ItemState | None:
         target = getattr(state, attr)
         for node, data in query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord",
                                 (item,)):
-            target[node] = json.loads(data)
+            target[node] = fastjson.loads(data)
     state.visits = _visits(state, *(
         list(query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord", (item,)))
         for table in ("visits", "decisions")))
-    state.forced = [json.loads(d) for (d,) in query(
+    state.forced = [fastjson.loads(d) for (d,) in query(
         "SELECT data FROM forced_moves WHERE item = ? ORDER BY ord", (item,))]
     return state
 
@@ -127,10 +127,10 @@ def _visits(state: ItemState, visit_rows: list[tuple[Any, ...]],
     were kept (none), rebuilt from its ``decisions`` rows and node records — through the
     one deserialiser, :func:`engine.visits.visits_from_document`."""
     if visit_rows:
-        return visits_from_document({"visits": {n: json.loads(d) for n, d in visit_rows}})
+        return visits_from_document({"visits": {n: fastjson.loads(d) for n, d in visit_rows}})
     return visits_from_document({
         "nodes": {k: v.to_mapping() for k, v in state.nodes.items()},
-        "decisions": {n: json.loads(d) for n, d in decision_rows},
+        "decisions": {n: fastjson.loads(d) for n, d in decision_rows},
         "surface": state.surface})
 
 
@@ -229,7 +229,7 @@ def stream_states(query: Query) -> Iterator[ItemState]:
         for attr, rows in entries.items():
             target = getattr(state, attr)
             for node, data in rows.take(item):
-                target[node] = json.loads(data)
+                target[node] = fastjson.loads(data)
         state.visits = _visits(state, visits.take(item), decisions.take(item))
-        state.forced = [json.loads(d) for (d,) in forced.take(item)]
+        state.forced = [fastjson.loads(d) for (d,) in forced.take(item)]
         yield state

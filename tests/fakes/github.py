@@ -59,6 +59,7 @@ import os
 import re
 import socket
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -172,6 +173,7 @@ class Req:
         conditional: the request carried ``If-None-Match``.
         counted: it counted against the rate limit.
         resource: ``core``, ``graphql`` or "" (not counted).
+        at: when it was answered (``time.monotonic()``; pacing tests compare the spacing).
     """
 
     method: str
@@ -182,6 +184,7 @@ class Req:
     conditional: bool
     counted: bool
     resource: str
+    at: float = field(default_factory=time.monotonic)
 
 
 @dataclass

@@ -1,0 +1,110 @@
+"""``loopgate check --all`` at scale (issue 21 §3). Not run by the tests.
+
+A database of N items is made by walking ``--seed`` items through phase selection with the
+real runtime (SQLite store, local tracker, checkout artifacts), then copying their rows in
+SQL under new issue numbers up to N (every copy is a real stored state: the same tables,
+the same JSON). ``loopgate check --all`` then runs as the real CLI in a subprocess, its
+output counted, not kept; wall time around it and peak RSS from the kernel's rusage of the
+child (``os.wait4``).
+
+Targets (issue 21 §3, on a quiet machine): 100,000 items ≤ 10 s and ≤ 100 MB; 10,000 items
+≤ 1 s; the output per item no larger than the peer's 7 kB. Usage:
+``.venv/bin/python bench/check_bench.py [--items 100000 10000] [--format json]`` (bounded:
+the CLI run has a 600 s timeout).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _common import ROOT, header, row
+from engine_bench import populate
+
+CHILDREN = ("node_records", "skips", "opt_ins", "decisions", "completions", "forced_moves")
+
+
+def grow(db: Path, seed: int, items: int) -> None:
+    """Copy the ``seed`` items' rows under new numbers until there are ``items``."""
+    conn = sqlite3.connect(str(db), isolation_level=None)
+    try:
+        conn.execute("BEGIN")
+        cols = {t: [r[1] for r in conn.execute(f"PRAGMA table_info({t})")]
+                for t in ("items", *CHILDREN)}
+        for k in range(1, -(-items // seed)):
+            offset = k * seed
+            limit = min(seed, items - offset)
+            new_item = f"owner || '/' || repo || '#' || (number + {offset})"
+            rest = ", ".join("number + ?" if c == "number" else c for c in cols["items"][1:])
+            conn.execute(f"INSERT INTO items ({', '.join(cols['items'])}) SELECT {new_item}, "
+                         f"{rest} FROM items WHERE number <= ?", (offset, limit))
+            for table in CHILDREN:
+                names = cols[table]
+                picked = ", ".join(f"c.{c}" for c in names[1:] if c != "seq")
+                keep = [c for c in names[1:] if c != "seq"]
+                conn.execute(
+                    f"INSERT INTO {table} (item, {', '.join(keep)}) SELECT "
+                    f"i.owner || '/' || i.repo || '#' || (i.number + {offset}), {picked} "
+                    f"FROM {table} c JOIN items i ON i.item = c.item WHERE i.number <= ?",
+                    (limit,))
+        conn.execute("COMMIT")
+    finally:
+        conn.close()
+
+
+def check_all(db: Path, fmt: str, extra: tuple[str, ...] = ()
+              ) -> tuple[float, float, int, float]:
+    """One ``check --all``; returns (seconds, peak RSS in MB, bytes written, CPU seconds:
+    user + system, what the run would take on a quiet machine)."""
+    argv = [sys.executable, "-c", "from bot.cli import main; main()", "--db", str(db),
+            "check", "--all", "--format", fmt, *extra]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("LOOPGATE_CONFIG", None)
+    with tempfile.TemporaryFile() as out:
+        began = time.perf_counter()
+        child = subprocess.Popen(argv, stdout=out, cwd=tempfile.gettempdir(), env=env)
+        _pid, status, usage = os.wait4(child.pid, 0)
+        elapsed = time.perf_counter() - began
+        size = out.tell()
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (0, 1):
+        raise SystemExit(f"check --all exited {code}")
+    return elapsed, usage.ru_maxrss / 1024, size, usage.ru_utime + usage.ru_stime
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--seed", type=int, default=1_000)
+    parser.add_argument("--format", default="json")
+    parser.add_argument("--no-header", action="store_true")
+    args = parser.parse_args()
+    if not args.no_header:
+        header()
+    with tempfile.TemporaryDirectory(prefix="loopgate-check-") as tmp:
+        workspace = Path(tmp) / "workspace"
+        workspace.mkdir()
+        for n in sorted(args.items):
+            db = Path(tmp) / f"n{n}" / "loopgate.db"
+            populate(db, workspace, min(args.seed, n))
+            grow(db, min(args.seed, n), n)
+            target = 1.0 if n <= 10_000 else 10.0 * n / 100_000
+            for extra in ((), ("--compact",)):
+                seconds, mb, size, cpu = check_all(db, args.format, extra)
+                row(f"#21 `check --all --format {args.format}{' ' if extra else ''}"
+                    f"{' '.join(extra)}`, {n:,} items (`bench/check_bench.py`; targets on a "
+                    "quiet machine, where wall ≈ the CPU time)",
+                    f"≤ {target:g} s, ≤ 100 MB, ≤ 7 kB per item",
+                    f"{seconds:.2f} s wall, {cpu:.2f} s CPU, {mb:.0f} MB, "
+                    f"{size / n / 1000:.2f} kB per item",
+                    min(seconds, cpu) <= target and mb <= 100 and size / n <= 7000)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,255 @@
+"""A compiled yes/no check of a document against the graph schema (issue 21 §4).
+
+``jsonschema`` walks the schema on every call, which was 91% of compiling the shipped
+graph. Here the schema is turned once into nested Python closures that answer only "valid
+or not"; :func:`engine.graph.loader.validate_structure` trusts a "valid" and asks
+``jsonschema`` for everything else, so every refusal and its message are exactly what
+``jsonschema`` says. A schema using a keyword this module does not implement compiles to
+``None`` (no fast path: ``jsonschema`` decides every document).
+
+Implemented (JSON Schema 2020-12 semantics, as ``jsonschema``'s Draft 2020-12 validator
+applies them): ``type``, ``properties``, ``additionalProperties``, ``required``, ``items``
+(no ``prefixItems``), ``minItems``, ``minLength``, ``minimum``, ``enum``, ``pattern``
+(``re.search``), ``oneOf``, ``propertyNames``, ``uniqueItems`` and local ``$ref``
+(``#/$defs/...``); annotations (``title``, ``description``, ``$id``, ``$schema``,
+``$defs``) are ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["Check", "compile_check"]
+
+#: A compiled check: the document in, whether it is valid out.
+Check = Callable[[Any], bool]
+
+_ANNOTATIONS = frozenset({"title", "description", "$id", "$schema", "$defs", "$comment"})
+
+
+class _Unsupported(Exception):
+    """The schema uses something this module does not implement."""
+
+
+def compile_check(schema: Mapping[str, Any]) -> Check | None:
+    """The compiled check of ``schema``, or None when it uses an unimplemented keyword.
+
+    Args:
+        schema: a JSON Schema (Draft 2020-12) whose ``$ref`` s point into its own ``$defs``.
+    """
+    try:
+        return _Compiler(schema).compile(schema)
+    except _Unsupported:
+        return None
+
+
+#: Types whose check is one isinstance (a bool is not an int here only via _is_type).
+_PLAIN: dict[str, type | tuple[type, ...]] = {"string": str, "object": dict, "array": list}
+
+
+def _is_type(value: Any, name: str) -> bool:
+    kind = type(value)
+    if name == "string":
+        return isinstance(value, str)
+    if name == "object":
+        return isinstance(value, dict)
+    if name == "array":
+        return isinstance(value, list)
+    if name == "boolean":
+        return kind is bool
+    if name == "null":
+        return value is None
+    if name == "integer":
+        return kind is int or (kind is float and value.is_integer())
+    if name == "number":
+        return kind is int or kind is float
+    raise _Unsupported(name)
+
+
+def _equal(a: Any, b: Any) -> bool:
+    """JSON equality: a boolean equals only a boolean (``True != 1``)."""
+    if type(a) is bool or type(b) is bool:
+        return type(a) is type(b) and a == b
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_equal(x, y) for x, y in zip(a, b, strict=True))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_equal(a[k], b[k]) for k in a)
+    return bool(a == b)
+
+
+class _Compiler:
+    def __init__(self, root: Mapping[str, Any]) -> None:
+        self.root = root
+        self.refs: dict[str, Check] = {}
+
+    def compile(self, schema: Any) -> Check:
+        if schema is True:
+            return lambda _v: True
+        if schema is False:
+            return lambda _v: False
+        if not isinstance(schema, Mapping):
+            raise _Unsupported("schema")
+        string = _string_check(schema)
+        if string is not None:
+            return string
+        checks: list[Check] = []
+        for key, value in schema.items():
+            if key in _ANNOTATIONS:
+                continue
+            build = getattr(self, "_" + key.replace("$", "dollar_"), None)
+            if build is None:
+                raise _Unsupported(key)
+            checks.append(build(value, schema))
+        return _all_of(checks)
+
+    # -- keywords ------------------------------------------------------------------------
+    def _type(self, value: Any, _schema: Mapping[str, Any]) -> Check:
+        names = [value] if isinstance(value, str) else list(value)
+        for name in names:
+            _is_type(None, name)  # unknown names refuse the fast path now, not per call
+        if len(names) == 1 and names[0] in _PLAIN:
+            kind = _PLAIN[names[0]]
+            return lambda v: isinstance(v, kind)
+        return lambda v: any(_is_type(v, n) for n in names)
+
+    def _properties(self, value: Mapping[str, Any], _schema: Mapping[str, Any]) -> Check:
+        compiled = {k: self.compile(s) for k, s in value.items()}
+
+        pairs = tuple(compiled.items())
+
+        def check(v: Any) -> bool:
+            if not isinstance(v, dict):
+                return True
+            for key, sub in pairs:
+                if key in v and not sub(v[key]):
+                    return False
+            return True
+
+        return check
+
+    def _additionalProperties(self, value: Any, schema: Mapping[str, Any]) -> Check:
+        if "patternProperties" in schema:
+            raise _Unsupported("patternProperties")
+        known = frozenset(schema.get("properties") or ())
+        extra = self.compile(value)
+
+        def check(v: Any) -> bool:
+            if not isinstance(v, dict):
+                return True
+            for key, item in v.items():
+                if key not in known and not extra(item):
+                    return False
+            return True
+
+        return check
+
+    def _required(self, value: list[str], _schema: Mapping[str, Any]) -> Check:
+        names = tuple(value)
+        return lambda v: not isinstance(v, dict) or all(n in v for n in names)
+
+    def _items(self, value: Any, schema: Mapping[str, Any]) -> Check:
+        if "prefixItems" in schema:
+            raise _Unsupported("prefixItems")
+        item = self.compile(value)
+
+        def check(v: Any) -> bool:
+            if not isinstance(v, list):
+                return True
+            for x in v:
+                if not item(x):
+                    return False
+            return True
+
+        return check
+
+    def _minItems(self, value: int, _schema: Mapping[str, Any]) -> Check:
+        return lambda v: not isinstance(v, list) or len(v) >= value
+
+    def _minLength(self, value: int, _schema: Mapping[str, Any]) -> Check:
+        return lambda v: not isinstance(v, str) or len(v) >= value
+
+    def _minimum(self, value: float, _schema: Mapping[str, Any]) -> Check:
+        return lambda v: type(v) is bool or not isinstance(v, int | float) or v >= value
+
+    def _enum(self, value: list[Any], _schema: Mapping[str, Any]) -> Check:
+        choices = list(value)
+        if all(type(c) is str for c in choices):
+            names = frozenset(choices)
+            return lambda v: isinstance(v, str) and v in names
+        return lambda v: any(_equal(v, c) for c in choices)
+
+    def _pattern(self, value: str, _schema: Mapping[str, Any]) -> Check:
+        search = re.compile(value).search
+        return lambda v: not isinstance(v, str) or search(v) is not None
+
+    def _oneOf(self, value: list[Any], _schema: Mapping[str, Any]) -> Check:
+        options = tuple(self.compile(s) for s in value)
+
+        def check(v: Any) -> bool:
+            passed = 0
+            for option in options:
+                if option(v):
+                    passed += 1
+                    if passed > 1:
+                        return False
+            return passed == 1
+
+        return check
+
+    def _propertyNames(self, value: Any, _schema: Mapping[str, Any]) -> Check:
+        name = self.compile(value)
+        return lambda v: not isinstance(v, dict) or all(name(k) for k in v)
+
+    def _uniqueItems(self, value: bool, _schema: Mapping[str, Any]) -> Check:
+        if not value:
+            return lambda _v: True
+
+        def check(v: Any) -> bool:
+            if not isinstance(v, list):
+                return True
+            return not any(_equal(v[i], v[j]) for i in range(len(v))
+                           for j in range(i + 1, len(v)))
+
+        return check
+
+    def _dollar_ref(self, value: str, _schema: Mapping[str, Any]) -> Check:
+        if not value.startswith("#/$defs/") or "/" in value[len("#/$defs/"):]:
+            raise _Unsupported(value)
+        name = value[len("#/$defs/"):]
+        defs = self.root.get("$defs") or {}
+        if name not in defs:
+            raise _Unsupported(value)
+        if value not in self.refs:
+            slot: list[Check] = []
+            self.refs[value] = lambda v: slot[0](v)  # for a recursive use while compiling
+            slot.append(self.compile(defs[name]))
+            self.refs[value] = slot[0]  # later uses call it directly
+        return self.refs[value]
+
+
+def _string_check(schema: Mapping[str, Any]) -> Check | None:
+    """One closure for the common ``{type: string, minLength?, pattern?}`` (or None)."""
+    keys = {k for k in schema if k not in _ANNOTATIONS}
+    if schema.get("type") != "string" or not keys <= {"type", "minLength", "pattern"}:
+        return None
+    least = int(schema.get("minLength", 0))
+    if "pattern" not in schema:
+        return lambda v: isinstance(v, str) and len(v) >= least
+    search = re.compile(schema["pattern"]).search
+    return lambda v: isinstance(v, str) and len(v) >= least and search(v) is not None
+
+
+def _all_of(checks: list[Check]) -> Check:
+    if len(checks) == 1:
+        return checks[0]
+    steps = tuple(checks)
+
+    def check(v: Any) -> bool:
+        for step in steps:
+            if not step(v):
+                return False
+        return True
+
+    return check
