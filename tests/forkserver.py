@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-__all__ = ["run_loopgate", "stop_all"]
+__all__ = ["run", "run_loopgate", "console_argv", "stop_all"]
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 #: Environment variables read while the interpreter starts (stdio buffering and encoding,
@@ -209,6 +209,46 @@ def stop_all() -> None:
             server.stop()
 
 
+def console_argv() -> list[str]:
+    """How a user starts loopgate (as :func:`tests.e2e.stack.loopgate_argv`): the
+    ``loopgate`` console script beside this interpreter, else the entry point via ``-c``."""
+    script = Path(sys.executable).with_name("loopgate")
+    if script.is_file() and os.access(script, os.X_OK):
+        return [str(script)]
+    return [sys.executable, "-c", "import sys; from bot.cli import main; sys.exit(main())"]
+
+
+def run(argv: list[str], *, cwd: str | Path, env: dict[str, str] | None = None,
+        timeout: float = 60.0, input: str | None = None,  # noqa: A002 - subprocess's name
+        capture_output: bool = True, text: bool = True,
+        check: bool = False) -> subprocess.CompletedProcess[str]:
+    """:func:`subprocess.run` for ``[*console_argv(), ARGS...]`` with captured text output:
+    the call is forked from a fork server (see the module's docstring); any other
+    ``argv`` is handed to :func:`subprocess.run` as it is.
+
+    Args:
+        argv: the console script (:func:`console_argv`) and its arguments.
+        cwd, env, timeout, input: as :func:`subprocess.run`.
+        capture_output, text: must be True (what every caller here asks for).
+        check: raise :class:`subprocess.CalledProcessError` on a non-zero exit.
+
+    Returns:
+        The finished call (``returncode``, ``stdout``, ``stderr``).
+
+    Raises:
+        subprocess.TimeoutExpired: the call ran longer than ``timeout`` (it was killed).
+    """
+    assert capture_output and text, "the fork server captures text output only"
+    prefix = console_argv()
+    if list(map(str, argv[:len(prefix)])) != prefix:
+        return subprocess.run(argv, cwd=cwd, env=env, timeout=timeout, input=input,
+                              capture_output=True, text=True, check=check)
+    done = run_loopgate(argv[len(prefix):], cwd=cwd, env=env, timeout=timeout, input=input)
+    if check:
+        done.check_returncode()
+    return done
+
+
 def run_loopgate(args: list[str] | tuple[str, ...], *, cwd: str | Path,
                  env: dict[str, str] | None = None, timeout: float = 60.0,
                  input: str | None = None) -> subprocess.CompletedProcess[str]:  # noqa: A002
@@ -230,28 +270,27 @@ def run_loopgate(args: list[str] | tuple[str, ...], *, cwd: str | Path,
         subprocess.TimeoutExpired: the call ran longer than ``timeout`` (it was killed).
     """
     env = dict(os.environ if env is None else env)
-    script = str(Path(sys.executable).with_name("loopgate"))
-    server = _server_for(env)
+    prefix = console_argv()
+    argv = [*prefix, *map(str, args)]
+    server = _server_for(env) if len(prefix) == 1 else None
     if server is None or not server.lock.acquire(blocking=False):
-        # No fork server (threads at start) or another thread's call in flight: spawn.
-        from tests.e2e.stack import loopgate_argv
-
-        return subprocess.run([*loopgate_argv(), *args], cwd=cwd, env=env, input=input,
-                              capture_output=True, text=True, timeout=timeout, check=False)
+        # No console script, no fork server (threads at its start) or another thread's
+        # call in flight: start the process from scratch.
+        return subprocess.run(argv, cwd=cwd, env=env, input=input, capture_output=True,
+                              text=True, timeout=timeout, check=False)
     try:
         with tempfile.TemporaryDirectory(prefix="loopgate-call-") as tmp:
             files = {name: Path(tmp, name) for name in ("stdin", "stdout", "stderr")}
             files["stdin"].write_text(input or "", "utf-8")
             for name in ("stdout", "stderr"):
                 files[name].touch()
-            request = {"argv0": script, "args": [str(a) for a in args], "cwd": str(cwd),
-                       "env": env, **{k: str(v) for k, v in files.items()}}
+            request = {"argv0": argv[0], "args": argv[1:], "cwd": str(cwd), "env": env,
+                       **{k: str(v) for k, v in files.items()}}
             code, timed_out = server.call(request, timeout)
             out, err = (files[n].read_text("utf-8", errors="replace")
                         for n in ("stdout", "stderr"))
     finally:
         server.lock.release()
-    argv = [script, *map(str, args)]
     if timed_out:
         raise subprocess.TimeoutExpired(argv, timeout, output=out, stderr=err)
     return subprocess.CompletedProcess(argv, code, out, err)
