@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import tempfile
@@ -109,9 +110,9 @@ def serve():
         pid = os.fork()
         if pid == 0:
             child(request, out, inbox)  # never returns: sys.exit unwinds the child
-        reply(out, pid=pid)
+        reply(out, id=request["id"], pid=pid)
         _, status = os.waitpid(pid, 0)
-        reply(out, code=os.waitstatus_to_exitcode(status))
+        reply(out, id=request["id"], code=os.waitstatus_to_exitcode(status))
 
 
 serve()
@@ -134,13 +135,21 @@ class _ForkServer:
         os.close(to_server)
         os.close(from_server)
         self._buffer = b""
+        self._calls = 0
         ready = self._reply(time.monotonic() + _READY_TIMEOUT_S)
         self.usable = bool(ready and ready.get("ready"))
         if not self.usable:
             self.stop()
 
-    def _reply(self, deadline: float) -> dict[str, Any] | None:
-        """The next reply line, or None when ``deadline`` (monotonic) passed first."""
+    def _reply(self, deadline: float, call: int | None = None) -> dict[str, Any] | None:
+        """The next reply line (of call number ``call``: the late replies of an earlier,
+        interrupted call are skipped), or None when ``deadline`` (monotonic) passed."""
+        while True:
+            found = self._line(deadline)
+            if found is None or call is None or found.get("id") == call:
+                return found
+
+    def _line(self, deadline: float) -> dict[str, Any] | None:
         while b"\n" not in self._buffer:
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([self._replies], [], [], left)[0]:
@@ -157,15 +166,21 @@ class _ForkServer:
     def call(self, request: dict[str, Any], timeout: float) -> tuple[int, bool]:
         """Run one call; returns ``(exit code, timed out)``. A call still running after
         ``timeout`` seconds is killed (SIGKILL), as :func:`subprocess.run` does."""
-        os.write(self._requests, (json.dumps(request) + "\n").encode())
-        started = self._reply(time.monotonic() + _READY_TIMEOUT_S)
+        self._calls += 1
+        call = self._calls
+        os.write(self._requests, (json.dumps({**request, "id": call}) + "\n").encode())
+        started = self._reply(time.monotonic() + _READY_TIMEOUT_S, call)
         if started is None:
             raise RuntimeError("the loopgate fork server did not fork")
-        done = self._reply(time.monotonic() + timeout)
+        try:
+            done = self._reply(time.monotonic() + timeout, call)
+        except BaseException:  # e.g. pytest-timeout's alarm: leave no child behind
+            _kill(int(started["pid"]))
+            raise
         if done is not None:
             return int(done["code"]), False
-        os.kill(int(started["pid"]), 9)
-        done = self._reply(time.monotonic() + _READY_TIMEOUT_S)
+        _kill(int(started["pid"]))
+        done = self._reply(time.monotonic() + _READY_TIMEOUT_S, call)
         return (int(done["code"]) if done else -9), True
 
     def stop(self) -> None:
@@ -181,6 +196,13 @@ class _ForkServer:
             self.proc.kill()
             self.proc.wait(10)
         self.log.close()
+
+
+def _kill(pid: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:  # it ended meanwhile
+        pass
 
 
 _servers: dict[tuple[tuple[str, str], ...], _ForkServer] = {}
