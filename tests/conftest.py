@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,15 @@ def fixtures_dir() -> Path:
 def repo_root() -> Path:
     """The repository checkout."""
     return REPO_ROOT
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _fork_servers() -> Iterator[None]:
+    """Stop the CLI fork servers (:mod:`tests.forkserver`) this process started."""
+    yield
+    from tests.forkserver import stop_all
+
+    stop_all()
 
 
 @pytest.fixture(scope="session")

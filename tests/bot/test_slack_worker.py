@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -203,7 +204,16 @@ def test_a_refused_event_is_set_aside_after_max_attempts(world: SlackWorld) -> N
 def test_posts_to_one_channel_are_paced(world: SlackWorld,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     waits: list[float] = []
-    monkeypatch.setattr(worker_module.time, "sleep", waits.append)
+    clock = [1000.0]
+
+    def sleep(seconds: float) -> None:
+        waits.append(seconds)
+        clock[0] += seconds
+
+    # The worker's own clock: on a loaded machine real time between two posts would eat
+    # into the wait (and the global time.sleep is left alone for every other thread).
+    monkeypatch.setattr(worker_module, "time",
+                        SimpleNamespace(monotonic=lambda: clock[0], sleep=sleep))
     world.worker.pace_seconds = 1.0
     world.start()
     notifier = OutboxNotifier(world.store)

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
 from tests.e2e.stack import loopgate_argv
 
 ESC = "\x1b["
@@ -31,7 +32,7 @@ def _env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def script(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*loopgate_argv(), *args], cwd=home, env=_env(home, **env),
+    return forkserver.run([*loopgate_argv(), *args], cwd=home, env=_env(home, **env),
                           capture_output=True, text=True, timeout=60, check=False)
 
 

@@ -18,6 +18,7 @@ from engine.effects import AddLabel, PostComment
 from engine.refs import WorkItemRef
 from engine.state import NodeRecord
 from engine.store.sqlite import SqliteStore
+from tests import forkserver
 from tests.pgserver import PASSWORD, PgServer
 
 REFS = [WorkItemRef("acme", "widgets", n) for n in (3, 1, 2)]
@@ -57,7 +58,7 @@ def _copy(path: Path, url: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PGPASSWORD": PASSWORD}
     env.pop("LOOPGATE_DATABASE_URL", None)
     env.pop("LOOPGATE_CONFIG", None)
-    return subprocess.run([loopgate, "--db", str(path), "db", "copy", "--to", url],
+    return forkserver.run([loopgate, "--db", str(path), "db", "copy", "--to", url],
                           capture_output=True, text=True, env=env, timeout=120,
                           cwd=path.parent)
 

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
 from tests.e2e.stack import loopgate_argv
 
 ITEM = "acme/widgets#7"
@@ -31,7 +32,7 @@ def _folder(root: Path, name: str, extra: str = "") -> Path:
 
 def script(cwd: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     """Run the ``loopgate`` console script in ``cwd`` with ``env``."""
-    return subprocess.run([*loopgate_argv(), *args], cwd=cwd, env=env, capture_output=True,
+    return forkserver.run([*loopgate_argv(), *args], cwd=cwd, env=env, capture_output=True,
                           text=True, timeout=60, check=False)
 
 

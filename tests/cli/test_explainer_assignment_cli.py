@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
 from tests.e2e.stack import loopgate_argv
 
 ITEM = "acme/widgets#7"
@@ -28,7 +29,7 @@ def home(tmp_path: Path) -> Path:
 def script(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k not in ("LOOPGATE_DB", "LOOPGATE_CONFIG")}
     env["XDG_STATE_HOME"] = str(home / "state")
-    return subprocess.run([*loopgate_argv(), *args], cwd=home, env=env, capture_output=True,
+    return forkserver.run([*loopgate_argv(), *args], cwd=home, env=env, capture_output=True,
                           text=True, timeout=60, check=False)
 
 

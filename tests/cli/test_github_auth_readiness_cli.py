@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests import forkserver
 from tests.e2e.stack import REPO, Home, ServeProcess, loopgate_argv, wait_until
 from tests.fakes.github import FakeGitHub
 from tests.fakes.slack import FakeSlack
@@ -94,7 +95,7 @@ def test_an_effect_refused_with_401_waits_without_spending_a_try_and_effects_sho
         env["GITHUB_TOKEN"] = gh.token
 
         def run(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run([*loopgate_argv(), "--db", str(tmp_path / "loopgate.db"),
+            return forkserver.run([*loopgate_argv(), "--db", str(tmp_path / "loopgate.db"),
                                    "--config", str(tmp_path / "loopgate.yaml"), *args],
                                   cwd=tmp_path, env=env, capture_output=True, text=True,
                                   timeout=60, check=False)

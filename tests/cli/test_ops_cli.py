@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests import forkserver
 from tests.e2e.stack import free_port, loopgate_argv, wait_until
 
 ITEMS = [f"acme/widgets#{n}" for n in range(1, 6)]
@@ -41,7 +42,7 @@ class Home:
                 str(self.root / "loopgate.yaml"), *args]
 
     def run(self, *args: str, db: Path | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(self.argv(*args, db=db), cwd=self.root, env=self.env,
+        return forkserver.run(self.argv(*args, db=db), cwd=self.root, env=self.env,
                               capture_output=True, text=True, timeout=60, check=False)
 
 

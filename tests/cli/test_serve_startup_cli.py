@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forkserver
 from tests.e2e.stack import free_port, loopgate_argv, wait_until
 from tests.fakes.github import FakeGitHub
 from tests.fakes.slack import FakeSlack
@@ -44,7 +45,7 @@ class SlackHome:
                 str(self.root / "loopgate.yaml"), "serve"]
 
     def serve(self) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(self.argv(), cwd=self.root, env=self.env, capture_output=True,
+        return forkserver.run(self.argv(), cwd=self.root, env=self.env, capture_output=True,
                               text=True, timeout=120, check=False)
 
 
@@ -174,7 +175,7 @@ class GitHubHome:
     def serve(self) -> subprocess.CompletedProcess[str]:
         argv = [*loopgate_argv(), "--db", str(self.root / "loopgate.db"), "--config",
                 str(self.root / "loopgate.yaml"), "serve"]
-        return subprocess.run(argv, cwd=self.root, env=self.env, capture_output=True,
+        return forkserver.run(argv, cwd=self.root, env=self.env, capture_output=True,
                               text=True, timeout=120, check=False)
 
 

@@ -56,6 +56,7 @@ DELIVERIES_PER_ITEM = 5
 #: selection, so the item waits at the first agent node.
 SETTLED_AT = "brainstorming"
 _COMMENT_ID = re.compile(r"issuecomment-\d+")
+_INBOX_DEPTH = re.compile(r'^loopgate_queue_depth\{queue="inbox"\} (\S+)$', re.MULTILINE)
 _TIMESTAMP_KEYS = {"at", "enteredAt", "exitedAt", "startedAt", "updatedAt", "frozenAt",
                    "createdAt", "decidedAt"}
 
@@ -217,10 +218,31 @@ class Script:
         return out
 
 
+def _inboxes_empty(urls: list[str]) -> bool:
+    """Every replica that answers reports ``loopgate_queue_depth{queue="inbox"} 0`` on
+    ``/metrics`` (read from the database at scrape time): no delivery is still kept,
+    in hand or leased by a killed replica. A replica that does not answer is skipped."""
+    answered = False
+    for url in urls:
+        try:
+            text = requests.get(f"{url}/metrics", timeout=10).text
+        except requests.RequestException:
+            continue
+        found = _INBOX_DEPTH.search(text)
+        if found is None or float(found.group(1)) != 0:
+            return False
+        answered = True
+    return answered
+
+
 def settled(home: Home, script: Script, expect_node: str, timeout: float = 300) -> Any:
     """Wait until every scripted item stands at ``expect_node`` in ``check --all`` and
-    nothing is owed (inbox handled, outbox empty); returns the check document."""
+    nothing is owed (inbox handled, outbox empty); returns the check document. The
+    inboxes are looked at first: ``check --all`` is read only once no delivery accepted
+    (``202``) is still waiting to be handled, so none can change the document later."""
     def done() -> Any:
+        if not _inboxes_empty(script.urls()):
+            return None
         doc = json.loads(home.cli("check", "--all", "--format", "json").stdout)
         items = doc if isinstance(doc, list) else doc.get("items", [])
         if len(items) < script.items or any(i.get("currentNode") != expect_node

@@ -47,6 +47,7 @@ from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER
 from tests.fakes.github import FakeComment, FakeGitHub
 from tests.fakes.github_app import generate_private_key
 from tests.fakes.slack import FakeSlack, SlackCall, interaction_body, signed_post
+from tests.forkserver import run_loopgate
 
 __all__ = [
     "REPO", "AUTHOR", "REVIEWER", "SLACK_USER", "CHANNEL", "START_LABEL", "PR_BRANCH",
@@ -224,15 +225,23 @@ class Home:
         db = self.database_url or str(self.db)
         return [*loopgate_argv(), "--db", db, "--config", str(self.config), *args]
 
-    def cli(self, *args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-        """Run ``loopgate ARGS`` with this home's config and database.
+    def cli(self, *args: str, ok: bool = True,
+            spawn: bool = False) -> subprocess.CompletedProcess[str]:
+        """Run ``loopgate ARGS`` with this home's config and database, in a new process:
+        forked from the test process's fork server (:mod:`tests.forkserver`: every module
+        imported already), or, with ``spawn``, the console script started from scratch.
 
         Args:
             args: the subcommand and its arguments.
             ok: assert exit code 0 (the output is in the message otherwise).
+            spawn: start the ``loopgate`` console script itself (a fresh interpreter).
         """
-        done = subprocess.run(self.argv(*args), cwd=self.root, env=self.env(), text=True,
-                              capture_output=True, timeout=60, check=False)
+        if spawn:
+            done = subprocess.run(self.argv(*args), cwd=self.root, env=self.env(), text=True,
+                                  capture_output=True, timeout=60, check=False)
+        else:
+            done = run_loopgate(self.argv(*args)[len(loopgate_argv()):], cwd=self.root,
+                                env=self.env(), timeout=60)
         if ok:
             assert done.returncode == 0, (f"loopgate {' '.join(args)} exited "
                                           f"{done.returncode}:\n{done.stdout}\n{done.stderr}")
@@ -439,6 +448,8 @@ class Walk:
     pr: int = 0
     artifacts: Artifacts | None = None
     deliveries: list[str] = field(default_factory=list)
+    #: True once a claim ran the console script from scratch (:meth:`claim`).
+    spawned: bool = False
 
     @property
     def gh(self) -> FakeGitHub:
@@ -543,9 +554,12 @@ class Walk:
 
     # -- agents --------------------------------------------------------------------------
     def claim(self, node: str) -> str:
-        """Write ``node``'s artifacts, then ``loopgate complete ITEM --node N``."""
+        """Write ``node``'s artifacts, then ``loopgate complete ITEM --node N``. The walk's
+        first claim starts the console script from scratch, as an agent's shell does; the
+        others are forked (:meth:`Home.cli`)."""
         self.files.for_node(node)
-        return self.home.cli("complete", self.ref, "--node", node).stdout
+        spawn, self.spawned = not self.spawned, True
+        return self.home.cli("complete", self.ref, "--node", node, spawn=spawn).stdout
 
     def check(self) -> dict[str, Any]:
         """``loopgate check ITEM --format json``."""
