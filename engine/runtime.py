@@ -76,6 +76,12 @@ from engine.settings import EngineSettings
 from engine.state import ItemState, ItemStatus
 from engine.store.base import Store, Transaction
 from engine.store.memory import StoreTransaction
+from engine.story import (
+    SELF_CONFIRMING_HOOKS,
+    announces,
+    completed_comment,
+    gate_passed_comment,
+)
 
 __all__ = [
     "Runtime",
@@ -186,6 +192,7 @@ class _Walk:
     tx: Transaction
     state: ItemState
     ports: Ports
+    said_complete: bool = False  # a gate's line already said the item is complete
 
     def now(self) -> str:
         return _stamp(self.ports)
@@ -1001,6 +1008,8 @@ class Runtime:
             return
         w.state.status = ItemStatus.COMPLETE
         w.log("graph.completed", {"node": node.id})
+        if not w.said_complete:  # issue 23 §2: the thread says it
+            w.emit(PostComment(w.state.ref, completed_comment(w.state.ref)))
 
     def _evaluate(self, w: _Walk, node: Node, event: Mapping[str, Any]) -> str | None:
         """Run the exit chain; returns the node to move to, or None to stay."""
@@ -1028,7 +1037,37 @@ class Runtime:
         state.end_visit(node.id, record.exited_at, outcome)
         record.last_block = ""  # issue 14 §9: a passed node shows no stale block
         state.parked = {}
+        self._announce(w, node, outcome)
         return self._route(w, node, outcome)
+
+    def _announce(self, w: _Walk, node: Node, outcome: str) -> None:
+        """Say on the thread that the gate passed, who passed it and what comes next
+        (issue 23 §2), once per visit: emitted before the next node's own posts."""
+        visit = w.state.visit(node.id)
+        if visit is None or not announces(visit) or any(
+                h.name in SELF_CONFIRMING_HOOKS for h in node.exit):
+            return
+        step, complete = self._next_step(w.state, node, outcome)
+        w.said_complete = w.said_complete or complete
+        w.emit(PostComment(w.state.ref, gate_passed_comment(node.id, visit, step)))
+
+    def _next_step(self, state: ItemState, node: Node, outcome: str) -> tuple[str, bool]:
+        # Where the walk goes from ``node`` on ``outcome``, past nodes declared skipped.
+        edge = self.graph.route(node.id, outcome)
+        skips = self.declared_skips(state)
+        for _ in range(len(self.graph.nodes)):
+            if edge is None or edge.target not in skips:
+                break
+            edge = self.graph.route(edge.target, SKIPPED)
+        if edge is None:
+            return "", False
+        target = self.graph.node(edge.target)
+        if target.terminal:
+            if target.id == ESCALATED_NODE:
+                return "The item goes to a person (escalated).", False
+            return "The work item is complete.", True
+        about = f" — {target.description}" if target.description else ""
+        return f"Next: `{target.id}`{about}.", False
 
     @staticmethod
     def _record_decision(w: _Walk, node: Node, decision: Any, outcome: str) -> None:

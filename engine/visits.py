@@ -39,22 +39,11 @@ __all__ = [
 ]
 
 
-def _plain(value: Any) -> Any:
-    # JSON-shaped deep copy that also thaws read-only mappings and tuples.
-    if isinstance(value, Mapping):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
-
-
-def _frozen(value: Any) -> Any:
-    # A read-only deep view: a frozen record must not be changed through its document.
-    if isinstance(value, Mapping):
-        return MappingProxyType({str(k): _frozen(v) for k, v in value.items()})
-    if isinstance(value, list | tuple):
-        return tuple(_frozen(v) for v in value)
-    return value
+def _frozen(doc: Mapping[str, Any]) -> Mapping[str, Any]:
+    # A read-only view of a copy of the top level. Nested values (a selection's frozen
+    # graph: thousands of entries) are shared, not copied: ``check --all`` reads 10,000
+    # states (issue 2's 2 s budget), and nothing ever changes a recorded decision.
+    return MappingProxyType({str(k): v for k, v in doc.items()})
 
 
 @dataclass(frozen=True)
@@ -70,8 +59,9 @@ class VisitDecision:
         comment: the deciding comment's URL ("" for a Slack click).
         comment_id: its id (0 when none).
         text: words given with a Slack decision ("" otherwise).
-        document: the whole record as the gate wrote it (read-only), for gate-specific
-            keys (``approvers``, ``skips``, ``frozenGraph`` ...).
+        document: the whole record as the gate wrote it (a read-only mapping whose
+            nested values are shared and must not be changed), for gate-specific keys
+            (``approvers``, ``skips``, ``frozenGraph`` ...).
     """
 
     by: str
@@ -105,8 +95,9 @@ class VisitDecision:
         )
 
     def to_json(self) -> dict[str, Any]:
-        """The record exactly as the gate wrote it (a fresh, mutable copy)."""
-        return {str(k): _plain(v) for k, v in self.document.items()}
+        """The record exactly as the gate wrote it: a fresh top-level dict (nested values
+        shared, see :attr:`document`)."""
+        return dict(self.document)
 
 
 def _int(value: Any) -> int:

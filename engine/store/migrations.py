@@ -11,7 +11,7 @@ Tables (issue 2 §5):
 * ``skips``, ``opt_ins``, ``decisions``, ``completions`` — node id -> JSON entry.
 * ``forced_moves`` — the list of forced moves, in order.
 * ``visits`` — node id -> the JSON list of the node's visits (issue 19 §2); ``decisions``
-  then holds the current visit's decision per node.
+  is read only for items written before (no ``visits`` rows) and no longer written.
 * ``events`` — the event log: ``seq, item, at, kind, data``.
 * ``comments``, ``comment_edits`` — the local thread (the offline tracker).
 * ``kv`` — ``(namespace, key) -> value`` JSON for bridges (labels, pull requests, polls).

@@ -34,9 +34,11 @@ ENTRY_TABLES = (
     ("completions", "completions"),
 )
 #: Every table whose rows belong to one item (replaced wholesale on each write).
-#: ``visits`` holds ``node -> [visit, ...]`` (issue 19 §2); ``decisions`` keeps the
-#: current visit's decision per node, as before visits were kept, and is read only for an
-#: item written before then (no ``visits`` rows): see :func:`_visits`.
+#: ``visits`` holds ``node -> [visit, ...]`` (issue 19 §2). ``decisions`` is no longer
+#: written (a decision lives in its visit; writing it twice would store a selection's
+#: frozen graph twice and read it twice in ``check --all``): its rows are read only for an
+#: item written before visits were kept (no ``visits`` rows), see :func:`_visits`, and
+#: deleted when the item is next written.
 CHILD_TABLES = ("node_records", "skips", "opt_ins", "decisions", "completions",
                 "forced_moves", "visits")
 ITEM_COLUMNS = (
@@ -168,9 +170,6 @@ def _state_statements(item: str, state: ItemState) -> list[tuple[str, list[tuple
             out.append((f"INSERT INTO {table} (item, node, ord, data) VALUES (?,?,?,?)",
                         [(item, node, i, json_text(e))
                          for i, (node, e) in enumerate(entries.items())]))
-    out.append(("INSERT INTO decisions (item, node, ord, data) VALUES (?,?,?,?)",
-                [(item, node, i, json_text(e))
-                 for i, (node, e) in enumerate(state.current_decisions().items())]))
     out.append(("INSERT INTO visits (item, node, ord, data) VALUES (?,?,?,?)",
                 [(item, node, i, json_text(seq))
                  for i, (node, seq) in enumerate(visits_to_json(state.visits).items())]))

@@ -300,7 +300,9 @@ def walk_to_human_approval(walk: Walk,
     assert "## Design critic review" in walk.files.read("execution-log.md")
 
     spec_quiz = walk.to_spec_quiz()
-    approved(walk, "design-approval", walk.comments("approved")[-1])
+    # The reviewer's reply (loopgate's "✅ ... passed — approved by" line says it too).
+    approved(walk, "design-approval",
+             [c for c in walk.comments("approved") if c.author == REVIEWER][-1])
     at_spec_quiz(walk, spec_quiz)
 
     (tick_spec or walk.tick)(spec_quiz)

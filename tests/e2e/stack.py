@@ -92,6 +92,9 @@ EXPECTED_MARKERS = Counter({
     "review-request requirements-approval": 1, "review-request design-approval": 1,
     "review-request human-approval": 1,
     "quiz spec-quiz": 1, "quiz code-quiz": 1,
+    # Issue 23 §2: each gate passed says so once (the selection confirms itself).
+    **{f"gate-passed {n}": 1 for n in ("requirements-approval", "design-approval",
+                                       "spec-quiz", "code-quiz")},
 })
 
 

@@ -172,6 +172,9 @@ def test_sql_rows_written_before_visits_were_kept_load_with_their_visits(store: 
                           (str(REF),)).fetchall()
     assert [r[0] for r in rows] == ["phase-selection", "requirements-definition",
                                     "requirements-approval", "design"]
+    with store.writing() as db:
+        assert db.execute("SELECT COUNT(*) FROM decisions WHERE item = ?",
+                          (str(REF),)).fetchone()[0] == 0
     _assert_old_item_read(store.load(REF))
 
 
@@ -329,10 +332,14 @@ def test_sqlite_stores_json_text_never_pickles(tmp_path: Path) -> None:
     db = store.db()
     (parked, surface), = db.execute("SELECT parked, surface FROM items")
     assert json.loads(surface)["branch"] == "issue-7" and json.loads(parked)["node"] == "design"
-    for table in ("skips", "opt_ins", "decisions"):
+    for table in ("skips", "opt_ins", "decisions", "visits"):
         for (data,) in db.execute(f"SELECT data FROM {table}"):
             assert isinstance(data, str)
             json.loads(data)
+    # A decision lives in its visit only (issue 19 §2): not stored twice.
+    assert [n for (n,) in db.execute("SELECT node FROM visits ORDER BY ord")] == [
+        "phase-selection", "design"]
+    assert list(db.execute("SELECT node FROM decisions")) == []
     assert dict(db.execute("SELECT node, via FROM skips")) == {"brainstorming": "selection",
                                                                "forged": ""}
     store.close()
