@@ -91,7 +91,7 @@ def test_the_committed_pngs_are_small_and_shown_in_the_docs_and_readme() -> None
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert png.stat().st_size < 200_000, name
         assert f"(pictures/{name}.png)" in page
-    assert "(docs/pictures/card.png)" in readme and "(docs/pictures/approval.png)" in readme
+    assert "(docs/pictures/card.png)" in readme and "(docs/pictures/checklist.png)" in readme
 
 
 @pytest.mark.browser
