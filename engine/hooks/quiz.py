@@ -448,11 +448,58 @@ def _refused(ctx: HookContext, node: str, editor: str, body: str, why: str) -> H
     if body_hash not in seen:
         ctx.log("graph.quiz_refused", {"node": node, "editor": editor})
         data["surface"] = _surface_with(ctx, "quizRefused", node, [*seen, body_hash])
+        _tell_refused(ctx, node, editor, f"the quiz box was last edited by {at_login(editor)}, "
+                      f"{why}", body_hash)
     return HookResult.wait(
         f"the quiz box on {node} was last edited by {at_login(editor)}, {why}; an authorized "
         "user must tick it",
         **data,
     )
+
+
+def _tell_refused(ctx: HookContext, node: str, who: str, why: str, key: str) -> None:
+    """Say on the thread, once per refused tick or typed line, that an attestation does
+    not count and why (issue 23 §2: approval gates already say "Not counted"); the marker
+    names the node, the person and the tick's body hash or the typed line's comment id."""
+    login = normalize_login(who) or "unknown"
+    body = (f"🚫 **Not counted — `{node}`**: the attestation by @{login} does not count: "
+            f"{why}. An authorized user must {_answer(ctx)}.")
+    ctx.emit(PostComment(ctx.ref, with_self_marker(
+        body, f"<!-- the-loop:attestation-refused {node} {login} {key} -->")))
+
+
+def _refused_typed(ctx: HookContext, node: str) -> list[tuple[Comment, str]]:
+    # The event's typed lines of this quiz that do not count, with the reason (a bot, or
+    # someone the gate's rule refuses); loopgate's own comments quote the line and are no
+    # attempt at all.
+    kind, refused = quiz_kind(node), []
+    for c in event_comments(ctx):
+        if not attestation_ticked(c.body, kind) or is_self_authored(c, ctx.settings):
+            continue
+        if c.actor.is_bot:
+            refused.append((c, "a bot never attests"))
+            continue
+        verdict = authorize_person(ctx, c.author, attesting=True)
+        if not verdict.allowed:
+            refused.append((c, verdict.reason))
+    return refused
+
+
+def _with_typed_refusals(ctx: HookContext, node: str, result: HookResult) -> HookResult:
+    """A waiting quiz names, in its wait and once on the thread per comment, each typed
+    line of the event that did not count (issue 23 §2: a refused attestation from the CLI
+    was silent)."""
+    if result.kind != WAIT:
+        return result
+    refused = _refused_typed(ctx, node)
+    for comment, why in refused:
+        ctx.log("graph.quiz_refused", {"node": node, "editor": comment.author or "",
+                                       "commentId": comment.id, "reason": why})
+        _tell_refused(ctx, node, comment.author or "", why, str(comment.id))
+    if not refused:
+        return result
+    names = ", ".join(f"{at_login(c.author or 'unknown')} ({why})" for c, why in refused)
+    return replace(result, reason=f"{result.reason} (not counted: {names})")
 
 
 def _attested(ctx: HookContext, node: str, attestation: Attestation) -> HookResult:
@@ -684,7 +731,8 @@ def quiz_attested(ctx: HookContext) -> HookResult:
         comment, commentId, via}``) for an authorized tick
         (or typed line); otherwise wait with the reason.
     """
-    return _with_ignored(ctx, ctx.node.id, _quiz_attested(ctx, ctx.node.id))
+    node = ctx.node.id
+    return _with_ignored(ctx, node, _with_typed_refusals(ctx, node, _quiz_attested(ctx, node)))
 
 
 def _quiz_attested(ctx: HookContext, node: str) -> HookResult:

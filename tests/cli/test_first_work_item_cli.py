@@ -150,3 +150,10 @@ def test_the_readme_first_work_item_walks_to_complete_by_following_the_procedure
                               "explain", "tasks", "implement", "verify", "self-review",
                               "critic-review", "security-review", "explain", "evidence",
                               "capability-docs", "pr-briefing"]
+    # Issue 23 §2: every gate a person passed is announced on the thread, once, naming who,
+    # and the item's completion is said; the phase selection confirms itself.
+    thread = script(home, "comments", ITEM).stdout
+    for gate in HUMAN:
+        said = re.findall(rf"✅ `{re.escape(gate)}` passed — [^\n]*@alice", thread)
+        assert len(said) == 1, (gate, said)
+    assert "The work item is complete." in thread

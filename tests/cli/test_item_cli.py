@@ -301,8 +301,12 @@ def test_a_pass_clears_the_nodes_last_block(home: Path) -> None:
     assert doc["nodes"]["brainstorming"]["lastBlock"] == ""
 
 
-def test_offline_the_quiz_comment_and_wait_give_the_typed_line(home: Path) -> None:
-    # Issue 14 §4: the local tracker has no box and no forge: no gh api / curl commands.
+SPEC_LINE = "- [x] I have read the spec explainer and taken the spec quiz."
+
+
+def _offline_spec_quiz_ready(home: Path) -> str:
+    # The spec artifacts and the explainer record of issue 7, and the typed line's file;
+    # returns the explainer page's path.
     spec = home / "docs" / "specs" / "issue-7"
     (spec / "evidence").mkdir(parents=True)
     (spec / "explainer").mkdir()
@@ -313,9 +317,14 @@ def test_offline_the_quiz_comment_and_wait_give_the_typed_line(home: Path) -> No
     (spec / "evidence" / "spec-explainer.md").write_text(
         "## Spec explainer\n\n| Field | Value |\n|---|---|\n| Depth | standard |\n"
         f"| Location | {page} |\n| Published as | committed HTML |\n| Questions | 3 |\n")
-    line = "- [x] I have read the spec explainer and taken the spec quiz."
     (home / "hi.md").write_text("hello\n")
-    (home / "typed.md").write_text(f"{line}\n")
+    (home / "typed.md").write_text(f"{SPEC_LINE}\n")
+    return page
+
+
+def test_offline_the_quiz_comment_and_wait_give_the_typed_line(home: Path) -> None:
+    # Issue 14 §4: the local tracker has no box and no forge: no gh api / curl commands.
+    page, line = _offline_spec_quiz_ready(home), SPEC_LINE
     assert script(home, "start", ITEM).returncode == 0
     assert script(home, "force", ITEM, "--to", "spec-quiz", "--reason", "r").returncode == 0
     waiting = script(home, "advance", ITEM, "--comment", f"alice={home / 'hi.md'}")
@@ -331,6 +340,29 @@ def test_offline_the_quiz_comment_and_wait_give_the_typed_line(home: Path) -> No
     assert f"reply with this line to attest\n\n```\n{line}\n```" in quiz
     passed = script(home, "advance", ITEM, "--comment", f"alice={home / 'typed.md'}")
     assert passed.returncode == 0 and "at spec-quiz" not in passed.stdout, passed.stdout
+
+
+def test_offline_a_refused_typed_attestation_is_said_on_the_thread(home: Path) -> None:
+    # Issue 23 §2: a typed line by someone who may not attest was silent; now the wait
+    # names it and the thread says it once, as approval gates say "Not counted".
+    _offline_spec_quiz_ready(home)
+    assert script(home, "start", ITEM).returncode == 0
+    assert script(home, "force", ITEM, "--to", "spec-quiz", "--reason", "r").returncode == 0
+    assert script(home, "advance", ITEM, "--comment", f"alice={home / 'hi.md'}").returncode == 0
+    refused = script(home, "advance", ITEM, "--comment", f"mallory={home / 'typed.md'}")
+    assert refused.returncode == 0, refused.stderr
+    assert refused.stdout.strip() == (
+        f"{ITEM}: at spec-quiz — parked: waiting for an authorized user to reply on spec-quiz "
+        f"with the spec quiz line: {SPEC_LINE} (not counted: @mallory (@mallory is not among "
+        "the approvers of this gate (@alice)))")
+    thread = script(home, "comments", ITEM).stdout
+    assert thread.count("🚫 **Not counted — `spec-quiz`**: the attestation by @mallory does "
+                        "not count: @mallory is not among the approvers of this gate (@alice). An "
+                        "authorized user must reply with its line.") == 1
+    assert "<!-- the-loop:attestation-refused spec-quiz mallory " in thread
+    passed = script(home, "advance", ITEM, "--comment", f"alice={home / 'typed.md'}")
+    assert passed.returncode == 0 and "at spec-quiz" not in passed.stdout, passed.stdout
+    assert "✅ `spec-quiz` passed" in script(home, "comments", ITEM).stdout
 
 
 def test_start_refuses_an_item_of_a_repository_nobody_watches(home: Path) -> None:

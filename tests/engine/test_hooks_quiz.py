@@ -583,6 +583,14 @@ def test_attester_assignee_or_author_refuses_an_unauthorized_assignee_ticking() 
     assert result.kind == "wait"
     assert result.reason == ("the quiz box on spec-quiz was last edited by @bob, who is not "
                              "authorized; an authorized user must tick it")
+    # Said on the thread once (issue 23 §2), not again when the same tick is seen again.
+    assert _attest(h, comment).kind == "wait"
+    said = [c.body for c in h.tracker.comments_on(REF) if "Not counted" in c.body]
+    assert len(said) == 1
+    assert said[0].startswith(
+        "🚫 **Not counted — `spec-quiz`**: the attestation by @bob does not count: the quiz "
+        "box was last edited by @bob, who is not authorized. An authorized user must tick it.")
+    assert "<!-- the-loop:attestation-refused spec-quiz bob " in said[0]
 
 
 # -- issue 19 §3: the code quiz covers the delivering pull requests' heads -----------------
