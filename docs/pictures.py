@@ -357,12 +357,19 @@ def write_sources(out: Path = OUT) -> list[Path]:
     return written
 
 
-def screenshot(paths: Iterable[Path]) -> list[Path]:
+def screenshot(paths: Iterable[Path], browser: Any = None) -> list[Path]:
     """Screenshot each HTML file with headless Chromium to a PNG beside it (full page).
+
+    Args:
+        paths: the HTML sources.
+        browser: an open Playwright Chromium to use (a test session's: Playwright's sync
+            API cannot start twice in one thread); None starts and closes one.
 
     Raises:
         playwright's Error: Chromium missing or failing to start.
     """
+    if browser is not None:
+        return [_shoot(browser, path) for path in paths]
     from playwright.sync_api import sync_playwright
 
     pngs = []

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +13,28 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 #: ../shared beside the checkout (CI lays a copy there); override with LOOPGATE_SHARED.
 SHARED = Path(os.environ.get("LOOPGATE_SHARED", REPO_ROOT.parent / "shared")).resolve()
 FIXTURES = SHARED / "fixtures"
+
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
+]
+NO_CHROMIUM = "Debian chromium is not installed at /usr/bin/chromium (apt-get install chromium)"
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    """One headless Chromium per test session (per xdist worker), shared by every browser
+    test: Playwright's sync API cannot be started a second time in a thread where it runs."""
+    if not CHROMIUM.exists():
+        pytest.skip(NO_CHROMIUM)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        instance = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+        yield instance
+        instance.close()
 
 
 @pytest.fixture(scope="session")

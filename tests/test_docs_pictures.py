@@ -9,6 +9,7 @@ import json
 import re
 from pathlib import Path
 from types import ModuleType
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -97,9 +98,10 @@ def test_the_committed_pngs_are_small_and_shown_in_the_docs_and_readme() -> None
 @pytest.mark.browser
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at "
                     "/usr/bin/chromium (apt-get install chromium)")
-def test_the_command_screenshots_each_source_with_headless_chromium(tmp_path: Path) -> None:
+def test_the_command_screenshots_each_source_with_headless_chromium(
+        tmp_path: Path, browser: Any) -> None:
     module = _pictures()
-    pngs = module.screenshot(module.write_sources(tmp_path))
+    pngs = module.screenshot(module.write_sources(tmp_path), browser)
     assert [p.name for p in pngs] == [f"{name}.png" for name in NAMES]
     for png in pngs:
         data = png.read_bytes()

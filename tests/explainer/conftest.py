@@ -17,13 +17,10 @@ import yaml
 from bot.explainer.content import content_from_mapping
 from bot.explainer.render import render_page
 
+# The session's Chromium (the ``browser`` fixture) lives in tests/conftest.py, one per worker.
+from tests.conftest import CHROMIUM, CHROMIUM_ARGS, NO_CHROMIUM  # noqa: F401
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "templates" / "explainer" / "examples"
-CHROMIUM = Path("/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-    "--disable-component-update", "--disable-sync", "--no-first-run", "--disable-quic",
-]
-NO_CHROMIUM = "Debian chromium is not installed at /usr/bin/chromium (apt-get install chromium)"
 
 
 def example(name: str) -> dict[str, Any]:
@@ -55,19 +52,6 @@ def write_page(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return write
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    """One headless Chromium per test session (per xdist worker)."""
-    if not CHROMIUM.exists():
-        pytest.skip(NO_CHROMIUM)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        yield instance
-        instance.close()
 
 
 class Watched:
