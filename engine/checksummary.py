@@ -41,6 +41,8 @@ CUT_NOTE = "… see the details page"
 _MARKS = {"passed": "✅", "skipped": "⏭️", "not selected": "➖", "current": "⏳",
           "waiting": "⏳", "blocked": "⛔", "escalated": "❌", "forced past": "⚠️",
           "not reached": "⚪"}
+#: The side exit's node id (``engine.runtime.ESCALATED_NODE``; the runtime imports us).
+ESCALATED_NODE = "escalated"
 _MD_SPECIAL = set("\\`*_[]<>|~#")
 
 
@@ -72,6 +74,8 @@ def path_picture(report: Mapping[str, Any]) -> list[str]:
     """
     cells = []
     for node in report["nodes"]:
+        if node["id"] == ESCALATED_NODE and node["status"] == "not reached":
+            continue  # the side exit, drawn only when the item went there
         mark = _MARKS.get(node["status"], "⚪")
         name = _code(node["id"])
         cells.append(f"{mark} **{name}**" if node["id"] == report["currentNode"]
@@ -84,7 +88,9 @@ def path_picture(report: Mapping[str, Any]) -> list[str]:
         lines += ["| node | status | provenance |", "|---|---|---|"]
         lines += [f"| {_code(n['id'])} | {n['status']} | {md(n['detail']) or '—'} |"
                   for n in rows]
-    for move in report.get("forced") or ():
+    moves = list(report.get("forced") or ())
+    lines += [""] if moves else []
+    for move in moves:
         lines.append(f"- forced: {_code(str(move.get('from')))} → {_code(str(move.get('to')))}"
                      f" by {md(move.get('by'))}, reason: {md(move.get('reason'))}")
     return lines
