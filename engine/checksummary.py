@@ -1,5 +1,5 @@
-"""The ``loopgate`` check run's output (issue 22 §1): a short title and a Markdown summary
-saying where a work item stands and why.
+"""The ``loopgate`` check run's output (issue 22 §1): a Markdown summary saying where a
+work item stands and why (the title is the check's one-line description).
 
 The summary holds, in this order: a headline, a picture of the graph's path (one row of
 nodes marked done / current / waiting / skipped) with each node's provenance (who
@@ -7,7 +7,8 @@ decided, forced, skipped), the current gate and whom it waits on (a review gate'
 "1 of 2 approvals", and who may still approve, from the gate's rule), each decision of
 the nodes' current visits with a link to its evidence (the deciding comment; a quiz's
 comment and its verified editor), the approvals a push invalidated (``surface.
-mergeCoverage``), and the link to the details page (``server.publicUrl``).
+mergeCoverage``), every quiz comment and explainer page, and the link to the details
+page (``server.publicUrl``).
 
 Pure, and the only place the check's Markdown is written: ``engine.mergegate`` calls it,
 the tracker sends what it returns. GitHub's limits (platform-facts F2; the OpenAPI
@@ -33,7 +34,8 @@ __all__ = ["MAX_SUMMARY", "MAX_TITLE", "CUT_NOTE", "details_page", "item_summary
 
 #: GitHub's limit on ``output.summary`` (and ``output.text``), counted here in UTF-8 bytes.
 MAX_SUMMARY = 65535
-#: Our own bound on ``output.title``: GitHub documents none (a short line reads best).
+#: Our own bound on ``output.title`` (the check's description, ``mergegate.MAX_DESCRIPTION``):
+#: GitHub documents none ([UNCERTAIN]; the OpenAPI ``output.title`` has no ``maxLength``).
 MAX_TITLE = 140
 #: The last line of a summary that was cut (issue 22, bad input).
 CUT_NOTE = "… see the details page"
@@ -250,11 +252,15 @@ def item_summary(graph: Graph, state: ItemState, headline: str, settings: Engine
 
 
 def _links(state: ItemState) -> list[str]:
+    # Every quiz comment loopgate posted and each explainer page, whatever the visit.
     lines = []
     for node, entry in sorted((state.surface.get("quiz") or {}).items()):
-        if isinstance(entry, Mapping) and entry.get("location"):
+        if not isinstance(entry, Mapping):
+            continue
+        lines += [f"- quiz {_code(node)}: {url}" for url in _quiz_urls(state, node)]
+        if entry.get("location"):
             lines.append(f"- explainer page of {_code(node)}: {md(entry['location'])}")
-    return lines
+    return ["### Quiz comments and explainer pages", "", *lines] if lines else []
 
 
 def fit(summary: str, page: str = "", limit: int = MAX_SUMMARY) -> str:

@@ -60,7 +60,6 @@ class GateCheck:
             table, links); a commit status has no room for it.
         details_url: a link for the check ("" for none): the quiz comment, else the item.
         head_sha: see below.
-        title: the check run's ``output.title`` (issue 22 §1; "" = use ``description``).
         page_url: the item's details page (``server.publicUrl``; "" when unset): the check
             run's ``details_url`` and the commit status's ``target_url`` when set.
     """
@@ -72,27 +71,23 @@ class GateCheck:
     #: The head commit this verdict was bound to (:func:`bind_to_head`; "" = unbound):
     #: the tracker never writes a ``success`` bound to one head on another.
     head_sha: str = ""
-    title: str = ""
     page_url: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        """The stored document ``{state, description, summary, detailsUrl, title?,
-        pageUrl?}`` (the last two only when set: documents written before issue 22 read
-        the same)."""
+        """The stored document ``{state, description, summary, detailsUrl, pageUrl?}``
+        (``pageUrl`` only when set: a document written before issue 22 reads the same)."""
         doc = {"state": self.state, "description": self.description, "summary": self.summary,
                "detailsUrl": self.details_url}
-        if self.title:
-            doc["title"] = self.title
         if self.page_url:
             doc["pageUrl"] = self.page_url
         return doc
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> GateCheck:
-        """Read :meth:`to_json` back (a document without ``title``/``pageUrl`` too)."""
+        """Read :meth:`to_json` back (a document without ``pageUrl`` too)."""
         return cls(str(doc.get("state") or PENDING), str(doc.get("description") or ""),
                    str(doc.get("summary") or ""), str(doc.get("detailsUrl") or ""),
-                   title=str(doc.get("title") or ""), page_url=str(doc.get("pageUrl") or ""))
+                   page_url=str(doc.get("pageUrl") or ""))
 
 
 def _passed(graph: Graph, state: ItemState, after: str) -> bool:
@@ -149,22 +144,6 @@ def _first_quiz_url(state: ItemState) -> str:
     return ""
 
 
-def _title(graph: Graph, state: ItemState, state_word: str, after: str) -> str:
-    # Issue 22 §1: a short title; the tally of a review gate the item waits at.
-    node = state.current_node or "-"
-    if state_word == SUCCESS:
-        return _line(f"{state.ref}: {after} passed")
-    if state_word == FAILURE:
-        return _line(f"{state.ref}: escalated at {state.parked.get('node') or node}")
-    tally = ""
-    if graph.has_node(node) and any(h.name == "classify-feedback" for h in graph.node(node).exit):
-        from engine.approvals import recorded_approvals
-
-        count = len({a.by for a in recorded_approvals(state, node)})
-        tally = f" ({count} approved so far)" if count else ""
-    return _line(f"{state.ref}: waiting at {node}{tally}")
-
-
 def item_check(graph: Graph, state: ItemState, after: str,
                settings: EngineSettings | None = None) -> GateCheck:
     """The check for one work item.
@@ -179,8 +158,9 @@ def item_check(graph: Graph, state: ItemState, after: str,
     Returns:
         ``failure`` when escalated, ``success`` when ``after`` passed by its own gate
         (a forced move never counts: neither a force onto the end nor one past ``after``),
-        else ``pending`` saying where the item waits; with the check run's title and
-        Markdown summary (:mod:`engine.checksummary`, issue 22 §1).
+        else ``pending`` saying where the item waits (``description``: also the check
+        run's ``output.title``); with its Markdown summary (:mod:`engine.checksummary`,
+        issue 22 §1).
     """
     settings = settings or EngineSettings()
     node = state.current_node or "-"
@@ -203,7 +183,6 @@ def item_check(graph: Graph, state: ItemState, after: str,
     invalidated = (state.surface.get(COVERAGE_KEY) or {}).get("invalidated") or ()
     summary = checksummary.item_summary(graph, state, text, settings, invalidated)
     return GateCheck(state_word, description, summary, _first_quiz_url(state),
-                     title=_title(graph, state, state_word, after),
                      page_url=checksummary.details_page(settings.public_url, state.ref))
 
 
@@ -430,7 +409,7 @@ def bind_to_head(state: ItemState, check: GateCheck, pull: int, head: str, *,
         lines = checksummary.invalidated_lines(invalidated_by(state, pull, head))
         return GateCheck(PENDING, _line(f"{state.ref}: {text}"),
                          _rehead(state, check, text, lines), check.details_url,
-                         title=_line(f"{state.ref}: {text}"), page_url=check.page_url)
+                         page_url=check.page_url)
     self_approval_node = self_approval_node or str(coverage.get("noSelfApproval") or "")
     if self_approval_node:
         login = self_approved(state, self_approval_node, authors_now)
@@ -439,7 +418,7 @@ def bind_to_head(state: ItemState, check: GateCheck, pull: int, head: str, *,
                     "delivers it (preventSelfApproval)")
             return GateCheck(FAILURE, _line(f"{state.ref}: {text}"),
                              _rehead(state, check, text), check.details_url,
-                             title=_line(f"{state.ref}: {text}"), page_url=check.page_url)
+                             page_url=check.page_url)
     return replace(check, head_sha=head)
 
 
@@ -559,4 +538,4 @@ def on_head(check: GateCheck, sha: str) -> GateCheck:
     summary = checksummary.rehead(check.summary, checksummary.md(text)) if check.summary \
         else text
     return GateCheck(PENDING, _line(text), summary, check.details_url, check.head_sha,
-                     title=_line(text), page_url=check.page_url)
+                     page_url=check.page_url)

@@ -511,11 +511,12 @@ class GitHubTracker:
         return {"sha": sha, "kind": "status"}
 
     def _write_check_run(self, pull: WorkItemRef, sha: str, check: Any) -> None:
-        # Issue 22 §1: the title and the Markdown summary are the engine's
-        # (engine.checksummary, already within GitHub's limits); sent as they are.
+        # Issue 22 §1: the title is the one-line verdict (≤ 140 characters) and the
+        # Markdown summary the engine's (engine.checksummary, already within GitHub's
+        # limits); both are sent as they are.
         body: dict[str, Any] = {
             "name": CHECK_NAME, "head_sha": sha,
-            "output": {"title": getattr(check, "title", "") or check.description,
+            "output": {"title": check.description,
                        "summary": check.summary or check.description}}
         if check.state == PENDING:
             body["status"] = "in_progress"

@@ -76,19 +76,19 @@ def test_the_app_check_run_carries_the_title_the_summary_and_the_details_page(
     app_side.tracker.publish_check(app_side.pull, check)
     run = _my_run(app_side)
     assert run["status"] == "in_progress"
-    assert run["output"]["title"] == "acme/widgets#7: waiting at human-approval (1 approved so far)"
+    assert run["output"]["title"] == check.description
+    assert run["output"]["title"].startswith("acme/widgets#7: at human-approval (the merge gate)")
     assert run["output"]["summary"] == check.summary  # sent as the engine wrote it
     assert run["details_url"] == PAGE
     # the update in place carries the new output too
     app_side.tracker.publish_check(app_side.pull, GateCheck(
-        "success", "acme/widgets#7: human-approval passed", "**done**", title="passed",
-        page_url=PAGE))
+        "success", "acme/widgets#7: human-approval passed", "**done**", page_url=PAGE))
     run = _my_run(app_side)
     assert (run["conclusion"], run["output"]["title"], run["output"]["summary"]) == (
-        "success", "passed", "**done**")
+        "success", "acme/widgets#7: human-approval passed", "**done**")
 
 
-def test_without_a_details_page_the_quiz_comment_is_the_link_and_the_title_the_description(
+def test_without_a_details_page_the_quiz_comment_is_the_link_and_the_summary_the_line(
         app_side: _AppSide) -> None:
     quiz = "https://github.com/acme/widgets/issues/7#issuecomment-5"
     app_side.tracker.publish_check(app_side.pull, GateCheck(

@@ -59,7 +59,7 @@ def test_waiting_at_the_merge_gate_with_one_of_two_approvals() -> None:
     _approve(runtime, tracker, "alice")
     check = _last(tracker)
     assert check.state == PENDING
-    assert check.title == "acme/widgets#7: waiting at human-approval (1 approved so far)"
+    assert check.description.startswith("acme/widgets#7: at human-approval (the merge gate)")
     assert check.page_url == PAGE
     summary = check.summary
     assert summary.startswith("**acme/widgets\\#7** — at human-approval (the merge gate): "
@@ -80,7 +80,7 @@ def test_waiting_at_the_merge_gate_with_one_of_two_approvals() -> None:
     assert "### Decisions" not in summary  # the gate has not decided yet
     assert summary.endswith(f"\n\nDetails: {PAGE}")
     stored = runtime.store.load(REF).surface[SURFACE_KEY]
-    assert (stored["title"], stored["pageUrl"]) == (check.title, PAGE)
+    assert stored["pageUrl"] == PAGE
 
 
 def test_a_passed_item_lists_each_decision_with_its_comment() -> None:
@@ -89,7 +89,7 @@ def test_a_passed_item_lists_each_decision_with_its_comment() -> None:
     first = _approve(runtime, tracker, "alice")
     second = _approve(runtime, tracker, "bob")
     check = _last(tracker)
-    assert (check.state, check.title) == (SUCCESS, "acme/widgets#7: human-approval passed")
+    assert (check.state, check.description) == (SUCCESS, "acme/widgets#7: work item complete")
     summary = check.summary
     assert summary.startswith("**acme/widgets\\#7** — work item complete\n")
     assert "✅ `human-approval` → ⏳ **`complete`**" in summary
@@ -136,8 +136,8 @@ def test_a_success_bound_to_a_head_a_push_moved_says_what_it_invalidated() -> No
     stored = GateCheck.from_json(state.surface[SURFACE_KEY])
     bound = bind_to_head(state, stored, 8, B)
     assert bound.state == PENDING and bound.page_url == PAGE
-    assert bound.title == ("acme/widgets#7: head bbbbbbb was pushed after human-approval "
-                           "covered aaaaaaa")
+    assert bound.description == ("acme/widgets#7: head bbbbbbb was pushed after "
+                                 "human-approval covered aaaaaaa")
     lines = bound.summary.splitlines()
     assert lines[0] == ("**acme/widgets\\#7** — head bbbbbbb was pushed after human-approval "
                         "covered aaaaaaa")
@@ -160,6 +160,14 @@ def test_a_quiz_decision_links_its_comment_and_names_the_verified_editor() -> No
                        EngineSettings(authorized_users=USERS))
     assert (f"- `code-quiz` (visit 1): attested by @carol (verified editor of the quiz "
             f"comment, via tick) — {url}") in check.summary
+    state.surface["quiz"] = {"code-quiz": {"comments": [{"id": 42, "url": url}],
+                                           "location": "docs/specs/issue-7/explainer.html"}}
+    check = item_check(shipped_graph(), state, "human-approval",
+                       EngineSettings(authorized_users=USERS))
+    assert ("### Quiz comments and explainer pages\n\n"
+            f"- quiz `code-quiz`: {url}\n"
+            "- explainer page of `code-quiz`: docs/specs/issue-7/explainer.html") in check.summary
+    assert check.details_url == url
 
 
 def test_no_public_url_no_link() -> None:
@@ -234,5 +242,5 @@ def test_a_stored_check_written_before_issue_22_still_reads() -> None:
     old = {"state": "pending", "description": "acme/widgets#7: at design", "summary": "s",
            "detailsUrl": ""}
     check = GateCheck.from_json(old)
-    assert (check.title, check.page_url, check.summary) == ("", "", "s")
+    assert (check.page_url, check.summary) == ("", "s")
     assert check.to_json() == old
