@@ -244,3 +244,16 @@ def test_a_stored_check_written_before_issue_22_still_reads() -> None:
     check = GateCheck.from_json(old)
     assert (check.page_url, check.summary) == ("", "s")
     assert check.to_json() == old
+
+
+def test_a_skipped_node_is_drawn_skipped_with_who_skipped_it_and_why() -> None:
+    tracker = MemoryTracker()
+    tracker.add_pull_request(REF, 8, head_sha=A)
+    runtime = _runtime(tracker)
+    runtime.start(REF)
+    runtime.declare_skips(REF, ["brainstorming"], "not needed", "alice")
+    runtime.force(REF, "human-approval", "test", "tester")
+    summary = _last(tracker).summary
+    assert "⚠️ `phase-selection` → ⏭️ `brainstorming` → ⚪ `requirements-definition`" in summary
+    assert ("| `brainstorming` | skipped | skipped by declaration — via declaration, token "
+            "'brainstorming', by alice, reason: not needed |") in summary
