@@ -257,3 +257,22 @@ def test_a_skipped_node_is_drawn_skipped_with_who_skipped_it_and_why() -> None:
     assert "⚠️ `phase-selection` → ⏭️ `brainstorming` → ⚪ `requirements-definition`" in summary
     assert ("| `brainstorming` | skipped | skipped by declaration — via declaration, token "
             "'brainstorming', by alice, reason: not needed |") in summary
+
+
+def test_the_published_check_of_a_pull_request_delivering_two_items_has_both_sections() -> None:
+    tracker = MemoryTracker()
+    other = WorkItemRef("acme", "widgets", 9)
+    runtime = _two_approvals(tracker)
+    tracker.add_pull_request(other, 8, head_sha=A)
+    runtime.start(other)
+    runtime.force(other, "human-approval", "test", "tester")
+    _approve(runtime, tracker, "alice")  # item 7: 1 of 2; item 9 waits on its own gate
+    check = _last(tracker)
+    assert check.state == PENDING
+    sections = check.summary.split("\n\n---\n\n")
+    assert [s.splitlines()[0].split(" — ")[0] for s in sections] == [
+        "**acme/widgets\\#7**", "**acme/widgets\\#9**"]
+    assert "- approvals: 1 of 2 approvals: @alice" in sections[0]
+    assert "- approvals: 0 of 2 approvals" in sections[1]
+    assert sections[0].endswith(f"Details: {PAGE}")
+    assert sections[1].endswith("Details: https://loopgate.example.com/items/acme/widgets/9")
