@@ -288,9 +288,11 @@ def rehead(summary: str, headline: str, extra: Sequence[str] = ()) -> str:
 
 
 def _page_of(summary: str) -> str:
+    # The page a summary links: its "Details:" line, or the cut note's link.
     for line in reversed(summary.splitlines()):
-        if line.startswith("Details: "):
-            return line[len("Details: "):]
+        for lead in ("Details: ", f"{CUT_NOTE}: "):
+            if line.startswith(lead):
+                return line[len(lead):]
     return ""
 
 

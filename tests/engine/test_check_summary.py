@@ -276,3 +276,13 @@ def test_the_published_check_of_a_pull_request_delivering_two_items_has_both_sec
     assert "- approvals: 0 of 2 approvals" in sections[1]
     assert sections[0].endswith(f"Details: {PAGE}")
     assert sections[1].endswith("Details: https://loopgate.example.com/items/acme/widgets/9")
+
+
+def test_a_cut_summary_reheaded_for_a_moved_head_keeps_its_page_and_the_limit() -> None:
+    from engine.checksummary import rehead
+
+    cut = fit("line\n" * 20000, PAGE, limit=1000)
+    again = rehead(cut, "**acme/widgets\\#7** — head bbbbbbb was pushed", ["- one", "- two"])
+    assert again.startswith("**acme/widgets\\#7** — head bbbbbbb was pushed\n\n- one\n- two\n")
+    assert again.endswith(f"{CUT_NOTE}: {PAGE}")
+    assert len(rehead("x\n" + "é" * 40000, "**h**", ["- a"]).encode()) <= MAX_SUMMARY
