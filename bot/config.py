@@ -105,6 +105,7 @@ class Config:
             merge_gate_after=str(self.section("mergeGate").get("after") or "human-approval"),
             merge_gate_vouching=tuple(str(n) for n in
                                       self.section("mergeGate").get("vouching") or ()),
+            public_url=str(self.section("server").get("publicUrl") or "").rstrip("/"),
         )
 
     def unwatched(self, owner: str, repo: str) -> str:

@@ -20,14 +20,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from engine import checksummary
 from engine.graph.model import Graph
 from engine.outcomes import APPROVED, APPROVED_WITH_COMMENTS, PASS, SKIPPED
+from engine.settings import EngineSettings
 from engine.state import ItemState, ItemStatus
 
 __all__ = ["CHECK_NAME", "PENDING", "SUCCESS", "FAILURE", "GateCheck", "item_check",
            "combine", "SURFACE_KEY", "MAX_DESCRIPTION", "COVERAGE_KEY", "vouching_nodes",
            "gates_to_cover", "record_coverage", "why_uncovered", "note_sent_back", "uncovered",
-           "bind_to_head", "self_approved", "group_check", "queue_pulls", "on_head"]
+           "bind_to_head", "self_approved", "group_check", "queue_pulls", "on_head",
+           "invalidated_by", "INVALIDATED_KEEP"]
 
 #: The check run name / commit status context branch protection names.
 CHECK_NAME = "loopgate"
@@ -56,6 +59,9 @@ class GateCheck:
         summary: Markdown for a check run's output (where the item stands, its node
             table, links); a commit status has no room for it.
         details_url: a link for the check ("" for none): the quiz comment, else the item.
+        head_sha: see below.
+        page_url: the item's details page (``server.publicUrl``; "" when unset): the check
+            run's ``details_url`` and the commit status's ``target_url`` when set.
     """
 
     state: str
@@ -65,17 +71,23 @@ class GateCheck:
     #: The head commit this verdict was bound to (:func:`bind_to_head`; "" = unbound):
     #: the tracker never writes a ``success`` bound to one head on another.
     head_sha: str = ""
+    page_url: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        """The stored document ``{state, description, summary, detailsUrl}``."""
-        return {"state": self.state, "description": self.description, "summary": self.summary,
-                "detailsUrl": self.details_url}
+        """The stored document ``{state, description, summary, detailsUrl, pageUrl?}``
+        (``pageUrl`` only when set: a document written before issue 22 reads the same)."""
+        doc = {"state": self.state, "description": self.description, "summary": self.summary,
+               "detailsUrl": self.details_url}
+        if self.page_url:
+            doc["pageUrl"] = self.page_url
+        return doc
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any]) -> GateCheck:
-        """Read :meth:`to_json` back."""
+        """Read :meth:`to_json` back (a document without ``pageUrl`` too)."""
         return cls(str(doc.get("state") or PENDING), str(doc.get("description") or ""),
-                   str(doc.get("summary") or ""), str(doc.get("detailsUrl") or ""))
+                   str(doc.get("summary") or ""), str(doc.get("detailsUrl") or ""),
+                   page_url=str(doc.get("pageUrl") or ""))
 
 
 def _passed(graph: Graph, state: ItemState, after: str) -> bool:
@@ -121,45 +133,36 @@ def _forced_over(graph: Graph, state: ItemState, after: str, passed_at: str) -> 
     return False
 
 
-def _links(state: ItemState) -> tuple[list[str], str]:
-    lines, first = [], ""
-    for node, entry in sorted((state.surface.get("quiz") or {}).items()):
+def _first_quiz_url(state: ItemState) -> str:
+    for _, entry in sorted((state.surface.get("quiz") or {}).items()):
         if not isinstance(entry, Mapping):
             continue
         for comment in entry.get("comments") or ():
             url = str(comment.get("url") or "") if isinstance(comment, Mapping) else ""
             if url:
-                lines.append(f"- quiz `{node}`: {url}")
-                first = first or url
-        if entry.get("location"):
-            lines.append(f"- explainer page of `{node}`: {entry['location']}")
-    return lines, first
+                return url
+    return ""
 
 
-def _summary(graph: Graph, state: ItemState, text: str) -> tuple[str, str]:
-    from engine.report import build_report, render_table  # report imports the runtime
-
-    table = render_table(build_report(graph, state))
-    links, first = _links(state)
-    parts = [f"**{state.ref}** — {text}", "", "```", table.rstrip(), "```"]
-    if links:
-        parts += ["", *links]
-    return "\n".join(parts), first
-
-
-def item_check(graph: Graph, state: ItemState, after: str) -> GateCheck:
+def item_check(graph: Graph, state: ItemState, after: str,
+               settings: EngineSettings | None = None) -> GateCheck:
     """The check for one work item.
 
     Args:
         graph: the compiled graph.
         state: the item's state.
         after: ``mergeGate.after`` (a node id, or ``complete``).
+        settings: the engine settings (approval rules and ``authorizedUsers`` for "who may
+            still approve", ``publicUrl`` for the details page; default: none of them).
 
     Returns:
         ``failure`` when escalated, ``success`` when ``after`` passed by its own gate
         (a forced move never counts: neither a force onto the end nor one past ``after``),
-        else ``pending`` saying where the item waits.
+        else ``pending`` saying where the item waits (``description``: also the check
+        run's ``output.title``); with its Markdown summary (:mod:`engine.checksummary`,
+        issue 22 §1).
     """
+    settings = settings or EngineSettings()
     node = state.current_node or "-"
     if state.status == ItemStatus.ESCALATED:
         reason = str(state.parked.get("reason") or "")
@@ -177,8 +180,10 @@ def item_check(graph: Graph, state: ItemState, after: str) -> GateCheck:
         why = str((state.surface.get(COVERAGE_KEY) or {}).get("sentBack") or "")
         text = f"{why}; now {text}" if why else text
     description = _line(f"{state.ref}: {text}")
-    summary, url = _summary(graph, state, text)
-    return GateCheck(state_word, description, summary, url)
+    invalidated = (state.surface.get(COVERAGE_KEY) or {}).get("invalidated") or ()
+    summary = checksummary.item_summary(graph, state, text, settings, invalidated)
+    return GateCheck(state_word, description, summary, _first_quiz_url(state),
+                     page_url=checksummary.details_page(settings.public_url, state.ref))
 
 
 def combine(checks: Sequence[tuple[str, GateCheck | None]]) -> GateCheck:
@@ -197,17 +202,20 @@ def combine(checks: Sequence[tuple[str, GateCheck | None]]) -> GateCheck:
              for ref, c in checks]
     failed = [c for _, c in known if c.state == FAILURE]
     waiting = [ref for ref, c in known if c.state == PENDING]
-    summary = "\n\n---\n\n".join(c.summary or c.description for _, c in known)
+    # Issue 22 §1: each item's section, one after the other, cut to GitHub's limit.
+    page = next((c.page_url for _, c in known if c.page_url), "")
+    summary = checksummary.join_sections([c.summary or checksummary.md(c.description)
+                                          for _, c in known], page)
     url = next((c.details_url for _, c in known if c.details_url), "")
     if failed:
-        return GateCheck(FAILURE, _line(failed[0].description), summary, url)
+        return GateCheck(FAILURE, _line(failed[0].description), summary, url, page_url=page)
     if waiting:
         return GateCheck(PENDING, _line(f"{len(known) - len(waiting)} of {len(known)} work "
                                         f"items passed; waiting: {', '.join(waiting)}"),
-                         summary, url)
+                         summary, url, page_url=page)
     heads = {c.head_sha for _, c in known}
     return GateCheck(SUCCESS, _line(f"all {len(known)} work items passed"), summary, url,
-                     heads.pop() if len(heads) == 1 else "")
+                     heads.pop() if len(heads) == 1 else "", page_url=page)
 
 
 # -- issue 19 §3: the check is bound to the commits the vouching gates covered ---------------
@@ -398,8 +406,10 @@ def bind_to_head(state: ItemState, check: GateCheck, pull: int, head: str, *,
     missing = uncovered(state, coverage.get("gates") or (), pull, head)
     if missing is not None:
         text = why_uncovered(pull, head, *missing)
-        return GateCheck(PENDING, _line(f"{state.ref}: {text}"), f"**{state.ref}** — {text}",
-                         check.details_url)
+        lines = checksummary.invalidated_lines(invalidated_by(state, pull, head))
+        return GateCheck(PENDING, _line(f"{state.ref}: {text}"),
+                         _rehead(state, check, text, lines), check.details_url,
+                         page_url=check.page_url)
     self_approval_node = self_approval_node or str(coverage.get("noSelfApproval") or "")
     if self_approval_node:
         login = self_approved(state, self_approval_node, authors_now)
@@ -407,15 +417,60 @@ def bind_to_head(state: ItemState, check: GateCheck, pull: int, head: str, *,
             text = (f"@{login} approved {self_approval_node} and authored #{pull}, which "
                     "delivers it (preventSelfApproval)")
             return GateCheck(FAILURE, _line(f"{state.ref}: {text}"),
-                             f"**{state.ref}** — {text}", check.details_url)
+                             _rehead(state, check, text), check.details_url,
+                             page_url=check.page_url)
     return replace(check, head_sha=head)
 
 
-def note_sent_back(state: ItemState, text: str) -> None:
+def _rehead(state: ItemState, check: GateCheck, text: str, extra: Sequence[str] = ()) -> str:
+    headline = f"**{checksummary.md(state.ref)}** — {checksummary.md(text)}"
+    return checksummary.rehead(check.summary, headline, extra) if check.summary else headline
+
+
+#: How many invalidated approvals ``surface.mergeCoverage.invalidated`` keeps (newest).
+INVALIDATED_KEEP = 20
+
+
+def invalidated_by(state: ItemState, pull: int, head: str) -> list[dict[str, Any]]:
+    """The passes of vouching gates that covered ``pull`` at another commit than ``head``
+    (a push superseded them; issue 22 §1 "invalidated approvals").
+
+    Returns:
+        ``[{node, visit, outcome, by: [login…], at, pull, covered, pushed}]`` in vouching
+        order; [] when ``head`` is unknown or every pass covered it.
+    """
+    coverage = state.surface.get(COVERAGE_KEY) or {}
+    nodes = coverage.get("nodes") or {}
+    out: list[dict[str, Any]] = []
+    for node in _passed_gates(state, coverage.get("gates") or ()):
+        covered = str(((nodes.get(node) or {}).get("heads") or {}).get(str(pull)) or "")
+        if not head or not covered or covered == head:
+            continue
+        visit = state.visit(node)
+        record = state.nodes[node]
+        out.append({"node": node, "visit": visit.number if visit is not None else 0,
+                    "outcome": record.outcome, "by": sorted(_approvers(state, node)),
+                    "at": record.exited_at, "pull": pull, "covered": covered,
+                    "pushed": head})
+    return out
+
+
+def note_sent_back(state: ItemState, text: str, *, pull: int = 0, head: str = "") -> None:
     """Remember in ``state`` (mutated) why a push sent the item back, until the gate it
-    went back to covers the heads again: the pending check says it (issue 19 §3)."""
+    went back to covers the heads again: the pending check says it (issue 19 §3). With
+    ``pull`` and its new ``head``, also remember every pass that push invalidated
+    (:func:`invalidated_by`) in ``mergeCoverage.invalidated``, newest last, at most
+    :data:`INVALIDATED_KEEP` (issue 22 §1: the check's summary lists them). Call it
+    before the item is sent back (the passes are still the current visits)."""
     coverage = dict(state.surface.get(COVERAGE_KEY) or {})
     coverage["sentBack"] = text
+    if pull and head:
+        seen = [dict(e) for e in coverage.get("invalidated") or () if isinstance(e, Mapping)]
+        for entry in invalidated_by(state, pull, head):
+            if not any(all(e.get(k) == entry[k] for k in ("node", "visit", "pull", "pushed"))
+                       for e in seen):
+                seen.append(entry)
+        coverage["invalidated"] = seen[-INVALIDATED_KEEP:]
     state.surface[COVERAGE_KEY] = coverage
 
 
@@ -480,4 +535,7 @@ def on_head(check: GateCheck, sha: str) -> GateCheck:
         return check
     text = (f"head {_short(sha)} is newer than {_short(check.head_sha)}, the head the "
             "gates covered")
-    return GateCheck(PENDING, _line(text), text, check.details_url, check.head_sha)
+    summary = checksummary.rehead(check.summary, checksummary.md(text)) if check.summary \
+        else text
+    return GateCheck(PENDING, _line(text), summary, check.details_url, check.head_sha,
+                     page_url=check.page_url)

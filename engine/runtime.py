@@ -315,7 +315,8 @@ class Runtime:
         state = tx.state
         if not self.settings.merge_gate or state is None or not state.current_node:
             return
-        check = item_check(self.graph, state, self.settings.merge_gate_after).to_json()
+        check = item_check(self.graph, state, self.settings.merge_gate_after,
+                           self.settings).to_json()
         if check == state.surface.get(MERGE_GATE_KEY) and not always:
             return
         state.surface[MERGE_GATE_KEY] = check
@@ -422,7 +423,7 @@ class Runtime:
             return
         node_id, pull, head, covered = min(misses, key=lambda m: vouching.index(m[0]))
         reason = why_uncovered(pull, head, node_id, covered)
-        note_sent_back(state, reason)
+        note_sent_back(state, reason, pull=pull, head=head)
         self._reenter(w, node_id, {"pull": pull, "head": head, "covered": covered,
                                    "reason": reason})
 

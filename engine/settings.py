@@ -55,6 +55,9 @@ class EngineSettings:
             (``mergeGate.after``; default ``human-approval``; ``complete`` = the end).
         merge_gate_vouching: the gates whose pass covers a pull request's head
             (``mergeGate.vouching``; empty = from ``code-quiz`` to the merge node; issue 19 §3).
+        public_url: where people reach ``loopgate serve`` (``server.publicUrl``, no
+            trailing slash needed); the ``loopgate`` check links an item's details page
+            ``<public_url>/items/<owner>/<repo>/<n>`` (issue 22 §1); "" = no link.
     """
 
     authorized_users: tuple[str, ...] = ()
@@ -69,6 +72,7 @@ class EngineSettings:
     merge_gate: bool = False
     merge_gate_after: str = "human-approval"
     merge_gate_vouching: tuple[str, ...] = ()
+    public_url: str = ""
 
     @property
     def bot(self) -> Actor:

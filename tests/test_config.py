@@ -112,3 +112,14 @@ def test_merge_gate_vouching_reaches_the_engine_settings() -> None:
     assert cfg.engine_settings().merge_gate_vouching == ("code-quiz", "human-approval")
     with pytest.raises(ConfigError, match="vouching"):
         validate_mapping({"mergeGate": {"vouching": "human-approval"}})
+
+
+def test_server_public_url_reaches_the_engine_without_its_trailing_slash() -> None:
+    # Issue 22 §1: the loopgate check links <publicUrl>/items/<owner>/<repo>/<n>.
+    cfg = validate_mapping({"server": {"publicUrl": "https://loopgate.example.com/lg/"}})
+    assert cfg.engine_settings().public_url == "https://loopgate.example.com/lg"
+    assert validate_mapping({}).engine_settings().public_url == ""
+    for bad in ("loopgate.example.com", "https://", "https://x.example/a b", "ftp://x.example"):
+        with pytest.raises(ConfigError) as err:
+            validate_mapping({"server": {"publicUrl": bad}})
+        assert "server.publicUrl" in str(err.value), bad

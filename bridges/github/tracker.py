@@ -504,22 +504,27 @@ class GitHubTracker:
             return {"sha": sha, "kind": "check-run"}
         body = {"state": check.state, "context": CHECK_NAME,
                 "description": check.description}
-        if check.details_url:
-            body["target_url"] = check.details_url
+        link = _link(check)
+        if link:  # issue 22 §1: the item's details page when server.publicUrl is set
+            body["target_url"] = link
         self.client.create_status(pull.owner, pull.repo, sha, body)
         return {"sha": sha, "kind": "status"}
 
     def _write_check_run(self, pull: WorkItemRef, sha: str, check: Any) -> None:
+        # Issue 22 §1: the title is the one-line verdict (≤ 140 characters) and the
+        # Markdown summary the engine's (engine.checksummary, already within GitHub's
+        # limits); both are sent as they are.
         body: dict[str, Any] = {
             "name": CHECK_NAME, "head_sha": sha,
-            "output": {"title": check.description, "summary": check.summary[:65535]
-                       or check.description}}
+            "output": {"title": check.description,
+                       "summary": check.summary or check.description}}
         if check.state == PENDING:
             body["status"] = "in_progress"
         else:
             body.update(status="completed", conclusion=check.state)
-        if check.details_url:
-            body["details_url"] = check.details_url
+        link = _link(check)
+        if link:
+            body["details_url"] = link
         runs = self._own_runs(self.client.check_runs(pull.owner, pull.repo, sha, CHECK_NAME))
         if runs:
             patch = {k: v for k, v in body.items() if k != "head_sha"}
@@ -634,6 +639,11 @@ class GitHubTracker:
             return []
         middle = head[len(before): len(head) - len(after) if after else None]
         return [int(middle)] if middle.isdigit() else []
+
+
+def _link(check: Any) -> str:
+    # The details page (GateCheck.page_url) wins over the quiz comment (details_url).
+    return str(getattr(check, "page_url", "") or check.details_url or "")
 
 
 @contextmanager

@@ -1258,7 +1258,13 @@ class FakeGitHub(LoopbackServer):
     def _check_run_json(self, run: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in run.items() if not k.startswith("_")}
 
-    def _apply_run(self, run: dict[str, Any], data: dict[str, Any]) -> _Response | None:
+    def _apply_run(self, run: dict[str, Any], data: dict[str, Any],
+                   creating: bool = False) -> _Response | None:
+        # A refused write changes nothing: the output is checked before anything is set.
+        refused = _output_refused(data["output"] or {}, creating=creating) \
+            if "output" in data else None
+        if refused is not None:
+            return refused
         status = data.get("status", run.get("status") or "queued")
         conclusion = data.get("conclusion", run.get("conclusion"))
         if conclusion is not None and "status" not in data:
@@ -1307,7 +1313,7 @@ class FakeGitHub(LoopbackServer):
                        "annotations_url": ""},
             "check_suite": {"id": rid // 10}, "app": self.app.app_json() if self.app else None,
             "pull_requests": [], "_repo": repo.full_name}
-        bad = self._apply_run(run, data)
+        bad = self._apply_run(run, data, creating=True)
         if bad is not None:
             return bad
         self.check_runs[rid] = run
@@ -1712,3 +1718,34 @@ def wait_for(predicate: Callable[[], bool], timeout: float = 5.0, interval: floa
             return True
         time.sleep(interval)
     return predicate()
+
+
+#: GitHub's limit on a check run's ``output.summary`` and ``output.text`` (OpenAPI
+#: ``maxLength: 65535``, "Maximum length: 65535 characters", platform-facts F2). GitHub
+#: counts UTF-8 bytes: github/docs#35252 quotes its 422 "summary exceeds a maximum
+#: bytesize of 65535" for a summary of fewer characters with emoji. [UNCERTAIN] the
+#: exact error wording GitHub uses today (bencher#534 saw "Only 65535 characters are
+#: allowed; 104883 were supplied."); the status 422 and the field are what tests rely on.
+CHECK_OUTPUT_MAX_BYTES = 65535
+
+
+def _output_refused(out: Any, *, creating: bool) -> _Response | None:
+    """A check run's ``output`` as GitHub validates it: an object; on create ``title`` and
+    ``summary`` are required (OpenAPI ``checks/create`` ``output.required``); ``summary`` and
+    ``text`` at most :data:`CHECK_OUTPUT_MAX_BYTES` UTF-8 bytes. [UNCERTAIN] ``title`` has
+    no documented maximum (the OpenAPI gives none), so none is enforced here."""
+    if not isinstance(out, dict):
+        return _Response(422, {"message": "Invalid request: output is not an object"})
+    if creating and (not out.get("title") or not out.get("summary")):
+        return _Response(422, {"message": "Invalid request: output.title and output.summary "
+                                          "are required"})
+    for field_name in ("summary", "text"):
+        value = out.get(field_name)
+        if isinstance(value, str) and len(value.encode("utf-8")) > CHECK_OUTPUT_MAX_BYTES:
+            return _Response(422, {
+                "message": "Validation Failed",
+                "errors": [{"resource": "CheckRun", "code": "custom", "field": field_name,
+                            "message": f"{field_name} exceeds a maximum bytesize of "
+                                       f"{CHECK_OUTPUT_MAX_BYTES}"}],
+                "documentation_url": "https://docs.github.com/rest/checks/runs"})
+    return None
