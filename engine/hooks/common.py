@@ -15,6 +15,8 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engine.approvals import ApprovalRule, People, Verdict, authorize
+from engine.codeowners import Ownership, ownership
+from engine.codeowners import parse as parse_codeowners
 from engine.effects import AddLabel, Notify, PostComment, RemoveLabel, quiz_record
 from engine.evidence import assignment_lines, record_kind
 from engine.graph.model import Graph, HookRef, Node
@@ -46,6 +48,8 @@ __all__ = [
     "trusted_skipped_ids",
     "rule_for",
     "people_for",
+    "code_owners_for",
+    "covers_pull_request",
     "gate_rule",
     "gate_people",
     "team_lookup",
@@ -170,22 +174,63 @@ def people_for(tracker: Any, ref: WorkItemRef, node_id: str, rule: ApprovalRule,
     """Whose work gate ``node_id`` judges, read through ``tracker`` only when the rule
     needs it (``preventSelfApproval``, or the ``assignee-or-author`` attester rule). At
     the merge gate (``mergeGate.after``) and at ``human-approval`` the delivering pull
-    requests' authors count too, since the code is theirs (issue 11 §2).
+    requests' authors count too, since the code is theirs (issue 11 §2). A rule with the
+    ``codeowners`` approver entry also reads who owns the changed files
+    (:func:`code_owners_for`, issue 24 §1).
 
     Raises:
-        TrackerError: the item or its pull requests could not be read (callers fail
-            closed: the decision does not count yet).
+        TrackerError: the item, its pull requests, CODEOWNERS or the changed files could
+            not be read (callers fail closed: the decision does not count yet).
     """
+    owners = code_owners_for(tracker, ref, node_id, settings) if rule.codeowners else None
     needs_item = rule.prevent_self_approval or (attesting and rule.attester != "any")
     if not needs_item:
-        return People()
+        return People(code_owners=owners)
     info = tracker.issue_info(ref)
     pulls: tuple[tuple[str, str], ...] = ()
     merge_gate = node_id in {settings.merge_gate_after, "human-approval"}
     if rule.prevent_self_approval and not attesting and merge_gate:
         pulls = tuple((pr.author, f"{ref.owner}/{ref.repo}#{pr.number}")
                       for pr in tracker.delivering_pull_requests(ref) if pr.author)
-    return People(info.author, tuple(getattr(info, "assignees", ()) or ()), pulls)
+    return People(info.author, tuple(getattr(info, "assignees", ()) or ()), pulls, owners)
+
+
+def covers_pull_request(node_id: str, settings: EngineSettings) -> bool:
+    """True for a gate that judges a pull request: ``code-quiz``, ``human-approval``, the
+    merge node (``mergeGate.after``) and the configured vouching gates (issue 24 §1)."""
+    return node_id in {"code-quiz", "human-approval", settings.merge_gate_after,
+                       *settings.merge_gate_vouching}
+
+
+def code_owners_for(tracker: Any, ref: WorkItemRef, node_id: str,
+                    settings: EngineSettings) -> Ownership:
+    """Who owns the open delivering pull requests' changed files, per the repository's
+    CODEOWNERS on its default branch (issue 24 §1; platform-facts F5). A gate that covers
+    no pull request, or an item with no open delivering pull request yet, has no code
+    owners (``problem`` says so); so has a repository without a CODEOWNERS file.
+
+    Raises:
+        TrackerError: the file or a pull request's files could not be read, or the
+            tracker cannot read them (fail closed: the gate waits and says why).
+    """
+    if not covers_pull_request(node_id, settings):
+        return Ownership(problem=f"{node_id} covers no pull request")
+    pulls = [p for p in tracker.delivering_pull_requests(ref) if p.state == "open"]
+    if not pulls:
+        return Ownership(problem="no open pull request delivers this work item yet")
+    read_file = getattr(tracker, "codeowners_file", None)
+    read_changes = getattr(tracker, "changed_files", None)
+    if read_file is None or read_changes is None:
+        raise TrackerError("this tracker cannot read CODEOWNERS or a pull request's files")
+    try:
+        found = read_file(ref.owner, ref.repo)
+        changed = [path for p in pulls
+                   for path in read_changes(WorkItemRef(ref.owner, ref.repo, p.number))]
+    except TrackerError as exc:
+        raise TrackerError(f"CODEOWNERS or the changed files of {ref.owner}/{ref.repo} "
+                           f"could not be read: {exc}") from exc
+    parsed = parse_codeowners(found[1], found[0]) if found is not None else None
+    return ownership(parsed, changed)
 
 
 def gate_people(ctx: HookContext, rule: ApprovalRule, *, attesting: bool = False) -> People:
