@@ -158,9 +158,11 @@ def _rule_problems(config: Config, graph: Graph, node_id: str, rule: Any) -> lis
         return []  # a team's size is GitHub's to say
     people = set(rule.logins(config.data.get("authorizedUsers") or ()))
     source = f"gates.{node_id}.approvers" if rule.approvers else "authorizedUsers"
-    if people and rule.approvals > len(people):
+    needed = max(rule.approvals, rule.agent_approvals)  # issue 24 §2: agentAuthored
+    key = "approvals" if needed == rule.approvals else "agentAuthored.approvals"
+    if people and needed > len(people):
         # Issue 11 §2: such a gate could never pass.
-        return [f"gates.{node_id}.approvals: {rule.approvals} approvals needed but only "
+        return [f"gates.{node_id}.{key}: {needed} approvals needed but only "
                 f"{len(people)} people may approve ({source})"]
     return []
 

@@ -37,6 +37,13 @@ config wins):
   ``codeowners: any`` (the default) lets any of them approve, ``codeowners: all-files``
   also holds the gate until every owned changed file has an approval by one of its owners
   (``Tally.uncovered``). A login spelled ``codeowners`` is written ``@codeowners``.
+* ``agentAuthored: {approvals: N}`` (issue 24 §2) — when the work is agent-authored
+  (``People.agent_authored``, :mod:`engine.dispatch`) the gate needs N approvals (the
+  larger of N and ``approvals``); with ``preventSelfApproval`` too, the person who
+  dispatched the agent (``People.dispatcher``: whose ``the-loop execute`` started the
+  walk) is one of the work's authors (GitHub's rule for its coding agent, platform-facts
+  F4). The ``agentAuthored`` key is the opt-in: a rule without it keeps letting the
+  executor approve, as it did before.
 
 Counting: one approval per person (a second approval by the same person replaces the
 first); a counted ``changes-requested`` resets the count (the gate routes back).
@@ -106,6 +113,8 @@ class ApprovalRule:
         attester: quiz gates: :data:`ATTESTER_ANY` or :data:`ATTESTER_ASSIGNEE`.
         codeowners: "" (no code owners), :data:`CODEOWNERS_ANY` or
             :data:`CODEOWNERS_ALL_FILES`; set when ``approvers`` lists ``codeowners``.
+        agent_approvals: ``agentAuthored.approvals``: approvals needed when the work is
+            agent-authored (0: no such rule).
     """
 
     approvals: int = 1
@@ -113,6 +122,7 @@ class ApprovalRule:
     prevent_self_approval: bool = False
     attester: str = ATTESTER_ANY
     codeowners: str = ""
+    agent_approvals: int = 0
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any], path: str = "gates") -> ApprovalRule:
@@ -123,7 +133,8 @@ class ApprovalRule:
         """
         if not isinstance(doc, Mapping):
             raise ConfigError(f"{path}: must be a mapping")
-        known = {"approvals", "approvers", "preventSelfApproval", "attester", "codeowners"}
+        known = {"approvals", "approvers", "preventSelfApproval", "attester", "codeowners",
+                 "agentAuthored"}
         for key in doc:
             if key not in known:
                 allowed = ", ".join(sorted(known))
@@ -146,7 +157,8 @@ class ApprovalRule:
         if not isinstance(prevent, bool):
             raise ConfigError(f"{path}.preventSelfApproval: must be true or false")
         names = tuple(a.strip() for a in approvers)
-        return cls(count, names, prevent, attester, _codeowners_mode(doc, names, path))
+        return cls(count, names, prevent, attester, _codeowners_mode(doc, names, path),
+                   _agent_approvals(doc.get("agentAuthored"), f"{path}.agentAuthored"))
 
     def to_json(self) -> dict[str, Any]:
         """The camelCase document (:meth:`from_json` reads it back)."""
@@ -154,7 +166,16 @@ class ApprovalRule:
                "preventSelfApproval": self.prevent_self_approval, "attester": self.attester}
         if self.codeowners:
             doc["codeowners"] = self.codeowners
+        if self.agent_approvals:
+            doc["agentAuthored"] = {"approvals": self.agent_approvals}
         return doc
+
+    def needed(self, people: People | None = None) -> int:
+        """Approvals needed: ``agentAuthored.approvals`` when ``people`` says the work is
+        agent-authored and that is more, else ``approvals``."""
+        if people is not None and people.agent_authored and self.agent_approvals:
+            return max(self.approvals, self.agent_approvals)
+        return self.approvals
 
     def logins(self, authorized_users: Sequence[str]) -> tuple[str, ...]:
         """The plain logins allowed (``approvers`` without teams and without the
@@ -177,6 +198,22 @@ def _who(name: str, owners: Ownership | None) -> str:
     if name != CODEOWNERS:
         return f"@{name.lstrip('@')}"
     return owners.describe() if owners is not None else "the code owners of the changed files"
+
+
+def _agent_approvals(doc: Any, path: str) -> int:
+    """``agentAuthored: {approvals: N}`` → N (0 when absent).
+
+    Raises:
+        ConfigError: not a mapping with a whole ``approvals`` ≥ 1 and nothing else.
+    """
+    if doc is None:
+        return 0
+    if not isinstance(doc, Mapping) or set(doc) - {"approvals"} or "approvals" not in doc:
+        raise ConfigError(f"{path}: must be a mapping with approvals (e.g. {{approvals: 2}})")
+    count = doc["approvals"]
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise ConfigError(f"{path}.approvals: must be a whole number ≥ 1, got {count!r}")
+    return count
 
 
 def _codeowners_mode(doc: Mapping[str, Any], approvers: Sequence[str], path: str) -> str:
@@ -218,12 +255,17 @@ class People:
             (filled at the merge gate only).
         code_owners: who owns the delivering pull requests' changed files (read only for
             a rule with the ``codeowners`` entry; None otherwise).
+        dispatcher: who dispatched the agent (``the-loop execute``), "" when unknown or
+            not read (issue 24 §2).
+        agent_authored: why the work is agent-authored, "" when it is not (or not read).
     """
 
     item_author: str = ""
     assignees: tuple[str, ...] = ()
     pull_request_authors: tuple[tuple[str, str], ...] = ()
     code_owners: Ownership | None = None
+    dispatcher: str = ""
+    agent_authored: str = ""
 
 
 @dataclass(frozen=True)
@@ -243,6 +285,10 @@ def _self_reason(login: str, people: People) -> str:
         if login == normalize_login(author):
             return (f"@{login} opened {pull}, which delivers this work item, and this gate "
                     "has preventSelfApproval: the author cannot approve their own work")
+    if people.dispatcher and login == normalize_login(people.dispatcher):
+        # Issue 24 §2, platform-facts F4: who asked the agent for the work is its author.
+        return (f"@{login} dispatched the agent that did this work (the-loop execute), and "
+                "this gate has preventSelfApproval: who asked for the work cannot approve it")
     return ""
 
 
@@ -424,12 +470,14 @@ class Tally:
         changes: the counted ``changes-requested`` that decided the gate, or None.
         uncovered: ``codeowners: all-files``: the owned changed files no approver owns
             yet (the gate waits for them, issue 24 §1).
+        agent: why more approvals are needed (``agentAuthored``), "" otherwise.
     """
 
     needed: int
     approvals: tuple[Approval, ...] = ()
     changes: Approval | None = None
     uncovered: tuple[str, ...] = ()
+    agent: str = ""
 
     @property
     def count(self) -> int:
@@ -455,6 +503,8 @@ class Tally:
         """``1 of 2 approvals: @alice`` (``0 of 2 approvals`` when none)."""
         noun = "approval" if self.needed == 1 else "approvals"
         text = f"{self.count} of {self.needed} {noun}"
+        if self.agent:
+            text += " (agent-authored)"
         if self.approvals:
             text += ": " + ", ".join(f"@{a.by}" for a in self.approvals)
         if self.uncovered:
@@ -474,7 +524,9 @@ def tally(rule: ApprovalRule, approvals: Sequence[Approval],
     owners = people.code_owners if people is not None else None
     if rule.codeowners == CODEOWNERS_ALL_FILES and owners is not None and changes is None:
         missing = uncovered(owners, [a.by for a in approvals], membership)
-    return Tally(rule.approvals, tuple(approvals), changes, missing)
+    needed = rule.needed(people)
+    agent = people.agent_authored if people is not None and needed > rule.approvals else ""
+    return Tally(needed, tuple(approvals), changes, missing, agent)
 
 
 @dataclass(frozen=True)
@@ -552,6 +604,9 @@ def rule_problem(rule: ApprovalRule, exit_hooks: Sequence[str]) -> str:
         if rule.codeowners == CODEOWNERS_ALL_FILES:
             return ("codeowners: all-files needs several approvals: a quiz gate passes on "
                     "one attestation (use codeowners: any)")
+        if rule.agent_approvals:
+            return ("a quiz gate passes on one attestation: agentAuthored applies to review "
+                    "gates (classify-feedback)")
         if rule.approvals != 1 or rule.prevent_self_approval:
             return ("a quiz gate passes on one attestation: approvals and "
                     "preventSelfApproval apply to review gates (classify-feedback)")

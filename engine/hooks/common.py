@@ -17,6 +17,7 @@ from typing import Any
 from engine.approvals import ApprovalRule, People, Verdict, authorize
 from engine.codeowners import Ownership, ownership
 from engine.codeowners import parse as parse_codeowners
+from engine.dispatch import agent_authored, dispatcher
 from engine.effects import AddLabel, Notify, PostComment, RemoveLabel, quiz_record
 from engine.evidence import assignment_lines, record_kind
 from engine.graph.model import Graph, HookRef, Node
@@ -170,29 +171,46 @@ def gate_rule(ctx: HookContext, node_id: str | None = None) -> ApprovalRule:
 
 
 def people_for(tracker: Any, ref: WorkItemRef, node_id: str, rule: ApprovalRule,
-               settings: EngineSettings, *, attesting: bool = False) -> People:
+               settings: EngineSettings, *, attesting: bool = False, state: Any = None,
+               graph: Graph | None = None) -> People:
     """Whose work gate ``node_id`` judges, read through ``tracker`` only when the rule
     needs it (``preventSelfApproval``, or the ``assignee-or-author`` attester rule). At
     the merge gate (``mergeGate.after``) and at ``human-approval`` the delivering pull
     requests' authors count too, since the code is theirs (issue 11 §2). A rule with the
     ``codeowners`` approver entry also reads who owns the changed files
-    (:func:`code_owners_for`, issue 24 §1).
+    (:func:`code_owners_for`, issue 24 §1). Given the item's ``state`` and ``graph``, a
+    ``preventSelfApproval`` rule also names the agent's dispatcher, and an
+    ``agentAuthored`` rule whether the work is agent-authored (issue 24 §2,
+    :mod:`engine.dispatch`).
 
     Raises:
         TrackerError: the item, its pull requests, CODEOWNERS or the changed files could
             not be read (callers fail closed: the decision does not count yet).
     """
     owners = code_owners_for(tracker, ref, node_id, settings) if rule.codeowners else None
+    dispatched = agent = ""
+    if state is not None and graph is not None and not attesting:
+        # Opt-in (a rule with agentAuthored): an executor approving was allowed before.
+        aware = rule.prevent_self_approval and rule.agent_approvals
+        dispatched = dispatcher(graph, state) if aware else ""
+        agent = _agent(tracker, ref, graph, state) if rule.agent_approvals else ""
     needs_item = rule.prevent_self_approval or (attesting and rule.attester != "any")
     if not needs_item:
-        return People(code_owners=owners)
+        return People(code_owners=owners, dispatcher=dispatched, agent_authored=agent)
     info = tracker.issue_info(ref)
     pulls: tuple[tuple[str, str], ...] = ()
     merge_gate = node_id in {settings.merge_gate_after, "human-approval"}
     if rule.prevent_self_approval and not attesting and merge_gate:
         pulls = tuple((pr.author, f"{ref.owner}/{ref.repo}#{pr.number}")
                       for pr in tracker.delivering_pull_requests(ref) if pr.author)
-    return People(info.author, tuple(getattr(info, "assignees", ()) or ()), pulls, owners)
+    return People(info.author, tuple(getattr(info, "assignees", ()) or ()), pulls, owners,
+                  dispatched, agent)
+
+
+def _agent(tracker: Any, ref: WorkItemRef, graph: Graph, state: Any) -> str:
+    # The walk answers first; only then are the pull requests' authors read.
+    return agent_authored(graph, state) or agent_authored(
+        graph, state, [p.author for p in tracker.delivering_pull_requests(ref) if p.author])
 
 
 def covers_pull_request(node_id: str, settings: EngineSettings) -> bool:
@@ -236,7 +254,7 @@ def code_owners_for(tracker: Any, ref: WorkItemRef, node_id: str,
 def gate_people(ctx: HookContext, rule: ApprovalRule, *, attesting: bool = False) -> People:
     """:func:`people_for` the hook's item and node."""
     return people_for(ctx.ports.tracker, ctx.ref, ctx.node.id, rule, ctx.settings,
-                      attesting=attesting)
+                      attesting=attesting, state=ctx.state, graph=ctx.graph)
 
 
 def team_lookup(ctx: HookContext) -> Callable[[str, str, str], bool]:

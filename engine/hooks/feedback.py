@@ -208,7 +208,8 @@ def gate_tally(ctx: HookContext) -> GateCount:
     changes: Approval | None = None
     refused: list[Refusal] = []
     counted: list[Approval] = []
-    if not decisions and rule.codeowners != CODEOWNERS_ALL_FILES:
+    # all-files and agentAuthored decide with whose work it is, even on an empty event.
+    if not decisions and rule.codeowners != CODEOWNERS_ALL_FILES and not rule.agent_approvals:
         return GateCount(tally(rule, approvals), entry, refused)
     try:
         people = gate_people(ctx, rule)
@@ -216,7 +217,7 @@ def gate_tally(ctx: HookContext) -> GateCount:
         return GateCount(tally(rule, approvals), entry, refused,
                          unverified=f"could not read who authored the work ({exc})")
     membership = team_lookup(ctx)
-    if not decisions:  # all-files: the changed files may be owned now (issue 24 §1)
+    if not decisions:  # issue 24: the owned files and the authorship may differ now
         return GateCount(tally(rule, approvals, people=people, membership=membership),
                          entry, refused)
     for decision in decisions:
