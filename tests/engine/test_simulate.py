@@ -25,7 +25,8 @@ PR = WorkItemRef("acme", "widgets", 8)
 USERS = ("alice", "bob", "carol", "dave")
 GATE = "human-approval"
 READS = {"list_comments", "labels", "delivering_pull_requests", "issue_info",
-         "comment_edits", "team_membership", "items_for_pull_request"}
+         "comment_edits", "team_membership", "items_for_pull_request", "codeowners_file",
+         "changed_files"}
 
 
 class Clock:
@@ -206,3 +207,23 @@ def test_the_dry_tracker_records_writes_it_does_not_know() -> None:
     assert [name for name, _ in dry.writes] == ["add_label", "publish_check", "remember"]
     assert tracker.calls == []
     assert dry.comments_editable is True
+
+
+def test_simulate_reads_code_owners_and_agrees_with_the_walk() -> None:
+    # Issue 24 §1 meets §4: the dry tracker passes the CODEOWNERS and changed-files reads.
+    tracker = _tracker()
+    tracker.set_file("acme/widgets", ".github/CODEOWNERS", "/web/ @wendy\n/docs/ @writer\n")
+    tracker.set_changed_files(PR, ["web/app.ts", "docs/guide.md"])
+    runtime = _runtime(tracker, ApprovalRule.from_json(
+        {"approvers": ["codeowners"], "codeowners": "all-files"}))
+    calls = len(tracker.calls)
+
+    sim = _simulate(runtime, "writer")
+    assert _writes(tracker, calls) == []
+    assert (sim.counted, sim.after_node) == (True, GATE)
+    assert "no code owner approved web/app.ts yet" in sim.wait
+    real = _click(runtime, "writer")
+    assert real.current_node == GATE and real.parked["reason"] == sim.wait
+
+    assert _simulate(runtime, "wendy").after_node == "complete"
+    assert _click(runtime, "wendy").current_node == "complete"
