@@ -194,10 +194,21 @@ def _summary(ref: WorkItemRef, node: str, login: str, before: ItemState, after: 
                       _effects(copy, ref))
 
 
-def _refusal(after: ItemState, node: str, login: str) -> str:
-    entry = (after.surface.get("approvals") or {}).get(node) or {}
-    said = [r for r in entry.get("refused") or () if normalize_login(r.get("by")) == login]
-    return str(said[-1].get("reason") if said else "")
+def _refusals(state: ItemState, node: str, login: str) -> list[str]:
+    """The reasons recorded for refusing ``login`` at this visit of ``node``, oldest first."""
+    if not recorded_visit(state, node):
+        return []
+    entry = (state.surface.get("approvals") or {}).get(node) or {}
+    return [str(r.get("reason") or "") for r in entry.get("refused") or ()
+            if normalize_login(r.get("by")) == login]
+
+
+def recorded_visit(state: ItemState, node: str) -> bool:
+    """True when ``surface.approvals[node]`` belongs to the node's current visit."""
+    entry = (state.surface.get("approvals") or {}).get(node)
+    visit = state.visit(node)
+    return isinstance(entry, Mapping) and (visit is None or entry.get(
+        "visit", visit.number) == visit.number)
 
 
 def simulate_decision(graph: Graph, store: Store, ports: Ports, settings: EngineSettings,
@@ -233,16 +244,19 @@ def simulate_decision(graph: Graph, store: Store, ports: Ports, settings: Engine
                         "would answer no gate")
     reply = Comment(id=0, author=name, body=words)
     after = runtime.advance(ref, {"comments": [reply], "via": VIA_SLACK, "expectNode": node})
-    counted, reason = _verdict(node, name, after)
+    counted, reason = _verdict(node, name, before, after)
     return _summary(ref, node, name, before, after, copy, counted, reason, graph, settings)
 
 
-def _verdict(node: str, name: str, after: ItemState) -> tuple[bool, str]:
-    """``(counted, reason)`` of ``name``'s decision at ``node`` as ``after`` records it."""
+def _verdict(node: str, name: str, before: ItemState, after: ItemState) -> tuple[bool, str]:
+    """``(counted, reason)`` of ``name``'s decision at ``node``: what ``after`` records
+    beyond ``before`` (a refusal recorded earlier is not this decision's)."""
     if after.current_node == node and after.parked.get("unverified"):
         why = str(after.parked.get("reason") or "a lookup failed")
         return False, f"could not be checked now: {why}"
-    refused = _refusal(after, node, name)
+    earlier = len(_refusals(before, node, name))
+    new = _refusals(after, node, name)[earlier:]
+    refused = new[-1] if new else ""
     moved = after.current_node != node
     counted = not refused and (moved or name in {a.by for a in recorded_approvals(after, node)})
     if not counted and not refused:

@@ -227,3 +227,15 @@ def test_simulate_reads_code_owners_and_agrees_with_the_walk() -> None:
 
     assert _simulate(runtime, "wendy").after_node == "complete"
     assert _click(runtime, "wendy").current_node == "complete"
+
+
+def test_a_refusal_recorded_earlier_is_not_this_decisions() -> None:
+    # dave was refused while the team lookup failed; it answers again now.
+    tracker = _tracker()
+    runtime = _runtime(tracker, ApprovalRule(approvers=("acme/reviewers",)))
+    tracker.failing.add("team_membership")
+    assert _click(runtime, "dave").current_node == GATE
+    tracker.failing.clear()
+    sim = _simulate(runtime, "dave")
+    assert (sim.counted, sim.reason, sim.after_node) == (True, "", "complete")
+    assert _click(runtime, "dave").current_node == "complete"
