@@ -152,15 +152,83 @@ def _rule_problems(config: Config, graph: Graph, node_id: str, rule: Any) -> lis
     problem = rule_problem(rule, [h.name for h in graph.node(node_id).exit])
     if problem:
         return [f"gates.{node_id}: {problem}"]
+    if rule.codeowners:
+        return _codeowners_problems(config, node_id)
     if rule.teams():
         return []  # a team's size is GitHub's to say
     people = set(rule.logins(config.data.get("authorizedUsers") or ()))
     source = f"gates.{node_id}.approvers" if rule.approvers else "authorizedUsers"
-    if people and rule.approvals > len(people):
+    needed = max(rule.approvals, rule.agent_approvals)  # issue 24 §2: agentAuthored
+    key = "approvals" if needed == rule.approvals else "agentAuthored.approvals"
+    if people and needed > len(people):
         # Issue 11 §2: such a gate could never pass.
-        return [f"gates.{node_id}.approvals: {rule.approvals} approvals needed but only "
+        return [f"gates.{node_id}.{key}: {needed} approvals needed but only "
                 f"{len(people)} people may approve ({source})"]
     return []
+
+
+def _codeowners_problems(config: Config, node_id: str) -> list[str]:
+    """Issue 24 §1: code owners are those of a pull request's files, so the entry belongs
+    to a gate that covers one, and needs the GitHub bridge (the offline thread has none)."""
+    after = str(config.section("mergeGate").get("after") or "human-approval")
+    vouching = config.section("mergeGate").get("vouching") or ()
+    covering = {"code-quiz", "human-approval", after, *vouching}
+    if node_id not in covering:
+        return [f"gates.{node_id}.approvers: codeowners applies at a gate that covers a pull "
+                f"request ({', '.join(sorted(covering))}), not at {node_id}"]
+    if not config.has("github"):
+        return [f"gates.{node_id}.approvers: codeowners needs the GitHub bridge (a github "
+                "section): CODEOWNERS and the changed files are read there"]
+    return []  # how many owners there are is GitHub's to say
+
+
+def verify_codeowners(config: Config, tracker: Any = None) -> tuple[list[str], list[str]]:
+    """Read every watched repository's CODEOWNERS when a gate rule names ``codeowners``
+    (issue 24 §1): the lines GitHub would reject are listed with their line numbers, as
+    warnings (GitHub skips them; so does loopgate).
+
+    Args:
+        config: the validated configuration.
+        tracker: the GitHub tracker already built, or None to build one.
+
+    Returns:
+        ``(ok lines, warnings)``: ``CODEOWNERS acme/widgets: .github/CODEOWNERS (12 rules)``
+        per repository; a warning per skipped line (``acme/widgets .github/CODEOWNERS:3:
+        reason: text``), per ignored e-mail owner, and per repository without the file.
+
+    Raises:
+        ConfigError: a CODEOWNERS file could not be read (the gate would wait).
+    """
+    from engine.codeowners import LOOKUP, parse
+    from engine.errors import ConfigError
+    from engine.ports import TrackerError
+
+    rules = config.gate_rules()
+    if not config.has("github") or not any(r.codeowners for r in rules.values()):
+        return [], []
+    if tracker is None:
+        from bridges.github.tracker import GitHubTracker
+
+        tracker = GitHubTracker.from_config(config)
+    ok: list[str] = []
+    warnings: list[str] = []
+    for full in config.section("github").get("repos") or ():
+        owner, _, repo = str(full).partition("/")
+        try:
+            found = tracker.codeowners_file(owner, repo)
+        except TrackerError as exc:
+            raise ConfigError(f"github.repos: CODEOWNERS of {full} could not be read "
+                              f"({exc}); a codeowners gate would wait") from None
+        if found is None:
+            warnings.append(f"{full}: no CODEOWNERS file ({', '.join(LOOKUP)}): a "
+                            "codeowners approver entry names nobody there")
+            continue
+        parsed = parse(found[1], found[0])
+        ok.append(f"CODEOWNERS {full}: {found[0]} ({len(parsed.rules)} rules)")
+        warnings += [f"{full} {found[0]}:{e.line}: {e.reason} (GitHub skips this line): "
+                     f"{e.text}" for e in parsed.errors]
+        warnings += [f"{full} {found[0]}: {note}" for note in parsed.notes]
+    return ok, warnings
 
 
 def verify_teams(config: Config, graph: Graph, tracker: Any = None) -> list[str]:

@@ -31,6 +31,19 @@ config wins):
   ``assignee-or-author``: only those of the item's assignees or author who are also
   authorized, since the quiz attests *their* understanding (a role narrows, never
   widens: issue 19 §6).
+* the approver entry ``codeowners`` (issue 24 §1) — the owners, per the repository's
+  CODEOWNERS (:mod:`engine.codeowners`), of the delivering pull requests' changed files
+  (``People.code_owners``, read by the caller at a gate that covers a pull request);
+  ``codeowners: any`` (the default) lets any of them approve, ``codeowners: all-files``
+  also holds the gate until every owned changed file has an approval by one of its owners
+  (``Tally.uncovered``). A login spelled ``codeowners`` is written ``@codeowners``.
+* ``agentAuthored: {approvals: N}`` (issue 24 §2) — when the work is agent-authored
+  (``People.agent_authored``, :mod:`engine.dispatch`) the gate needs N approvals (the
+  larger of N and ``approvals``); with ``preventSelfApproval`` too, the person who
+  dispatched the agent (``People.dispatcher``: whose ``the-loop execute`` started the
+  walk) is one of the work's authors (GitHub's rule for its coding agent, platform-facts
+  F4). The ``agentAuthored`` key is the opt-in: a rule without it keeps letting the
+  executor approve, as it did before.
 
 Counting: one approval per person (a second approval by the same person replaces the
 first); a counted ``changes-requested`` resets the count (the gate routes back).
@@ -42,6 +55,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from engine.codeowners import Ownership, owns, uncovered
 from engine.errors import ConfigError
 from engine.outcomes import APPROVED, APPROVED_WITH_COMMENTS, CHANGES_REQUESTED
 from engine.settings import normalize_login
@@ -49,6 +63,9 @@ from engine.settings import normalize_login
 __all__ = [
     "ATTESTER_ANY",
     "ATTESTER_ASSIGNEE",
+    "CODEOWNERS",
+    "CODEOWNERS_ANY",
+    "CODEOWNERS_ALL_FILES",
     "VIA_REPLY",
     "VIA_SLACK",
     "ApprovalRule",
@@ -71,6 +88,11 @@ __all__ = [
 ATTESTER_ANY = "any"
 ATTESTER_ASSIGNEE = "assignee-or-author"
 _ATTESTERS = (ATTESTER_ANY, ATTESTER_ASSIGNEE)
+#: the approver entry naming the code owners of the changed files (issue 24 §1).
+CODEOWNERS = "codeowners"
+CODEOWNERS_ANY = "any"
+CODEOWNERS_ALL_FILES = "all-files"
+_CODEOWNERS_MODES = (CODEOWNERS_ANY, CODEOWNERS_ALL_FILES)
 VIA_REPLY = "reply"
 VIA_SLACK = "slack"
 
@@ -89,12 +111,18 @@ class ApprovalRule:
         prevent_self_approval: the item's author (and at the merge gate the delivering
             pull requests' authors) may not approve.
         attester: quiz gates: :data:`ATTESTER_ANY` or :data:`ATTESTER_ASSIGNEE`.
+        codeowners: "" (no code owners), :data:`CODEOWNERS_ANY` or
+            :data:`CODEOWNERS_ALL_FILES`; set when ``approvers`` lists ``codeowners``.
+        agent_approvals: ``agentAuthored.approvals``: approvals needed when the work is
+            agent-authored (0: no such rule).
     """
 
     approvals: int = 1
     approvers: tuple[str, ...] = ()
     prevent_self_approval: bool = False
     attester: str = ATTESTER_ANY
+    codeowners: str = ""
+    agent_approvals: int = 0
 
     @classmethod
     def from_json(cls, doc: Mapping[str, Any], path: str = "gates") -> ApprovalRule:
@@ -105,7 +133,8 @@ class ApprovalRule:
         """
         if not isinstance(doc, Mapping):
             raise ConfigError(f"{path}: must be a mapping")
-        known = {"approvals", "approvers", "preventSelfApproval", "attester"}
+        known = {"approvals", "approvers", "preventSelfApproval", "attester", "codeowners",
+                 "agentAuthored"}
         for key in doc:
             if key not in known:
                 allowed = ", ".join(sorted(known))
@@ -127,26 +156,82 @@ class ApprovalRule:
         prevent = doc.get("preventSelfApproval", False)
         if not isinstance(prevent, bool):
             raise ConfigError(f"{path}.preventSelfApproval: must be true or false")
-        return cls(count, tuple(a.strip() for a in approvers), prevent, attester)
+        names = tuple(a.strip() for a in approvers)
+        return cls(count, names, prevent, attester, _codeowners_mode(doc, names, path),
+                   _agent_approvals(doc.get("agentAuthored"), f"{path}.agentAuthored"))
 
     def to_json(self) -> dict[str, Any]:
         """The camelCase document (:meth:`from_json` reads it back)."""
-        return {"approvals": self.approvals, "approvers": list(self.approvers),
-                "preventSelfApproval": self.prevent_self_approval, "attester": self.attester}
+        doc = {"approvals": self.approvals, "approvers": list(self.approvers),
+               "preventSelfApproval": self.prevent_self_approval, "attester": self.attester}
+        if self.codeowners:
+            doc["codeowners"] = self.codeowners
+        if self.agent_approvals:
+            doc["agentAuthored"] = {"approvals": self.agent_approvals}
+        return doc
+
+    def needed(self, people: People | None = None) -> int:
+        """Approvals needed: ``agentAuthored.approvals`` when ``people`` says the work is
+        agent-authored and that is more, else ``approvals``."""
+        if people is not None and people.agent_authored and self.agent_approvals:
+            return max(self.approvals, self.agent_approvals)
+        return self.approvals
 
     def logins(self, authorized_users: Sequence[str]) -> tuple[str, ...]:
-        """The plain logins allowed (``approvers`` without teams, else ``authorizedUsers``)."""
+        """The plain logins allowed (``approvers`` without teams and without the
+        ``codeowners`` entry, else ``authorizedUsers``)."""
         names = self.approvers or tuple(authorized_users)
-        return tuple(normalize_login(n) for n in names if "/" not in n)
+        return tuple(normalize_login(n) for n in names if "/" not in n and n != CODEOWNERS)
 
     def teams(self) -> tuple[tuple[str, str], ...]:
         """``(org, team_slug)`` of every team in ``approvers``, lower-cased."""
         return rule_teams(self.approvers)
 
-    def who(self, authorized_users: Sequence[str]) -> str:
-        """Who may approve, for people: ``@alice, @acme/reviewers``."""
+    def who(self, authorized_users: Sequence[str], owners: Ownership | None = None) -> str:
+        """Who may approve, for people: ``@alice, @acme/reviewers`` (the ``codeowners``
+        entry as ``the code owners of the changed files (@bob)`` when ``owners`` is known)."""
         names = self.approvers or tuple(authorized_users)
-        return ", ".join(f"@{n.lstrip('@')}" for n in names) or "an authorized user"
+        return ", ".join(_who(n, owners) for n in names) or "an authorized user"
+
+
+def _who(name: str, owners: Ownership | None) -> str:
+    if name != CODEOWNERS:
+        return f"@{name.lstrip('@')}"
+    return owners.describe() if owners is not None else "the code owners of the changed files"
+
+
+def _agent_approvals(doc: Any, path: str) -> int:
+    """``agentAuthored: {approvals: N}`` → N (0 when absent).
+
+    Raises:
+        ConfigError: not a mapping with a whole ``approvals`` ≥ 1 and nothing else.
+    """
+    if doc is None:
+        return 0
+    if not isinstance(doc, Mapping) or set(doc) - {"approvals"} or "approvals" not in doc:
+        raise ConfigError(f"{path}: must be a mapping with approvals (e.g. {{approvals: 2}})")
+    count = doc["approvals"]
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise ConfigError(f"{path}.approvals: must be a whole number ≥ 1, got {count!r}")
+    return count
+
+
+def _codeowners_mode(doc: Mapping[str, Any], approvers: Sequence[str], path: str) -> str:
+    """The rule's code-owner mode: "" without the ``codeowners`` approver entry.
+
+    Raises:
+        ConfigError: a mode other than any/all-files, or a mode without the entry.
+    """
+    listed = CODEOWNERS in approvers
+    mode = doc.get("codeowners")
+    if mode is None:
+        return CODEOWNERS_ANY if listed else ""
+    if mode not in _CODEOWNERS_MODES:
+        raise ConfigError(f"{path}.codeowners: must be one of {', '.join(_CODEOWNERS_MODES)}, "
+                          f"got {mode!r}")
+    if not listed:
+        raise ConfigError(f"{path}.codeowners: applies only when approvers lists codeowners")
+    return str(mode)
 
 
 def rule_teams(approvers: Iterable[str]) -> tuple[tuple[str, str], ...]:
@@ -168,11 +253,19 @@ class People:
         assignees: the item's assignees.
         pull_request_authors: ``(login, "owner/repo#N")`` of the delivering pull requests
             (filled at the merge gate only).
+        code_owners: who owns the delivering pull requests' changed files (read only for
+            a rule with the ``codeowners`` entry; None otherwise).
+        dispatcher: who dispatched the agent (``the-loop execute``), "" when unknown or
+            not read (issue 24 §2).
+        agent_authored: why the work is agent-authored, "" when it is not (or not read).
     """
 
     item_author: str = ""
     assignees: tuple[str, ...] = ()
     pull_request_authors: tuple[tuple[str, str], ...] = ()
+    code_owners: Ownership | None = None
+    dispatcher: str = ""
+    agent_authored: str = ""
 
 
 @dataclass(frozen=True)
@@ -192,6 +285,10 @@ def _self_reason(login: str, people: People) -> str:
         if login == normalize_login(author):
             return (f"@{login} opened {pull}, which delivers this work item, and this gate "
                     "has preventSelfApproval: the author cannot approve their own work")
+    if people.dispatcher and login == normalize_login(people.dispatcher):
+        # Issue 24 §2, platform-facts F4: who asked the agent for the work is its author.
+        return (f"@{login} dispatched the agent that did this work (the-loop execute), and "
+                "this gate has preventSelfApproval: who asked for the work cannot approve it")
     return ""
 
 
@@ -230,7 +327,10 @@ def authorize(login: str | None, rule: ApprovalRule, *, authorized_users: Sequen
             return Verdict(False, why)
     if name in rule.logins(authorized_users):
         return Verdict(True)
-    verdict = _by_team(name, rule, authorized_users, membership)
+    owner = _by_code_owners(name, rule, people, membership)
+    if owner.allowed:
+        return owner
+    verdict = _by_team(name, rule, authorized_users, membership, people, owner.reason)
     if not verdict.allowed and attesting and rule.attester == ATTESTER_ASSIGNEE:
         return Verdict(False, f"@{name} is the work item's {_role(name, people)} but not "
                               f"authorized to attest: {verdict.reason}")
@@ -241,8 +341,21 @@ def _role(name: str, people: People) -> str:
     return "author" if name == normalize_login(people.item_author) else "assignee"
 
 
+def _by_code_owners(name: str, rule: ApprovalRule, people: People,
+                    membership: Membership | None) -> Verdict:
+    """Allowed as a code owner of a changed file (issue 24 §1); else the failed team
+    lookups of the owners in ``reason`` (fail closed)."""
+    if not rule.codeowners or people.code_owners is None or people.code_owners.problem:
+        return Verdict(False)
+    allowed, team, failed = owns(name, people.code_owners.owners, membership)
+    if allowed:
+        return Verdict(True, team=team or CODEOWNERS)
+    return Verdict(False, ", ".join(failed))
+
+
 def _by_team(name: str, rule: ApprovalRule, authorized_users: Sequence[str],
-             membership: Membership | None) -> Verdict:
+             membership: Membership | None, people: People | None = None,
+             owner_failures: str = "") -> Verdict:
     failed: list[str] = []
     for org, team in rule.teams():
         if membership is None:
@@ -253,7 +366,11 @@ def _by_team(name: str, rule: ApprovalRule, authorized_users: Sequence[str],
                 return Verdict(True, team=f"{org}/{team}")
         except Exception as exc:  # noqa: BLE001 -- any failed lookup refuses (fail closed)
             failed.append(f"{org}/{team} ({_short(exc)})")
-    reason = f"@{name} is not among the approvers of this gate ({rule.who(authorized_users)})"
+    owners = people.code_owners if people is not None else None
+    reason = (f"@{name} is not among the approvers of this gate "
+              f"({rule.who(authorized_users, owners)})")
+    if owner_failures:
+        failed.append(owner_failures)
     if failed:
         reason += "; the membership lookup failed for " + ", ".join(failed)
     return Verdict(False, reason)
@@ -351,11 +468,16 @@ class Tally:
         needed: approvals the rule asks for.
         approvals: the counted approvals (one per person), oldest first.
         changes: the counted ``changes-requested`` that decided the gate, or None.
+        uncovered: ``codeowners: all-files``: the owned changed files no approver owns
+            yet (the gate waits for them, issue 24 §1).
+        agent: why more approvals are needed (``agentAuthored``), "" otherwise.
     """
 
     needed: int
     approvals: tuple[Approval, ...] = ()
     changes: Approval | None = None
+    uncovered: tuple[str, ...] = ()
+    agent: str = ""
 
     @property
     def count(self) -> int:
@@ -365,7 +487,7 @@ class Tally:
     @property
     def passed(self) -> bool:
         """True when the gate is decided (enough approvals, or changes requested)."""
-        return self.changes is not None or self.count >= self.needed
+        return self.changes is not None or (self.count >= self.needed and not self.uncovered)
 
     @property
     def outcome(self) -> str:
@@ -381,15 +503,30 @@ class Tally:
         """``1 of 2 approvals: @alice`` (``0 of 2 approvals`` when none)."""
         noun = "approval" if self.needed == 1 else "approvals"
         text = f"{self.count} of {self.needed} {noun}"
+        if self.agent:
+            text += " (agent-authored)"
         if self.approvals:
             text += ": " + ", ".join(f"@{a.by}" for a in self.approvals)
+        if self.uncovered:
+            shown = ", ".join(self.uncovered[:5])
+            more = f" and {len(self.uncovered) - 5} more" if len(self.uncovered) > 5 else ""
+            text += f"; no code owner approved {shown}{more} yet (codeowners: all-files)"
         return text
 
 
 def tally(rule: ApprovalRule, approvals: Sequence[Approval],
-          changes: Approval | None = None) -> Tally:
-    """The :class:`Tally` of ``approvals`` under ``rule``."""
-    return Tally(rule.approvals, tuple(approvals), changes)
+          changes: Approval | None = None, *, people: People | None = None,
+          membership: Membership | None = None) -> Tally:
+    """The :class:`Tally` of ``approvals`` under ``rule``; with ``codeowners: all-files``
+    and ``people.code_owners`` known, the owned changed files no approver owns are
+    :attr:`Tally.uncovered` (a failed team lookup leaves a file uncovered: fail closed)."""
+    missing: tuple[str, ...] = ()
+    owners = people.code_owners if people is not None else None
+    if rule.codeowners == CODEOWNERS_ALL_FILES and owners is not None and changes is None:
+        missing = uncovered(owners, [a.by for a in approvals], membership)
+    needed = rule.needed(people)
+    agent = people.agent_authored if people is not None and needed > rule.approvals else ""
+    return Tally(needed, tuple(approvals), changes, missing, agent)
 
 
 @dataclass(frozen=True)
@@ -426,13 +563,14 @@ def evaluate(rule: ApprovalRule, recorded: Sequence[Approval], decision: Approva
     verdict = authorize(decision.by, rule, authorized_users=authorized_users, people=people,
                         membership=membership)
     if not verdict.allowed:
-        return Evaluation(verdict, tally(rule, recorded))
+        return Evaluation(verdict, tally(rule, recorded, people=people, membership=membership))
     counted = Approval(normalize_login(decision.by), decision.outcome, decision.at,
                        decision.via, decision.comment, decision.comment_id, decision.body,
                        verdict.team)
     after = record_approval(recorded, counted)
     changes = counted if counted.outcome == CHANGES_REQUESTED else None
-    return Evaluation(verdict, tally(rule, after, changes))
+    return Evaluation(verdict, tally(rule, after, changes, people=people,
+                                     membership=membership))
 
 
 
@@ -463,6 +601,12 @@ def rule_problem(rule: ApprovalRule, exit_hooks: Sequence[str]) -> str:
             return "attester applies to quiz gates (quiz-attested), not to a review gate"
         return ""
     if "quiz-attested" in exit_hooks:
+        if rule.codeowners == CODEOWNERS_ALL_FILES:
+            return ("codeowners: all-files needs several approvals: a quiz gate passes on "
+                    "one attestation (use codeowners: any)")
+        if rule.agent_approvals:
+            return ("a quiz gate passes on one attestation: agentAuthored applies to review "
+                    "gates (classify-feedback)")
         if rule.approvals != 1 or rule.prevent_self_approval:
             return ("a quiz gate passes on one attestation: approvals and "
                     "preventSelfApproval apply to review gates (classify-feedback)")

@@ -23,6 +23,7 @@ __all__ = [
     "IssueInfo",
     "PullRequest",
     "Tracker",
+    "CodeOwnersReader",
     "ArtifactStore",
     "Notifier",
     "Clock",
@@ -295,6 +296,30 @@ class Tracker(Protocol):
 
         Raises:
             TrackerError: the lookup failed (the caller retries the delivery).
+        """
+        ...
+
+
+@runtime_checkable
+class CodeOwnersReader(Protocol):
+    """The tracker's two narrow reads behind the ``codeowners`` approver entry (issue 24
+    §1). Optional: a tracker without them (the offline thread) has no pull requests, and a
+    rule that needs them there waits, saying so (fail closed)."""
+
+    def codeowners_file(self, owner: str, repo: str) -> tuple[str, str] | None:
+        """``(path, text)`` of the repository's CODEOWNERS on its default branch (the first
+        of :data:`engine.codeowners.LOOKUP` found), or None when it has none.
+
+        Raises:
+            TrackerError: the read failed.
+        """
+        ...
+
+    def changed_files(self, pull: WorkItemRef) -> list[str]:
+        """The repository paths pull request ``pull`` changes.
+
+        Raises:
+            TrackerError: the read failed.
         """
         ...
 

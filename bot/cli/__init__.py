@@ -29,6 +29,7 @@ from bot.cli import (
     ops_cmd,
     procedure_cmd,
     serve_cmd,
+    simulate_cmd,
 )
 from bot.cli.context import CliContext
 from bot.cli.errors import RootGroup
@@ -119,7 +120,7 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
 
 
 for _module in (graph_cmd, item_cmd, effects_cmd, explainer_cmd, serve_cmd, config_cmd,
-                ops_cmd, db_cmd, procedure_cmd):
+                ops_cmd, db_cmd, procedure_cmd, simulate_cmd):
     _module.register(cli)
 register_slack(cli)  # slack preview approval|home (issue 12)
 

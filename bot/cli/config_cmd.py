@@ -31,13 +31,14 @@ def check(ctx: click.Context) -> None:
     """Validate the configuration file, compile its graph and, for a GitHub App, check its
     id, key and installations against GitHub; every team an approval rule names must be
     readable (exit 2 naming the offending setting). Warns (exit 0) about what cannot work
-    yet: an empty authorizedUsers, unset GitHub token or webhook-secret variables.
+    yet: an empty authorizedUsers, unset GitHub token or webhook-secret variables, and,
+    when a gate names codeowners, each CODEOWNERS line GitHub would skip (with its number).
 
     \b
     Example:
       loopgate --config loopgate.yaml config check
     """
-    from bot.services import verify_github, verify_teams
+    from bot.services import verify_codeowners, verify_github, verify_teams
     from engine.errors import LoopgateError
 
     cfg = _config_or_report_all(ctx)
@@ -50,15 +51,18 @@ def check(ctx: click.Context) -> None:
     try:
         installations = verify_github(cfg)
         teams = verify_teams(cfg, graph)
+        owners, owner_warnings = verify_codeowners(cfg)  # issue 24 §1
     except LoopgateError as exc:
         click.echo(f"loopgate: {source}: {exc}", err=True)
         raise SystemExit(2) from None
     for warning in config_warnings(cfg, graph):
         click.echo(f"loopgate: warning: {source}: {warning}", err=True)
+    for warning in owner_warnings:
+        click.echo(f"loopgate: warning: {warning}", err=True)
     click.echo(f"ok: {source} (graph {graph.name}, {len(graph.nodes)} nodes)")
     for line in installations:
         click.echo(f"ok: github app {line}")
-    for line in teams:
+    for line in [*teams, *owners]:
         click.echo(f"ok: github {line}")
 
 

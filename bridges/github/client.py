@@ -513,6 +513,12 @@ class GitHubClient:
                                f"/repos/{owner}/{repo}/pulls/{number}")
         return data
 
+    def pull_files(self, owner: str, repo: str, number: int) -> list[dict[str, Any]]:
+        """``GET /repos/{o}/{r}/pulls/{n}/files``, every page: the files the pull request
+        changes (GitHub lists at most 3000; issue 24 §1, code owners)."""
+        return self._all_pages(f"files of pull {owner}/{repo}#{number}",
+                               f"/repos/{owner}/{repo}/pulls/{number}/files", {})
+
     # -- the loopgate check (issue 11 §1) and teams (§2) ---------------------------------
     def _write(self, what: str, method: str, path: str, body: Mapping[str, Any],
                repo: str) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from bridges.github.app import (
 from bridges.github.client import GitHubClient
 from bridges.github.errors import BridgeError, CredentialsError, GitHubApiError, RateLimited
 from bridges.github.graphql import GraphQLClient
+from engine.codeowners import LOOKUP as CODEOWNERS_LOOKUP
 from engine.errors import ConfigError, StartupError
 from engine.identity import Actor
 from engine.mergegate import CHECK_NAME, PENDING, on_head
@@ -489,6 +490,43 @@ class GitHubTracker:
             commits = self._guarded(f"commits of the merge group {head[:7]} in {owner}/{repo}",
                                     lambda: self.client.compare_commits(owner, repo, base, head))
         return [str((c.get("commit") or {}).get("message") or "") for c in commits]
+
+    # -- code owners (issue 24 §1) -------------------------------------------------------------
+    def codeowners_file(self, owner: str, repo: str) -> tuple[str, str] | None:
+        """The repository's CODEOWNERS on its default branch: ``(path, text)`` of the first
+        of ``.github/CODEOWNERS``, ``CODEOWNERS``, ``docs/CODEOWNERS`` found (GitHub's
+        order, platform-facts F5), or None when there is none.
+
+        Raises:
+            TrackerError: a read failed (not a 404: the caller fails closed).
+        """
+        def find() -> tuple[str, str] | None:
+            branch = self.client.default_branch(owner, repo)
+            for path in CODEOWNERS_LOOKUP:
+                data = self.client.read_file(owner, repo, path, branch)
+                if data is not None:
+                    return path, data.decode("utf-8", "replace")
+            return None
+
+        with repository_scope(f"{owner}/{repo}"):
+            return self._guarded(f"CODEOWNERS of {owner}/{repo}", find)
+
+    def changed_files(self, pull: WorkItemRef) -> list[str]:
+        """The paths pull request ``pull`` changes (``filename`` of each entry of
+        ``GET /pulls/{n}/files``; a rename also names its ``previous_filename``).
+
+        Raises:
+            TrackerError: the list could not be read.
+        """
+        with repository_scope(f"{pull.owner}/{pull.repo}"):
+            files = self._guarded(f"files of pull request {pull}", lambda: self.client.pull_files(
+                pull.owner, pull.repo, pull.number))
+        out = []
+        for entry in files:
+            for key in ("filename", "previous_filename"):
+                if entry.get(key):
+                    out.append(str(entry[key]))
+        return list(dict.fromkeys(out))
 
     def _head_sha(self, pull: WorkItemRef) -> str:
         data = self._guarded(f"read pull request {pull}", lambda: self.client.get_pull(

@@ -15,6 +15,9 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engine.approvals import ApprovalRule, People, Verdict, authorize
+from engine.codeowners import Ownership, ownership
+from engine.codeowners import parse as parse_codeowners
+from engine.dispatch import agent_authored, dispatcher
 from engine.effects import AddLabel, Notify, PostComment, RemoveLabel, quiz_record
 from engine.evidence import assignment_lines, record_kind
 from engine.graph.model import Graph, HookRef, Node
@@ -46,6 +49,8 @@ __all__ = [
     "trusted_skipped_ids",
     "rule_for",
     "people_for",
+    "code_owners_for",
+    "covers_pull_request",
     "gate_rule",
     "gate_people",
     "team_lookup",
@@ -166,32 +171,90 @@ def gate_rule(ctx: HookContext, node_id: str | None = None) -> ApprovalRule:
 
 
 def people_for(tracker: Any, ref: WorkItemRef, node_id: str, rule: ApprovalRule,
-               settings: EngineSettings, *, attesting: bool = False) -> People:
+               settings: EngineSettings, *, attesting: bool = False, state: Any = None,
+               graph: Graph | None = None) -> People:
     """Whose work gate ``node_id`` judges, read through ``tracker`` only when the rule
     needs it (``preventSelfApproval``, or the ``assignee-or-author`` attester rule). At
     the merge gate (``mergeGate.after``) and at ``human-approval`` the delivering pull
-    requests' authors count too, since the code is theirs (issue 11 §2).
+    requests' authors count too, since the code is theirs (issue 11 §2). A rule with the
+    ``codeowners`` approver entry also reads who owns the changed files
+    (:func:`code_owners_for`, issue 24 §1). Given the item's ``state`` and ``graph``, a
+    ``preventSelfApproval`` rule also names the agent's dispatcher, and an
+    ``agentAuthored`` rule whether the work is agent-authored (issue 24 §2,
+    :mod:`engine.dispatch`).
 
     Raises:
-        TrackerError: the item or its pull requests could not be read (callers fail
-            closed: the decision does not count yet).
+        TrackerError: the item, its pull requests, CODEOWNERS or the changed files could
+            not be read (callers fail closed: the decision does not count yet).
     """
+    owners = code_owners_for(tracker, ref, node_id, settings) if rule.codeowners else None
+    dispatched = agent = ""
+    if state is not None and graph is not None and not attesting:
+        # Opt-in (a rule with agentAuthored): an executor approving was allowed before.
+        aware = rule.prevent_self_approval and rule.agent_approvals
+        dispatched = dispatcher(graph, state) if aware else ""
+        agent = _agent(tracker, ref, graph, state) if rule.agent_approvals else ""
     needs_item = rule.prevent_self_approval or (attesting and rule.attester != "any")
     if not needs_item:
-        return People()
+        return People(code_owners=owners, dispatcher=dispatched, agent_authored=agent)
     info = tracker.issue_info(ref)
     pulls: tuple[tuple[str, str], ...] = ()
     merge_gate = node_id in {settings.merge_gate_after, "human-approval"}
     if rule.prevent_self_approval and not attesting and merge_gate:
         pulls = tuple((pr.author, f"{ref.owner}/{ref.repo}#{pr.number}")
                       for pr in tracker.delivering_pull_requests(ref) if pr.author)
-    return People(info.author, tuple(getattr(info, "assignees", ()) or ()), pulls)
+    return People(info.author, tuple(getattr(info, "assignees", ()) or ()), pulls, owners,
+                  dispatched, agent)
+
+
+def _agent(tracker: Any, ref: WorkItemRef, graph: Graph, state: Any) -> str:
+    # The walk answers first; only then are the pull requests' authors read.
+    return agent_authored(graph, state) or agent_authored(
+        graph, state, [p.author for p in tracker.delivering_pull_requests(ref) if p.author])
+
+
+def covers_pull_request(node_id: str, settings: EngineSettings) -> bool:
+    """True for a gate that judges a pull request: ``code-quiz``, ``human-approval``, the
+    merge node (``mergeGate.after``) and the configured vouching gates (issue 24 §1)."""
+    return node_id in {"code-quiz", "human-approval", settings.merge_gate_after,
+                       *settings.merge_gate_vouching}
+
+
+def code_owners_for(tracker: Any, ref: WorkItemRef, node_id: str,
+                    settings: EngineSettings) -> Ownership:
+    """Who owns the open delivering pull requests' changed files, per the repository's
+    CODEOWNERS on its default branch (issue 24 §1; platform-facts F5). A gate that covers
+    no pull request, or an item with no open delivering pull request yet, has no code
+    owners (``problem`` says so); so has a repository without a CODEOWNERS file.
+
+    Raises:
+        TrackerError: the file or a pull request's files could not be read, or the
+            tracker cannot read them (fail closed: the gate waits and says why).
+    """
+    if not covers_pull_request(node_id, settings):
+        return Ownership(problem=f"{node_id} covers no pull request")
+    pulls = [p for p in tracker.delivering_pull_requests(ref) if p.state == "open"]
+    if not pulls:
+        return Ownership(problem="no open pull request delivers this work item yet")
+    read_file = getattr(tracker, "codeowners_file", None)
+    read_changes = getattr(tracker, "changed_files", None)
+    if read_file is None or read_changes is None:
+        raise TrackerError("this tracker cannot read CODEOWNERS or a pull request's files")
+    try:
+        found = read_file(ref.owner, ref.repo)
+        changed = [path for p in pulls
+                   for path in read_changes(WorkItemRef(ref.owner, ref.repo, p.number))]
+    except TrackerError as exc:
+        raise TrackerError(f"CODEOWNERS or the changed files of {ref.owner}/{ref.repo} "
+                           f"could not be read: {exc}") from exc
+    parsed = parse_codeowners(found[1], found[0]) if found is not None else None
+    return ownership(parsed, changed)
 
 
 def gate_people(ctx: HookContext, rule: ApprovalRule, *, attesting: bool = False) -> People:
     """:func:`people_for` the hook's item and node."""
     return people_for(ctx.ports.tracker, ctx.ref, ctx.node.id, rule, ctx.settings,
-                      attesting=attesting)
+                      attesting=attesting, state=ctx.state, graph=ctx.graph)
 
 
 def team_lookup(ctx: HookContext) -> Callable[[str, str, str], bool]:

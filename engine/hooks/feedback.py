@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engine.approvals import (
+    CODEOWNERS_ALL_FILES,
     VIA_REPLY,
     VIA_SLACK,
     Approval,
@@ -207,7 +208,8 @@ def gate_tally(ctx: HookContext) -> GateCount:
     changes: Approval | None = None
     refused: list[Refusal] = []
     counted: list[Approval] = []
-    if not decisions:
+    # all-files and agentAuthored decide with whose work it is, even on an empty event.
+    if not decisions and rule.codeowners != CODEOWNERS_ALL_FILES and not rule.agent_approvals:
         return GateCount(tally(rule, approvals), entry, refused)
     try:
         people = gate_people(ctx, rule)
@@ -215,6 +217,9 @@ def gate_tally(ctx: HookContext) -> GateCount:
         return GateCount(tally(rule, approvals), entry, refused,
                          unverified=f"could not read who authored the work ({exc})")
     membership = team_lookup(ctx)
+    if not decisions:  # issue 24: the owned files and the authorship may differ now
+        return GateCount(tally(rule, approvals, people=people, membership=membership),
+                         entry, refused)
     for decision in decisions:
         result = evaluate(rule, approvals, decision, authorized_users=ctx.settings.authorized_users,
                           people=people, membership=membership)
@@ -226,7 +231,8 @@ def gate_tally(ctx: HookContext) -> GateCount:
         approvals, changes = result.tally.approvals, result.tally.changes
     entry["approvals"] = [a.to_json() for a in approvals]
     entry["refused"] = [*entry["refused"], *(r.to_json() for r in refused)]
-    return GateCount(tally(rule, approvals, changes), entry, refused, counted_now=counted)
+    return GateCount(tally(rule, approvals, changes, people=people, membership=membership),
+                     entry, refused, counted_now=counted)
 
 
 def _mirror_slack(ctx: HookContext, counted: list[Approval]) -> None:

@@ -72,6 +72,10 @@ class MemoryTracker:
         #: Issue 19 §4: merge group checks by commit, and each group's commit messages.
         self.commit_checks: dict[str, list[object]] = {}
         self.group_messages: dict[str, list[str]] = {}
+        #: Issue 24 §1: repository files (``owner/name`` -> path -> text) and each pull
+        #: request's changed files.
+        self.repo_files: dict[str, dict[str, str]] = {}
+        self.pull_files: dict[WorkItemRef, list[str]] = {}
         self._next_id = 1001
         self._tick = 0
         self._lock = threading.RLock()
@@ -175,6 +179,36 @@ class MemoryTracker:
         with self._lock:
             self._enter("merge_group_commits", owner, repo, base, head)
             return list(self.group_messages.get(head, []))
+
+    # -- code owners (issue 24 §1) -----------------------------------------------------------
+    def codeowners_file(self, owner: str, repo: str) -> tuple[str, str] | None:
+        """The first of ``.github/CODEOWNERS``, ``CODEOWNERS``, ``docs/CODEOWNERS`` set with
+        :meth:`set_file` for ``owner/repo`` (GitHub's order, platform-facts F5), or None."""
+        from engine.codeowners import LOOKUP
+
+        with self._lock:
+            self._enter("codeowners_file", owner, repo)
+            files = self.repo_files.get(f"{owner}/{repo}".lower(), {})
+            for path in LOOKUP:
+                if path in files:
+                    return path, files[path]
+        return None
+
+    def changed_files(self, pull: WorkItemRef) -> list[str]:
+        """The paths set with :meth:`set_changed_files` for pull request ``pull``."""
+        with self._lock:
+            self._enter("changed_files", pull)
+            return list(self.pull_files.get(pull, ()))
+
+    def set_file(self, repo: str, path: str, text: str) -> None:
+        """A file of repository ``owner/name`` on its default branch (CODEOWNERS)."""
+        with self._lock:
+            self.repo_files.setdefault(repo.lower(), {})[path.strip("/")] = text
+
+    def set_changed_files(self, pull: WorkItemRef, paths: Sequence[str]) -> None:
+        """The files pull request ``pull`` changes."""
+        with self._lock:
+            self.pull_files[pull] = list(paths)
 
     def set_team(self, team: str, members: Sequence[str]) -> None:
         """Declare team ``org/team`` with ``members`` (logins)."""

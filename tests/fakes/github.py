@@ -305,6 +305,8 @@ def _routes() -> list[_Route]:
         ("DELETE", "label-remove", rf"/repos/{seg}/issues/(?P<number>\d+)/labels/(?P<name>.+)"),
         ("GET", "pulls", rf"/repos/{seg}/pulls"),
         ("GET", "pull", rf"/repos/{seg}/pulls/(?P<number>\d+)"),
+        # Issue 24: a pull request's changed files (GET /repos/{o}/{r}/pulls/{n}/files).
+        ("GET", "pull-files", rf"/repos/{seg}/pulls/(?P<number>\d+)/files"),
         ("GET", "contents", rf"/repos/{seg}/contents(?:/(?P<path>.*))?"),
         # Issue 11: commit statuses, check runs, team membership (GitHub REST shapes).
         ("POST", "status-create", rf"/repos/{seg}/statuses/(?P<sha>[0-9a-fA-F]+)"),
@@ -1186,6 +1188,33 @@ class FakeGitHub(LoopbackServer):
         if not issue.is_pr:
             raise _NotFound(p["number"])
         return _Response(200, self._pull_json(repo, issue), conditional_ok=True)
+
+    def _r_pull_files(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                      h: Any) -> _Response:
+        # GitHub's "List pull requests files": the files the head branch changes against
+        # the base, sorted by name, 30 a page by default (100 at most), at most 3000 files
+        # in all (docs.github.com rest/pulls/pulls#list-pull-requests-files). Entries
+        # carry filename, status (added|removed|modified), sha and changes.
+        repo, issue = self._issue(p)
+        if not issue.is_pr:
+            raise _NotFound(p["number"])
+        base = repo.files.get(repo.default_branch, {})
+        head = repo.files.get(issue.head_branch, base)
+        out = []
+        for name in sorted(set(base) | set(head)):
+            if base.get(name) == head.get(name):
+                continue
+            status = ("added" if name not in base else "removed" if name not in head
+                      else "modified")
+            data = head.get(name, b"")
+            out.append({"sha": hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest(),
+                        "filename": name, "status": status, "additions": 0, "deletions": 0,
+                        "changes": 0,
+                        "blob_url": f"{HTML_BASE}/{repo.full_name}/blob/{issue.head_branch}/{name}",
+                        "raw_url": f"{HTML_BASE}/{repo.full_name}/raw/{issue.head_branch}/{name}",
+                        "contents_url": f"{self.api_url}/repos/{repo.full_name}/contents/"
+                                        f"{quote(name)}?ref={issue.head_branch}"})
+        return self._page(out[:3000], q, self._full_path(h))
 
     # -- commit statuses and check runs (issue 11 §1) -------------------------------------
     def _known_sha(self, repo: FakeRepo, ref: str) -> str:
