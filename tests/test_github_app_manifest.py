@@ -35,6 +35,8 @@ REST = {
     "/repos/{}/check-runs/{}": [("checks", "write")],
     # Issue 19 §4: a merge group's commits.
     "/repos/{}/compare/{}...{}": [("contents", "read")],
+    # Issue 24 §1: a pull request's changed files, for code owners as approvers.
+    "/repos/{}/pulls/{}/files": [("pull_requests", "read")],
 }
 #: Organization paths (issue 11 §2: teams named in approval rules) -> permission.
 ORGS = {
