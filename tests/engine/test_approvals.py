@@ -248,7 +248,7 @@ def test_merge_gate_pending_until_human_approval_then_success() -> None:
     _reply(runtime, tracker, "alice", "approved")
     check = _last_check(tracker)
     assert check.state == "success"
-    assert "human-approval" in check.summary and "acme/widgets\\#7" in check.summary  # Markdown-escaped
+    assert "human-approval" in check.summary and "acme/widgets\\#7" in check.summary
 
 
 def test_merge_gate_fails_when_escalated() -> None:
