@@ -81,6 +81,7 @@ from engine import operator
 from engine.authorship import screen
 from engine.effects import RECORD_CHECKLIST
 from engine.errors import LoopgateError
+from engine.hooks.markers import says
 from engine.hooks.phase_selection import parse_selection
 from engine.ports import Comment, TrackerError
 from engine.refs import WorkItemRef
@@ -668,8 +669,7 @@ class Dispatcher:
                                  getattr(observer, "__name__", observer), ref, comment.id)
 
     def _is_start_request(self, comment: Comment) -> bool:
-        keyword = self.settings.start_keyword.lower()
-        return (keyword in (comment.body or "").lower()
+        return (says(comment.body, self.settings.start_keyword)
                 and is_authorized(comment.author, self.settings.authorized_users))
 
     def _waiting_gate(self, ref: WorkItemRef) -> str | None:

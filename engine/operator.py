@@ -33,6 +33,7 @@ from typing import Any
 from engine.approvals import VIA_REPLY, Verdict, authorize
 from engine.graph.model import Graph
 from engine.hooks.common import is_self_authored, people_for, rule_for
+from engine.hooks.markers import spoken_lines
 from engine.outcomes import CHANGES_REQUESTED, STALE
 from engine.ports import Comment, TrackerError
 from engine.settings import EngineSettings, normalize_login
@@ -86,7 +87,8 @@ def new_request_id() -> str:
 def confirm_ids(body: str | None) -> list[str]:
     """The request ids a comment confirms (``the-loop confirm <id>`` lines), in order,
     lower-cased, without repeats."""
-    return list(dict.fromkeys(m.lower() for m in _CONFIRM.findall(body or "")))
+    text = "\n".join(spoken_lines(body))  # not from a quote or a code block
+    return list(dict.fromkeys(m.lower() for m in _CONFIRM.findall(text)))
 
 
 def selection_made(graph: Graph, state: ItemState) -> bool:

@@ -846,8 +846,11 @@ class Runtime:
         data = {"request": request["id"], "by": confirmation.by, "via": confirmation.via,
                 "reason": reason}
         w.log("graph.operator_confirmation_refused", data)
-        logger.warning("operator confirmation refused on %s: %s", w.state.ref, data,
-                       extra={"event": "graph.operator_confirmation_refused"})
+        # INFO: a person's refused reply is said on the thread and by the CLI; the log line
+        # is the structured record, not an operator's warning (the CLI shows warnings).
+        logger.info("operator confirmation refused on %s: request %s by @%s via %s: %s",
+                    w.state.ref, request["id"], confirmation.by, confirmation.via or "reply",
+                    reason, extra={"event": "graph.operator_confirmation_refused"})
         line = (f"`the-loop confirm {request['id']}` by @{confirmation.by} did not count: "
                 f"{reason}. The operator request stays pending.")
         w.emit(PostComment(w.state.ref, with_self_marker(line)))

@@ -182,6 +182,33 @@ def any_attestation_ticked(body: str | None) -> bool:
     return any(pattern.search(body or "") for pattern in _TICKED.values())
 
 
+_FENCE = re.compile(r"^[ \t]{0,3}(```|~~~)")
+
+
+def spoken_lines(body: str | None) -> list[str]:
+    """The lines of ``body`` a person says in their own voice: quoted lines (``>``), fenced
+    code blocks (``` or ~~~) and indented code (four spaces or a tab) left out, as GitHub's
+    Markdown renders them apart. A keyword quoted from someone else, or shown as code, is
+    no instruction (issue 19: a quoted ``the-loop execute`` executed)."""
+    spoken: list[str] = []
+    fenced = False
+    for line in (body or "").splitlines():
+        if _FENCE.match(line):
+            fenced = not fenced
+            continue
+        if fenced or line.startswith(("    ", "\t")) or line.lstrip().startswith(">"):
+            continue
+        spoken.append(line)
+    return spoken
+
+
+def says(body: str | None, keyword: str) -> bool:
+    """True when a spoken line of ``body`` (:func:`spoken_lines`) contains ``keyword``,
+    case-insensitively (an empty keyword is never said)."""
+    wanted = keyword.strip().lower()
+    return bool(wanted) and any(wanted in line.lower() for line in spoken_lines(body))
+
+
 def with_self_marker(body: str, *markers: str) -> str:
     """``body`` followed by ``markers`` and :data:`SELF_MARKER`, one per line."""
     tail = "\n".join((*markers, SELF_MARKER))

@@ -48,7 +48,12 @@ from engine.hooks.common import (
     safe_notify,
     trusted_skipped_ids,
 )
-from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER, with_self_marker
+from engine.hooks.markers import (
+    CONFIRMATION_MARKER,
+    PHASE_SELECTION_MARKER,
+    says,
+    with_self_marker,
+)
 from engine.outcomes import SELECTED
 from engine.ports import Comment, TrackerError
 from engine.records import OptIn, SelectionDecision, Skip
@@ -547,7 +552,7 @@ def _wait_reason(ctx: HookContext, others: Sequence[Comment], keyword: str) -> s
         {
             at_login(c.author or "unknown")
             for c in others
-            if not ctx.settings.is_authorized(c.author) and keyword in (c.body or "").lower()
+            if not ctx.settings.is_authorized(c.author) and says(c.body, keyword)
         }
     )
     if ignored:
@@ -642,7 +647,7 @@ def classify_phase_selection(ctx: HookContext) -> HookResult:
     decisive = [
         c
         for c in others
-        if ctx.settings.is_authorized(c.author) and keyword in (c.body or "").lower()
+        if ctx.settings.is_authorized(c.author) and says(c.body, keyword)
     ]
     reply = latest(decisive)
     if reply is None:

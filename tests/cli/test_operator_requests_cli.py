@@ -193,3 +193,20 @@ def test_a_selection_that_skips_the_gate_too_keeps_the_declaration(home: Path) -
     result = reply(home, "alice", "the-loop execute\n- [ ] requirements-approval\n")
     assert result.exit_code == 0, result.output
     assert "requirements-approval" in doc(home)["skips"]
+
+
+def test_a_refused_confirmation_is_one_line_through_the_console_script(home: Path) -> None:
+    # A fresh-eyes trial: the console script printed the log record's dict before the
+    # one-liner; the refusal's structured log line is INFO (serve's logs), not stderr here.
+    from tests.forkserver import run_loopgate
+
+    selected(home)
+    rid = request_id(run(home, "skip", ITEM, "--node", "spec-quiz", "--reason", "r"))
+    (home / "mallory.md").write_text(f"the-loop confirm {rid}\n")
+    done = run_loopgate(["--db", str(home / "db" / "loopgate.db"), "--config",
+                         str(home / "loopgate.yaml"), "advance", ITEM, "--comment",
+                         f"mallory={home / 'mallory.md'}"], cwd=home, timeout=120)
+    assert done.returncode == 1
+    assert done.stderr.splitlines() == [
+        f"loopgate: refused: the-loop confirm {rid} by @mallory: @mallory is not among the "
+        "approvers of this gate (@alice) (at spec-quiz)"]

@@ -185,6 +185,19 @@ def test_reply_without_keyword_waits() -> None:
     assert "`the-loop execute`" in result.reason
 
 
+def test_a_quoted_or_code_block_keyword_executes_nothing() -> None:
+    # Issue 19 (a fresh-eyes trial): "> the-loop execute … No! Do not execute yet" executed.
+    h = Harness()
+    _posted(h)
+    for body in ("bob wrote:\n> the-loop execute\n\nNo! Do not execute yet.",
+                 "To run it, reply:\n```\nthe-loop execute\n```\nbut not yet.",
+                 "Shown as code:\n\n    the-loop execute\n"):
+        result = _classify(h, _reply(h, "alice", body))
+        assert result.kind == "wait", body
+        assert "`the-loop execute`" in result.reason
+    assert _classify(h, _reply(h, "alice", "Fine by me.\nthe-loop execute")).kind == "pass"
+
+
 def test_self_authored_and_empty_author_comments_never_count() -> None:
     h = Harness(settings=EngineSettings(authorized_users=("alice", ""), bot_login="loopgate-bot"))
     _posted(h)

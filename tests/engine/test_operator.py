@@ -62,4 +62,9 @@ def test_confirm_lines_are_read_at_line_start_and_never_quoted() -> None:
             "the-loop confirm 3f9a1c2e")
     assert confirm_ids(body) == ["3f9a1c2e", "0badc0de"]
     assert confirm_ids(None) == [] and confirm_ids("the-loop confirm 123") == []
+    # Shown as code, fenced or indented, it confirms nothing either (a fresh-eyes trial).
+    assert confirm_ids("```\nthe-loop confirm ba0a5605\n```\nNo, do not do this.") == []
+    assert confirm_ids("~~~\nthe-loop confirm ba0a5605\n~~~") == []
+    assert confirm_ids("Example:\n\n    the-loop confirm ba0a5605\n") == []
+    assert confirm_ids("```\nx\n```\nthe-loop confirm ba0a5605") == ["ba0a5605"]
     assert request_marker("3f9a1c2e") == "<!-- the-loop:operator-request 3f9a1c2e -->"
