@@ -271,6 +271,29 @@ def gates_to_cover(state: ItemState, vouching: Sequence[str],
     return due
 
 
+def note_seen(state: ItemState, node: str, heads: Mapping[int, tuple[str, str]] | None) -> None:
+    """Record in ``state`` (mutated) the delivering pull requests' heads as ``node`` (a
+    vouching gate) was entered: what its reviewers were shown. None (unreadable) records
+    that nothing was seen, so the pass covers nothing (fail closed). Issue 19 §3, a
+    fresh-eyes trial: a head pushed while the reviewer read must not be covered."""
+    coverage = dict(state.surface.get(COVERAGE_KEY) or {})
+    seen = dict(coverage.get("seen") or {})
+    seen[node] = {str(n): sha for n, (sha, _) in (heads or {}).items()}
+    coverage["seen"] = seen
+    state.surface[COVERAGE_KEY] = coverage
+
+
+def seen_heads(state: ItemState, node: str,
+               heads: Mapping[int, tuple[str, str]]) -> dict[int, tuple[str, str]]:
+    """``heads`` (read at ``node``'s pass) narrowed to the pull requests whose head is the
+    one seen when the gate was entered (:func:`note_seen`); all of ``heads`` for a gate
+    entered before entries were noted (the state of an earlier version)."""
+    seen = (state.surface.get(COVERAGE_KEY) or {}).get("seen") or {}
+    if node not in seen:
+        return dict(heads)
+    return {n: v for n, v in heads.items() if seen[node].get(str(n)) == v[0]}
+
+
 def record_coverage(state: ItemState, vouching: Sequence[str], node: str,
                     heads: Mapping[int, tuple[str, str]] | None, error: str = "",
                     no_self_approval: str = "") -> None:

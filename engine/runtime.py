@@ -59,8 +59,10 @@ from engine.mergegate import (
     COVERAGE_KEY,
     gates_to_cover,
     item_check,
+    note_seen,
     note_sent_back,
     record_coverage,
+    seen_heads,
     uncovered,
     vouching_nodes,
     why_uncovered,
@@ -394,8 +396,24 @@ class Runtime:
         after = self.settings.merge_gate_after
         guard = after if (self.graph.has_node(after) and rule_for(
             self.graph, self.settings, after).prevent_self_approval) else ""
+        moved = False
         for node in due:
-            record_coverage(state, vouching, node, heads, error, guard)
+            shown = seen_heads(state, node, heads) if heads is not None else None
+            moved = moved or (heads is not None and shown != heads)
+            record_coverage(state, vouching, node, shown, error, guard)
+        if moved:  # a head pushed while the gate was read: its gate answers it again
+            self._send_back_if_uncovered(_Walk(tx, state, self.ports))
+
+    def _note_entry_heads(self, state: ItemState, node_id: str) -> None:
+        """At a vouching gate's entry, note the heads its reviewers are shown (read while
+        deciding, outside any write transaction); see :func:`engine.mergegate.note_seen`."""
+        if not self.settings.merge_gate or node_id not in self._vouching():
+            return
+        try:
+            heads: dict[int, tuple[str, str]] | None = self._open_heads(state.ref)
+        except TrackerError:
+            heads = None
+        note_seen(state, node_id, heads)
 
     def _send_back_if_uncovered(self, w: _Walk) -> None:
         """A delivering pull request's head that a passed vouching gate did not cover
@@ -437,6 +455,7 @@ class Runtime:
         record.entered_at, record.exited_at, record.outcome = now, "", ""
         record.attempts, record.last_block = 0, ""
         state.begin_visit(node_id, now)
+        self._note_entry_heads(state, node_id)
         # A new visit starts from zero even within the clock's second of the last one.
         approvals = dict(state.surface.get("approvals") or {})
         if approvals.pop(node_id, None) is not None:
@@ -939,6 +958,7 @@ class Runtime:
         target.forced = True
         target.entered_at, target.exited_at, target.outcome = now, "", ""
         state.begin_visit(to, now, forced=True)
+        self._note_entry_heads(state, to)
         target.attempts, target.last_block = 0, ""
         state.current_node = to
         state.parked = {}
@@ -993,6 +1013,7 @@ class Runtime:
             record.attempts, record.last_block = 0, ""
         record.entered_at, record.exited_at, record.outcome = w.now(), "", ""
         state.begin_visit(node.id, record.entered_at)
+        self._note_entry_heads(state, node.id)
         state.status, state.parked = ItemStatus.RUNNING, {}
         w.log("graph.advanced", {"from": came_from, "to": node.id} if came_from
               else {"to": node.id})

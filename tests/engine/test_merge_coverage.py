@@ -288,3 +288,22 @@ def test_the_stale_code_quiz_notice_says_new_commits_arrived() -> None:
                     "commits and a new quiz will follow")
     text, _ = quiz_stale_notice(REF, "spec-quiz")
     assert "the spec changed and a new quiz will follow" in text
+
+
+def test_a_head_pushed_while_the_gate_was_read_is_not_covered_by_its_approval() -> None:
+    # A fresh-eyes trial: Alice reviewed head a; b was pushed before her "approved" was
+    # processed (poll-only, or during her review). The pass covers only what the gate
+    # showed at its entry, so b is not covered: the gate asks again, as a new visit.
+    tracker = MemoryTracker()
+    tracker.add_pull_request(REF, 8, head_sha="a" * 40)
+    runtime = _at_merge_gate(tracker)
+    tracker.push(8, "b" * 40)  # no event reached loopgate yet
+    assert _approved(runtime, tracker) == "human-approval"
+    state = runtime.store.load(REF)
+    assert state.surface[COVERAGE_KEY]["nodes"]["human-approval"]["heads"] == {}
+    assert [v.number for v in state.history("human-approval")] == [1, 2]
+    assert state.history("human-approval")[1].open
+    runtime.publish_gate(REF, pulls=(8,))
+    assert _last(tracker).state == PENDING
+    assert _approved(runtime, tracker) == "complete"  # read at b, approved at b
+    assert (_last(tracker).state, _last(tracker).head_sha) == (SUCCESS, "b" * 40)
