@@ -21,7 +21,9 @@ Kinds (issue 3 §4, explainer design C5):
 * ``checklist_edited`` (loopgate's checklist edited on GitHub) → while the item waits at
   phase selection with nothing selected, ``phase-selection-changed`` is queued for the
   Slack card with the checklist's current rows, and ``github.checklist_edited`` is logged
-  (issue 14 §15); otherwise dropped (``not-waiting``, ``not-the-checklist``).
+  (issue 14 §15); otherwise dropped (``not-waiting``, ``not-the-checklist``). An edit by
+  someone who may not choose phases is dropped ``not-mirrored-editor`` (issue 19 §1); a
+  failed lookup of who edited it is ``retry``.
 * ``quiz_attestation`` is delivery-only: it never starts an item; at a waiting human gate
   it calls ``runtime.advance(ref, {"attestation": {"comment_id", "url"}})``; in every other
   state it is dropped with reason ``no-gate``. When the gate could not verify the tick
@@ -82,7 +84,11 @@ from engine.authorship import screen
 from engine.effects import RECORD_CHECKLIST
 from engine.errors import LoopgateError
 from engine.hooks.markers import says
-from engine.hooks.phase_selection import parse_selection
+from engine.hooks.phase_selection import (
+    ChecklistRefused,
+    parse_selection,
+    verify_checklist_editors,
+)
 from engine.ports import Comment, TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import is_authorized
@@ -465,7 +471,14 @@ class Dispatcher:
 
     # -- the checklist edited on GitHub (issue 14 §15) ---------------------------------------
     def _checklist_edited(self, ref: WorkItemRef, comment: Comment) -> DispatchResult:
-        """Mirror the edited checklist's rows to the Slack card while the selection waits."""
+        """Mirror the edited checklist's rows to the Slack card while the selection waits.
+
+        An edit by someone who may not choose phases is not mirrored (issue 19 §1:
+        ``not-mirrored-editor``, logged ``github.checklist_not_mirrored``); a failed edit
+        lookup is ``retry`` (fail closed)."""
+        refused = self._checklist_editor_refused(ref, comment)
+        if refused is not None:
+            return refused
         with self.store.transaction(ref) as tx:
             state = tx.state
             if state is None or not self._selection_waits(state):
@@ -481,6 +494,26 @@ class Dispatcher:
             tx.log("github.checklist_edited", data)
             self.services.ports.notifier.send(ref, "phase-selection-changed", data)
         return DispatchResult(HANDLED, "checklist-mirrored", (str(ref),))
+
+    def _checklist_editor_refused(self, ref: WorkItemRef,
+                                  comment: Comment) -> DispatchResult | None:
+        # Looked up outside the transaction (a GitHub call); only for the recorded checklist
+        # of a waiting selection, so other edits cost no query.
+        state = self.store.load(ref)
+        if state is None or not self._selection_waits(state):
+            return None
+        if (state.surface.get(RECORD_CHECKLIST) or {}).get("commentId") != comment.id:
+            return None
+        try:
+            verify_checklist_editors(self.tracker, self.settings, comment.id)
+        except ChecklistRefused as exc:
+            with self.store.transaction(ref) as tx:
+                tx.log("github.checklist_not_mirrored",
+                       {"commentId": comment.id, "editor": exc.editor, "reason": exc.reason})
+            return DispatchResult(DROPPED, "not-mirrored-editor", (str(ref),))
+        except TrackerError as exc:
+            return DispatchResult(RETRY, f"checklist-unverified: {exc}", (str(ref),))
+        return None
 
     def _selection_waits(self, state: Any) -> bool:
         node = state.current_node

@@ -54,8 +54,9 @@ from engine.hooks.markers import (
     says,
     with_self_marker,
 )
+from engine.identity import Actor
 from engine.outcomes import SELECTED
-from engine.ports import Comment, TrackerError
+from engine.ports import Comment, CommentEdits, TrackerError
 from engine.records import OptIn, SelectionDecision, Skip
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
@@ -84,6 +85,9 @@ __all__ = [
     "unknown_row_line",
     "frozen_graph",
     "find_checklist",
+    "ChecklistRefused",
+    "checklist_editor_problem",
+    "verify_checklist_editors",
     "post_phase_selection",
     "classify_phase_selection",
 ]
@@ -560,15 +564,103 @@ def _wait_reason(ctx: HookContext, others: Sequence[Comment], keyword: str) -> s
     return reason
 
 
+# -- who edited the checklist (issue 19 §1) --------------------------------------------------
+class ChecklistRefused(Exception):
+    """loopgate's checklist was edited by someone who may not choose phases, so its body
+    is nobody's selection (issue 19 §1: a verdict is bound to who really said it).
+
+    Attributes:
+        editor: the editor's login ("" when GitHub names nobody).
+        reason: one sentence for the wait reason and the log (also ``str(exc)``).
+    """
+
+    def __init__(self, editor: str, reason: str) -> None:
+        super().__init__(reason)
+        self.editor = editor
+        self.reason = reason
+
+
+def _checklist_editors(edits: CommentEdits) -> list[Actor]:
+    # Every editor GitHub shows: the history and, when the comment was edited at all, its
+    # latest ``editor`` (the history may lag behind it, platform-facts A8).
+    out = [e.actor for e in edits.edits]
+    if edits.last_edited_at or edits.editor:
+        out.append(edits.editor_actor)
+    return out
+
+
+def checklist_editor_problem(
+    edits: CommentEdits | None, settings: EngineSettings
+) -> ChecklistRefused | None:
+    """Whether the checklist's body may be read as a selection, given who edited it.
+
+    Rule (issue 19 §1, applied to the phase-selection checklist): every edit in the history,
+    and the comment's latest editor, is loopgate itself
+    (:meth:`EngineSettings.is_loopgate`) or a user the phase-selection gate authorizes
+    (:meth:`EngineSettings.is_authorized`, the rule for the ``execute`` reply). An editor
+    GitHub does not name (null, A7) or a history longer than was read is not trusted.
+
+    Args:
+        edits: :meth:`~engine.ports.Tracker.comment_edits`'s entry for the checklist, None
+            when the tracker does not know it.
+        settings: loopgate's identity and the authorized users.
+
+    Returns:
+        None when the body may be used; else a :class:`ChecklistRefused` naming the editor.
+    """
+    if edits is None:
+        return ChecklistRefused("", "the checklist could not be found on the tracker to "
+                                    "check who edited it")
+    if not edits.complete:
+        return ChecklistRefused("", "the checklist has a longer edit history than could be "
+                                    "checked")
+    for editor in _checklist_editors(edits):
+        if not editor.known:
+            return ChecklistRefused("", "the checklist was edited by someone GitHub does not "
+                                        "name, who may not choose phases")
+        if settings.is_loopgate(editor) or settings.is_authorized(editor.login):
+            continue
+        return ChecklistRefused(editor.login, f"the checklist was edited by "
+                                              f"{at_login(editor.login)}, who may not choose "
+                                              "phases")
+    return None
+
+
+def verify_checklist_editors(tracker: Any, settings: EngineSettings, comment_id: int) -> None:
+    """Check who edited loopgate's checklist before its body is used (issue 19 §1).
+
+    Args:
+        tracker: the :class:`~engine.ports.Tracker`; one whose ``comments_editable`` is
+            False (the offline thread: nobody edits another's comment there) is not asked.
+        settings: loopgate's identity and the authorized users.
+        comment_id: the checklist's comment id.
+
+    Raises:
+        ChecklistRefused: someone who may not choose phases edited it
+            (:func:`checklist_editor_problem`).
+        TrackerError: the lookup failed or was rate limited (callers fail closed: wait).
+    """
+    if not getattr(tracker, "comments_editable", True):
+        return
+    found = tracker.comment_edits([comment_id])
+    problem = checklist_editor_problem(found.get(comment_id), settings)
+    if problem is not None:
+        raise problem
+
+
 def _checklist_selection(ctx: HookContext) -> Selection | None:
     # The posted checklist's current body; None when it cannot be found or read.
+    # ChecklistRefused: someone who may not choose phases edited it (issue 19 §1).
     recorded = (ctx.state.surface.get("phaseSelection") or {}).get("commentId")
     comments = ctx.ports.tracker.list_comments(ctx.ref)  # TrackerError propagates: wait
     checklist = find_checklist(comments, ctx.settings, recorded)
     if checklist is None:
         return None
     selection = parse_selection(checklist.body, ctx.graph)
-    return selection if selection.readable else None
+    if not selection.readable:
+        return None
+    verify_checklist_editors(ctx.ports.tracker, ctx.settings, checklist.id)
+    return selection
 
 
 class _ChecklistMissing(Exception):
@@ -629,6 +721,18 @@ def _post_confirmation(ctx: HookContext, text: str) -> None:
     ctx.emit(PostComment(ctx.ref, with_self_marker(text, CONFIRMATION_MARKER)))
 
 
+def _refused_checklist(ctx: HookContext, reply: Comment, exc: ChecklistRefused) -> HookResult:
+    # The reply named no rows and the checklist's body is not its approver's: wait, saying
+    # who edited it and how to choose instead (issue 19 §1).
+    ctx.log("graph.checklist_not_counted", {"node": ctx.node.id, "reply": reply.id,
+                                            "by": at_login(reply.author),
+                                            "editor": exc.editor, "reason": exc.reason})
+    return HookResult.wait(
+        f"{exc.reason}; reply with the checklist in your `{ctx.settings.execute_keyword}` "
+        "reply (paste it and tick there)"
+    )
+
+
 @hook("classify-phase-selection")
 def classify_phase_selection(ctx: HookContext) -> HookResult:
     """Turn the latest authorized reply carrying the execute keyword into a selection.
@@ -636,7 +740,10 @@ def classify_phase_selection(ctx: HookContext) -> HookResult:
     Reads only the triggering event's comments; a checklist inside the reply wins
     (``via: reply``), else the posted checklist's current body (``via: checklist``), else
     the full default process (``via: default``). A tracker failure while reading the
-    checklist waits — never a default selection. Nodes already entered are not changed.
+    checklist, or its edit history, waits ``unverified`` — never a default selection. A
+    checklist edited by someone who may not choose phases is not read: the gate waits
+    naming the editor (issue 19 §1, :func:`checklist_editor_problem`). Nodes already
+    entered are not changed.
 
     Returns:
         pass with outcome ``selected`` and data ``skips``, ``optIns``, ``refused``,
@@ -658,7 +765,11 @@ def classify_phase_selection(ctx: HookContext) -> HookResult:
         # The reply is offered again (unverified) and decided once the checklist is there.
         return HookResult.wait(f"{exc}; `{ctx.settings.execute_keyword}` is decided once "
                                "it is on the issue", unverified=True)
+    except ChecklistRefused as exc:
+        return _refused_checklist(ctx, reply, exc)
     except TrackerError as exc:
+        ctx.log("graph.checklist_unverified", {"node": ctx.node.id, "reply": reply.id,
+                                               "reason": str(exc)})
         return HookResult.wait(
             f"could not read the phase-selection checklist ({exc}); "
             f"reply `{ctx.settings.execute_keyword}` again once the tracker answers",

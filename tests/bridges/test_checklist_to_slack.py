@@ -223,3 +223,39 @@ def test_a_checklist_edit_webhook_redraws_the_card_once(both: Both) -> None:
     assert "brainstorming" not in ticked and revisions == {1}
     assert len(both.gh.events(both.ref, "github.checklist_edited")) == 1
 
+
+
+def _untick_as(both: Both, checklist: FakeComment, token: str, editor: str) -> None:
+    both.gh.fake.advance(2)
+    body = both.gh.fake.comments[checklist.id].body
+    both.gh.fake.edit_comment(checklist.id, body.replace(f"- [x] {token}", f"- [ ] {token}", 1),
+                              editor)
+
+
+def test_an_unauthorized_edit_of_the_checklist_is_not_mirrored_to_slack(both: Both) -> None:
+    # Issue 19 §1: mallory (write access, not authorized) may not choose phases, so the card
+    # does not follow her edit; the event log names her.
+    both.ref, checklist = both.started()
+    updates = len(both.slack.calls_to("chat.update"))
+    _untick_as(both, checklist, "brainstorming", "mallory")
+    report = both.gh.poll()
+    assert [r.reason for r in report.repos[0].results] == ["not-mirrored-editor"]
+    both.worker.drain_once()
+    assert len(both.slack.calls_to("chat.update")) == updates
+    assert both.gh.events(both.ref, "github.checklist_edited") == []
+    [refused] = both.gh.events(both.ref, "github.checklist_not_mirrored")
+    assert refused == {"commentId": checklist.id, "editor": "mallory",
+                       "reason": "the checklist was edited by @mallory, who may not choose "
+                                 "phases"}
+
+
+def test_a_failed_editor_lookup_retries_the_mirror(both: Both) -> None:
+    both.ref, checklist = both.started()
+    _untick_as(both, checklist, "brainstorming", "alice")
+    both.gh.fake.graphql_rate_limit(1)
+    report = both.gh.poll()
+    assert [r.status for r in report.repos[0].results] == ["retry"]
+    assert both.gh.events(both.ref, "github.checklist_edited") == []
+    both.gh.services.ports.tracker.graphql.guard.clear()  # the limit resets
+    report = both.gh.poll()
+    assert [r.reason for r in report.repos[0].results] == ["checklist-mirrored"]
