@@ -61,6 +61,11 @@ __all__ = [
 # is someone else's words and never counts.
 _LEAD = r"^[\s*_`#-]*"
 _END = r"(?![\w-])"  # the word ends here ("approvedly" or "approved-ish" do not count)
+# An approval is said, not asked or hedged: the line ends there or goes on after a mark
+# ("approved.", "LGTM, ship it", "approved 🎉"), never with a question mark or more words
+# ("Approve?", "approve once CI is green", "LGTM except the schema", "Approved by whom?").
+# A fresh-eyes trial; when unsure, the gate waits.
+_SAID = _END + r"(?=[ \t]*(?:$|[^\w\s?]))"
 _PATTERNS = (
     (
         CHANGES_REQUESTED,
@@ -68,9 +73,9 @@ _PATTERNS = (
     ),
     (
         APPROVED_WITH_COMMENTS,
-        re.compile(_LEAD + r"(approved?|lgtm)\s+with\s+comments" + _END),
+        re.compile(_LEAD + r"(approved?|lgtm)\s+with\s+comments" + _SAID),
     ),
-    (APPROVED, re.compile(_LEAD + r"(approved?|lgtm)" + _END)),
+    (APPROVED, re.compile(_LEAD + r"(approved?|lgtm)" + _SAID)),
 )
 
 

@@ -25,6 +25,14 @@ from tests.engine.test_hooks_support import REF, Harness
         ("> approved\nI disagree with the quote above", None),  # quoted words never count
         ("approvedly", None),
         ("", None),
+        # Asked or hedged, not said (a fresh-eyes trial): the gate waits.
+        ("Approve? Not sure yet", None),
+        ("approve once CI is green", None),
+        ("LGTM except the schema part, which needs changes", None),
+        ("Approved by whom?", None),
+        ("approved with comments?", None),
+        ("LGTM, ship it", "approved"),
+        ("approved 🎉", "approved"),
     ],
 )
 def test_classify_text_reads_the_review_words(body: str, outcome: str | None) -> None:
