@@ -552,6 +552,8 @@ class Runtime:
         Raises:
             ClaimRefused: ``not-started``.
         """
+        offered = [c.id for c in (event or {}).get("comments") or ()
+                   if isinstance(getattr(c, "id", None), int)]
         event = self._screen(ref, dict(event or {}))
         expected = event.pop("expectNode", None)
 
@@ -563,6 +565,9 @@ class Runtime:
             if expected is not None and expected != node.id:
                 return state
             if not self._finished(state, node) and node.actor != "agent":
+                # Issue 19 §2: every comment offered to a gate (counted or held back) was
+                # written before any visit that begins from now on (Visit.after_comment).
+                state.saw_comments(offered)
                 w = _Walk(tx, state, self.ports)
                 for entry in event.get(NOT_COUNTED_KEY) or ():
                     w.log("graph.comment_not_counted", {"node": node.id, **entry})

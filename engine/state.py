@@ -9,7 +9,7 @@ were kept) is read through :func:`engine.visits.legacy_visits`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
@@ -20,6 +20,9 @@ from engine.visits import Visit, VisitDecision, visits_from_document, visits_to_
 __all__ = ["STATE_VERSION", "NodeRecord", "ItemState", "ItemStatus"]
 
 STATE_VERSION = 1
+
+#: ``surface`` key: the id of the newest thread comment loopgate was offered (issue 19 §2).
+LAST_COMMENT_SEEN = "lastCommentSeen"
 
 
 class ItemStatus:
@@ -146,6 +149,22 @@ class ItemState:
         current = self.visit(node_id)
         return current.decision if current is not None else None
 
+    def last_comment_seen(self) -> int:
+        """The id of the newest comment of the item's thread loopgate has been offered
+        (``surface.lastCommentSeen``; 0 when none), counted or not."""
+        try:
+            return int(self.surface.get(LAST_COMMENT_SEEN) or 0)
+        except (TypeError, ValueError):
+            return 0
+
+    def saw_comments(self, ids: Iterable[int]) -> None:
+        """Raise ``surface.lastCommentSeen`` to the largest of ``ids`` (comment ids; any
+        non-positive or non-integer one is ignored). Issue 19 §2: a visit records it when
+        it begins (:attr:`Visit.after_comment`)."""
+        top = max((i for i in ids if isinstance(i, int) and i > 0), default=0)
+        if top > self.last_comment_seen():
+            self.surface[LAST_COMMENT_SEEN] = top
+
     def begin_visit(self, node_id: str, at: str, *, forced: bool = False) -> Visit:
         """Open the next visit to ``node_id`` entered at ``at`` (ISO-8601 UTC); an open
         visit still on record is closed first (left at ``at``, no outcome)."""
@@ -153,7 +172,8 @@ class ItemState:
         if seq and seq[-1].open:
             seq = (*seq[:-1], seq[-1].left(at, ""))
         order = sum(len(v) for v in self.visits.values()) + 1
-        visit = Visit(len(seq) + 1, at, forced=forced, seq=order)
+        visit = Visit(len(seq) + 1, at, forced=forced, seq=order,
+                      after_comment=self.last_comment_seen())
         self.visits[node_id] = (*seq, visit)
         return visit
 

@@ -13,7 +13,7 @@ one (de)serialiser of the stored shape, called by ``ItemState.to_document`` /
 Stored shape (camelCase, the state document's ``visits`` key)::
 
     visits: {node id: [{visit, enteredAt, exitedAt, outcome, decision?, forced?,
-                        inferred?, seq?}, ...]}
+                        inferred?, seq?, afterComment?}, ...]}
 
 ``decision`` is the gate's record exactly as the gate wrote it (``engine.records``
 documents: ``{by, at, outcome, comment, commentId, via?, text?, approvers?}`` for an
@@ -124,6 +124,11 @@ class Visit:
         seq: the item's count of visits when this one began (1, 2, ... across all nodes),
             so the history keeps the walk's order when several visits share a clock
             second; 0 for an inferred visit.
+        after_comment: the id of the newest comment on the item's thread loopgate had seen
+            when this visit began (0 when none, or the visit began before this was kept).
+            A reply with an id at or below it was written before the visit and does not
+            answer it (issue 19 §2): GitHub's comment ids increase, so this orders replies
+            against the visit without comparing GitHub's clock with loopgate's.
     """
 
     number: int
@@ -134,6 +139,7 @@ class Visit:
     forced: bool = False
     inferred: bool = False
     seq: int = 0
+    after_comment: int = 0
 
     @property
     def open(self) -> bool:
@@ -162,6 +168,8 @@ class Visit:
             doc["inferred"] = True
         if self.seq:
             doc["seq"] = self.seq
+        if self.after_comment:
+            doc["afterComment"] = self.after_comment
         return doc
 
     @classmethod
@@ -183,6 +191,7 @@ class Visit:
             forced=bool(doc.get("forced", False)),
             inferred=bool(doc.get("inferred", False)),
             seq=_int(doc.get("seq")),
+            after_comment=_int(doc.get("afterComment")),
         )
 
 

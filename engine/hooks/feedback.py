@@ -51,6 +51,7 @@ from engine.outcomes import APPROVED, APPROVED_WITH_COMMENTS, CHANGES_REQUESTED
 from engine.ports import Comment, TrackerError
 from engine.records import ReviewDecision
 from engine.settings import normalize_login
+from engine.visits import Visit
 
 __all__ = [
     "Feedback", "classify_text", "latest_feedback", "classify_feedback", "record_feedback",
@@ -154,9 +155,12 @@ def _stored(ctx: HookContext) -> dict[str, Any]:
     number = visit.number if visit is not None else 0
     entry = (ctx.state.surface.get("approvals") or {}).get(ctx.node.id)
     if _same_entry(entry, entered, number):
-        return {"enteredAt": entered, "visit": number,
+        kept = {"enteredAt": entered, "visit": number,
                 "approvals": list(entry.get("approvals") or ()),
                 "refused": list(entry.get("refused") or ())}
+        if entry.get("earlier"):
+            kept["earlier"] = list(entry["earlier"])
+        return kept
     return {"enteredAt": entered, "visit": number, "approvals": [], "refused": []}
 
 
@@ -176,6 +180,7 @@ class GateCount:
     refused_now: list[Refusal]
     unverified: str = ""
     counted_now: list[Approval] = field(default_factory=list)
+    earlier: list[dict[str, Any]] = field(default_factory=list)
 
 
 def _seen(entry: Mapping[str, Any], decision: Approval) -> bool:
@@ -200,16 +205,30 @@ def _repeated(entry: Mapping[str, Any], decision: Approval) -> bool:
 
 def gate_tally(ctx: HookContext) -> GateCount:
     """Count the event's decisions into this gate entry's approvals under its rule
-    (:func:`engine.approvals.evaluate` for each, oldest first).
+    (:func:`engine.approvals.evaluate` for each, oldest first). GitHub replies written
+    before the gate's current visit began do not count (issue 19 §2, :func:`_this_visit`).
 
     Returns:
         A :class:`GateCount`; ``unverified`` says why nothing was counted when the work's
-        authors could not be read (fail closed; the ingress retries).
+        authors could not be read (fail closed; the ingress retries); ``earlier`` lists
+        ``{commentId, author, reason}`` for each reply of an earlier visit offered now for
+        the first time during this visit (each is named once).
     """
+    entry_before = _stored(ctx)
+    known = set(entry_before.get("earlier") or ())
+    count = _gate_tally(ctx)
+    fresh = [n for n in count.entry.get("earlier") or () if n not in known]
+    count.earlier = [_earlier_entry(ctx, n) for n in fresh]
+    return count
+
+
+def _gate_tally(ctx: HookContext) -> GateCount:
+    # gate_tally's count, before the replies of an earlier visit are named.
     rule = gate_rule(ctx)
     entry = _stored(ctx)
     approvals = tuple(Approval.from_json(a) for a in entry["approvals"])
-    decisions = [d for d in event_decisions(ctx) if not _seen(entry, d)]
+    decisions, earlier = _this_visit(ctx, entry, [
+        d for d in event_decisions(ctx) if not _seen(entry, d)])
     changes: Approval | None = None
     refused: list[Refusal] = []
     counted: list[Approval] = []
@@ -238,6 +257,61 @@ def gate_tally(ctx: HookContext) -> GateCount:
     entry["refused"] = [*entry["refused"], *(r.to_json() for r in refused)]
     return GateCount(tally(rule, approvals, changes, people=people, membership=membership),
                      entry, refused, counted_now=counted)
+
+
+def _this_visit(ctx: HookContext, entry: dict[str, Any],
+                decisions: list[Approval]) -> tuple[list[Approval], list[str]]:
+    """Split ``decisions`` into those written during the gate's current visit and the
+    ``by:commentId`` keys of GitHub replies written before it (issue 19 §2: a decision is
+    bound to the visit it answered). A reply held back on an earlier visit (unverified,
+    a failed lookup) and offered again must not decide a later one.
+
+    Order: a reply counts when its comment id is above the visit's ``after_comment`` (the
+    newest comment loopgate had been offered when the visit began; GitHub's comment ids
+    increase, so no two clocks are compared). A later visit (2, 3, ...) with no such anchor
+    (none seen yet, or begun before it was kept) falls back to ``created_at >=
+    entered_at``, which assumes GitHub's clock is not behind loopgate's; a first visit with
+    none counts every reply, as before. A Slack click (no comment id) is bound to the
+    visit by ``expectNode`` already and is kept. The keys are added to ``entry["earlier"]``
+    so each is named once."""
+    visit = ctx.state.visit(ctx.node.id)
+    if visit is None:
+        return decisions, []
+    kept: list[Approval] = []
+    earlier = list(entry.get("earlier") or ())
+    for d in decisions:
+        if d.comment_id is None or _during(visit, d):
+            kept.append(d)
+            continue
+        key = f"{d.by}:{d.comment_id}"
+        if key not in earlier:
+            earlier.append(key)
+    if earlier:
+        entry["earlier"] = earlier
+    return kept, earlier
+
+
+def _during(visit: Visit, d: Approval) -> bool:
+    """True when reply ``d`` may answer ``visit`` (see :func:`_this_visit`)."""
+    if visit.after_comment:
+        return (d.comment_id or 0) > visit.after_comment
+    if visit.number < 2:  # no earlier visit whose reply could be offered again
+        return True
+    return not (visit.entered_at and d.at and d.at < visit.entered_at)
+
+
+def _earlier_entry(ctx: HookContext, key: str) -> dict[str, Any]:
+    # The event log's graph.comment_not_counted shape; its reason reads "@alice's reply was
+    # written during visit 1; not counted for visit 2".
+    by, _, cid = key.rpartition(":")
+    history = ctx.state.history(ctx.node.id)
+    number = history[-1].number if history else 1
+    when = "before this gate's visit"
+    for v in history[:-1]:  # the latest earlier visit begun before the reply was written
+        if v.after_comment and int(cid or 0) > v.after_comment or not v.after_comment:
+            when = f"during visit {v.number}"
+    return {"commentId": int(cid or 0), "author": by,
+            "reason": f"@{by}'s reply was written {when}; not counted for visit {number}"}
 
 
 def _mirror_slack(ctx: HookContext, counted: list[Approval]) -> None:
@@ -330,15 +404,18 @@ def classify_feedback(ctx: HookContext) -> HookResult:
         could not be read).
     """
     count = gate_tally(ctx)
+    for e in count.earlier:
+        ctx.log("graph.comment_not_counted", {"node": ctx.node.id, **e})
+    note = f" ({'; '.join(e['reason'] for e in count.earlier)})" if count.earlier else ""
     if count.unverified:
-        return HookResult.wait(f"{_waiting_reason(ctx, count)} ({count.unverified})",
+        return HookResult.wait(f"{_waiting_reason(ctx, count)}{note} ({count.unverified})",
                                unverified=True)
     _tell_refused(ctx, count.refused_now)
     _mirror_slack(ctx, count.counted_now)
     surface = {"approvals": {**(ctx.state.surface.get("approvals") or {}),
                              ctx.node.id: count.entry}}
     if not count.tally.passed:
-        return HookResult.wait(_waiting_reason(ctx, count), surface=surface)
+        return HookResult.wait(_waiting_reason(ctx, count) + note, surface=surface)
     done = dict(count.entry, approvals=[] if count.tally.changes else count.entry["approvals"])
     if count.tally.changes:  # the count resets; record-feedback still reads the outcome
         done["changesRequested"] = count.tally.changes.to_json()
