@@ -247,7 +247,7 @@ def test_catch_up_does_not_count_a_reply_edited_by_someone_else(
 def test_lookups_are_batched_by_at_most_a_hundred(world: GitHubWorld) -> None:
     ref = _at_human_approval(world)
     for n in range(MAX_IDS + 1):
-        world.comment(ref, f"approved {n}" if n % 2 else "lgtm", as_user="carol")
+        world.comment(ref, f"approved ({n})" if n % 2 else "lgtm", as_user="carol")
     world.fake.reset_log()
     world.poll()
     assert [len(ids) for ids in _edit_lookups(world)][:2] == [MAX_IDS, 1]

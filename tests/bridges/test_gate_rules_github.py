@@ -223,9 +223,17 @@ def test_the_poller_puts_the_check_on_a_pushed_head(world: GitHubWorld) -> None:
     assert world.fake.commit_state(REPO, second) == "pending"
     world.poll()  # the same head again: nothing new is written
     assert len(world.fake.statuses[(REPO, second)]) == 1
+    # The gate was entered at the first head: an approval of that visit covers only what
+    # the gate showed then (a fresh-eyes trial, issue 19 §3), so the pushed head sends the
+    # item back to the gate as a new visit, and the next approval covers it.
     comment = world.comment(ref, "approved", as_user="alice")
+    state = runtime.advance(ref, {"comments": [_latest(world, ref)]})
+    assert comment.id and world.fake.commit_state(REPO, second) == "pending"
+    assert (state.current_node, [v.number for v in state.history("human-approval")]) == (
+        "human-approval", [1, 2])
+    world.comment(ref, "approved", as_user="alice")
     runtime.advance(ref, {"comments": [_latest(world, ref)]})
-    assert comment.id and world.fake.commit_state(REPO, second) == "success"
+    assert world.fake.commit_state(REPO, second) == "success"
 
 
 def test_a_pull_request_opened_after_its_item_passed_is_pending_until_the_gate_covers_it(

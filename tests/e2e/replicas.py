@@ -254,6 +254,11 @@ def settled(home: Home, script: Script, expect_node: str, timeout: float = 300) 
                       interval=1.0)
 
 
+#: Keys holding a comment id under another name (issue 19 §2: the newest comment seen when
+#: a visit began); ids differ between two runs of one script.
+_COMMENT_ID_KEYS = frozenset({"lastCommentSeen", "afterComment"})
+
+
 def normalized(doc: Any, numbers: list[int]) -> Any:
     """``check --all`` with what differs between two runs of one script taken out: times,
     and issue numbers and comment ids (replaced by the item's position in the script)."""
@@ -262,7 +267,8 @@ def normalized(doc: Any, numbers: list[int]) -> Any:
     def clean(value: Any) -> Any:
         if isinstance(value, dict):
             return {k: clean(v) for k, v in value.items()
-                    if k not in _TIMESTAMP_KEYS and not k.lower().endswith(("id", "url"))}
+                    if k not in _TIMESTAMP_KEYS and k not in _COMMENT_ID_KEYS
+                    and not k.lower().endswith(("id", "url"))}
         if isinstance(value, list):
             return [clean(v) for v in value]
         if isinstance(value, str):
