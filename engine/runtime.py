@@ -650,17 +650,25 @@ class Runtime:
         Raises:
             LoopgateError: no reason, or no token.
         """
-        tokens = [t for t in tokens if t]
-        if not reason or not reason.strip():
-            raise LoopgateError("a skip needs a reason (--reason)")
-        if not tokens:
-            raise LoopgateError("name at least one node or skip set to skip")
-        expanded, bad = self.graph.expand_skip_tokens(tokens)
+        expanded, bad, why = self._skip_request(tokens, reason)
 
         def decide(tx: Transaction) -> tuple[dict[str, str], dict[str, str]]:
-            return self._declare(tx, expanded, bad, reason.strip(), actor)
+            return self._declare(tx, expanded, bad, why, actor)
 
         return self._operate(ref, decide)
+
+    def _skip_request(self, tokens: Iterable[str], reason: str
+                      ) -> tuple[dict[str, str], list[str], str]:
+        """The checked arguments of a skip: ``(expanded, bad, reason)`` (see
+        :meth:`Graph.expand_skip_tokens`). Raises :class:`LoopgateError` for no reason or no
+        token."""
+        named = [t for t in tokens if t]
+        if not reason or not reason.strip():
+            raise LoopgateError("a skip needs a reason (--reason)")
+        if not named:
+            raise LoopgateError("name at least one node or skip set to skip")
+        expanded, bad = self.graph.expand_skip_tokens(named)
+        return expanded, bad, reason.strip()
 
     def _declare(self, tx: Transaction, expanded: Mapping[str, str], bad: Iterable[str],
                  reason: str, actor: str) -> tuple[dict[str, str], dict[str, str]]:
@@ -693,6 +701,7 @@ class Runtime:
         """
         if not reason or not reason.strip():
             raise LoopgateError("a forced move needs a reason (--reason)")
+
         def decide(tx: Transaction) -> ItemState:
             state = self._started(tx, ref)
             if not self.graph.has_node(to):
@@ -717,13 +726,7 @@ class Runtime:
         Raises:
             LoopgateError: no reason, or no token.
         """
-        tokens = [t for t in tokens if t]
-        if not reason or not reason.strip():
-            raise LoopgateError("a skip needs a reason (--reason)")
-        if not tokens:
-            raise LoopgateError("name at least one node or skip set to skip")
-        expanded, bad = self.graph.expand_skip_tokens(tokens)
-        why = reason.strip()
+        expanded, bad, why = self._skip_request(tokens, reason)
 
         def decide(tx: Transaction) -> OperatorResult:
             guarded = op.guarded_skips(self.graph, tx.state, expanded)
