@@ -349,6 +349,11 @@ def _entered_at(ctx: HookContext) -> str:
     return rec.entered_at if rec is not None else ""
 
 
+def _visit_number(ctx: HookContext) -> int:
+    visit = ctx.state.visit(ctx.node.id)
+    return visit.number if visit is not None else 1
+
+
 def _code(names: Sequence[str]) -> str:
     return ", ".join(f"`{n}`" for n in names)
 
@@ -561,7 +566,7 @@ def deliver_assignment(ctx: HookContext) -> HookResult:
     (the entry marker names the committed revision it started from). Tracker failure:
     ``graph.hook_degraded`` and pass.
     """
-    marker = assignment_marker(ctx.node.id, _entered_at(ctx))
+    marker = assignment_marker(ctx.node.id, _entered_at(ctx), _visit_number(ctx))
     return _post_once(ctx, "deliver-assignment", marker, assignment_prefix(ctx.node.id),
                       assignment_text(ctx))
 
@@ -612,7 +617,7 @@ def request_review(ctx: HookContext) -> HookResult:
     explicit ``notify`` hook (``phase-approval-pending`` at the approval gates,
     ``pr-review-pending`` at human-approval), so each gate entry is announced once.
     """
-    marker = review_marker(ctx.node.id, _entered_at(ctx))
+    marker = review_marker(ctx.node.id, _entered_at(ctx), _visit_number(ctx))
     return _post_once(ctx, "request-review", marker, review_prefix(ctx.node.id),
                       review_text(ctx))
 

@@ -114,9 +114,16 @@ def assignment_prefix(node: str) -> str:
     return f"<!-- the-loop:assignment {node} entered="
 
 
-def assignment_marker(node: str, entered_at: str) -> str:
-    """The ``deliver-assignment`` marker: one assignment per node entry."""
-    return f"{assignment_prefix(node)}{entered_at or '-'} -->"
+def _entry(entered_at: str, visit: int) -> str:
+    # A visit past the first is named too: two entries within one clock second (a fast
+    # walk back) are two visits and get two posts (issue 19 §2). The first visit's marker
+    # keeps its old form, so comments posted before visits were kept still match.
+    return f"{entered_at or '-'}" + (f" visit={visit}" if visit > 1 else "")
+
+
+def assignment_marker(node: str, entered_at: str, visit: int = 1) -> str:
+    """The ``deliver-assignment`` marker: one assignment per node entry (visit)."""
+    return f"{assignment_prefix(node)}{_entry(entered_at, visit)} -->"
 
 
 def review_prefix(node: str) -> str:
@@ -124,9 +131,9 @@ def review_prefix(node: str) -> str:
     return f"<!-- the-loop:review-request {node} entered="
 
 
-def review_marker(node: str, entered_at: str) -> str:
-    """The ``request-review`` marker: one review request per node entry."""
-    return f"{review_prefix(node)}{entered_at or '-'} -->"
+def review_marker(node: str, entered_at: str, visit: int = 1) -> str:
+    """The ``request-review`` marker: one review request per node entry (visit)."""
+    return f"{review_prefix(node)}{_entry(entered_at, visit)} -->"
 
 
 def entry_marker(node: str, revision: int) -> str:

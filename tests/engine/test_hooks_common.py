@@ -86,6 +86,26 @@ def test_deliver_assignment_names_artifacts_command_and_claim() -> None:
     assert SELF_MARKER in comment.body
 
 
+def test_a_second_visit_within_the_same_second_gets_its_own_assignment() -> None:
+    # A fast walk back (changes requested, a stale quiz) re-enters a node within the clock's
+    # second of its first entry: the second visit is a new entry, so a new assignment.
+    at, node = "2026-03-01T10:00:00Z", "requirements-definition"
+    h = Harness()
+    h.enter(node, at=at)
+    h.state.begin_visit(node, at)
+    assert h.run(node, "deliver-assignment", chain="entry").kind == "pass"
+    h.state.revision += 1
+    h.state.begin_visit(node, at)  # visit 2, same second
+    assert h.run(node, "deliver-assignment", chain="entry").kind == "pass"
+    first, second = h.tracker.comments_on(REF)
+    assert assignment_marker(node, at) in first.body
+    assert assignment_marker(node, at, 2) in second.body
+    assert assignment_marker(node, at) not in second.body
+    assert assignment_marker(node, at, 2) == (
+        "<!-- the-loop:assignment requirements-definition entered=2026-03-01T10:00:00Z "
+        "visit=2 -->")
+
+
 def test_deliver_assignment_tells_a_human_gate_not_to_claim() -> None:
     h = Harness()
     h.enter("requirements-approval")
