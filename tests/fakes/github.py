@@ -329,6 +329,24 @@ def _routes() -> list[_Route]:
 _ROUTES = _routes()
 
 
+
+def _signed_delivery(event: str, payload: dict[str, Any], secret: str | None,
+                     delivery_id: str | None) -> tuple[dict[str, str], bytes]:
+    """A delivery's headers and body as GitHub sends them: ``X-GitHub-Event``, a
+    ``X-GitHub-Delivery`` GUID, and ``X-Hub-Signature-256`` (HMAC-SHA256 of the raw body)
+    when ``secret`` is given."""
+    import hmac
+    import uuid
+
+    body = json.dumps(payload).encode()
+    headers = {"X-GitHub-Event": event, "Content-Type": "application/json",
+               "User-Agent": "GitHub-Hookshot/044aadd",
+               "X-GitHub-Delivery": delivery_id or str(uuid.uuid4())}
+    if secret is not None:
+        digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+        headers["X-Hub-Signature-256"] = f"sha256={digest}"
+    return headers, body
+
 class FakeGitHub(LoopbackServer):
     """The fake server and its data.
 
@@ -624,8 +642,6 @@ class FakeGitHub(LoopbackServer):
         Returns:
             ``(headers, body bytes)``.
         """
-        import hmac
-        import uuid
 
         with self.lock:
             r = self._repo(repo)
@@ -652,20 +668,16 @@ class FakeGitHub(LoopbackServer):
             if "changes" in payload:
                 payload["changes"] = {"body": {"from": previous_body}}
             payload["sender"] = self._user(sender, "Bot" if sender.endswith("[bot]") else "User")
-            # An App's deliveries name its installation, as GitHub's do (fixture
-            # issue_comment.created.with-installation: ``installation: {id, node_id}``).
-            found = self.app.installation_json(repo) if self.app is not None else None
-            if found is not None:
-                payload["installation"] = {"id": found["id"],
-                                           "node_id": _node_id("Installation", found["id"])}
-        body = json.dumps(payload).encode()
-        headers = {"X-GitHub-Event": event, "Content-Type": "application/json",
-                   "User-Agent": "GitHub-Hookshot/044aadd",
-                   "X-GitHub-Delivery": delivery_id or str(uuid.uuid4())}
-        if secret is not None:
-            digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-            headers["X-Hub-Signature-256"] = f"sha256={digest}"
-        return headers, body
+            self._name_installation(payload, repo)
+        return _signed_delivery(event, payload, secret, delivery_id)
+
+    def _name_installation(self, payload: dict[str, Any], repo: str) -> None:
+        # An App's deliveries name its installation, as GitHub's do (fixture
+        # issue_comment.created.with-installation: ``installation: {id, node_id}``).
+        found = self.app.installation_json(repo) if self.app is not None else None
+        if found is not None:
+            payload["installation"] = {"id": found["id"],
+                                       "node_id": _node_id("Installation", found["id"])}
 
     # -- test API: limits and counts ---------------------------------------------------
     def rest_rate_limit(self, times: int = 1, *, status: int = 403, retry_after: int | None = None,
@@ -1693,9 +1705,6 @@ class FakeGitHub(LoopbackServer):
         ``WebhookMergeGroupDestroyed``: ``action``, ``merge_group``, ``repository``,
         ``sender``, ``installation``; ``destroyed`` adds ``reason``: merged | dequeued |
         invalidated)."""
-        import hmac
-        import uuid
-
         with self.lock:
             r = self._repo(repo)
             payload: dict[str, Any] = {
@@ -1705,18 +1714,8 @@ class FakeGitHub(LoopbackServer):
                 "sender": self._user("github-merge-queue[bot]", "Bot")}
             if action == "destroyed":
                 payload["reason"] = reason
-            found = self.app.installation_json(repo) if self.app is not None else None
-            if found is not None:
-                payload["installation"] = {"id": found["id"],
-                                           "node_id": _node_id("Installation", found["id"])}
-        body = json.dumps(payload).encode()
-        headers = {"X-GitHub-Event": "merge_group", "Content-Type": "application/json",
-                   "User-Agent": "GitHub-Hookshot/044aadd",
-                   "X-GitHub-Delivery": delivery_id or str(uuid.uuid4())}
-        if secret is not None:
-            digest = hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-            headers["X-Hub-Signature-256"] = f"sha256={digest}"
-        return headers, body
+            self._name_installation(payload, repo)
+        return _signed_delivery("merge_group", payload, secret, delivery_id)
 
     def _r_compare(self, p: dict[str, str], q: dict[str, str], body: bytes,
                    h: Any) -> _Response:
