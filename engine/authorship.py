@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engine.hooks.feedback import classify_text
-from engine.hooks.markers import any_attestation_ticked
+from engine.hooks.markers import any_attestation_ticked, says
 from engine.identity import Actor
 from engine.operator import confirm_ids
 from engine.ports import SELF_MARKER, Comment, CommentEdits, TrackerError
@@ -119,11 +119,10 @@ def could_matter(comment: Comment, settings: EngineSettings) -> bool:
     body = comment.body or ""
     if SELF_MARKER in body:
         return False
-    lowered = body.lower()
     keywords = (settings.execute_keyword, settings.start_keyword)
     return (classify_text(body) is not None or any_attestation_ticked(body)
             or bool(confirm_ids(body))
-            or any(k.strip() and k.strip().lower() in lowered for k in keywords))
+            or any(says(body, k) for k in keywords))  # the gates' own reading of a keyword
 
 
 def _who(actor: Actor) -> str:
