@@ -76,9 +76,9 @@ def graph_svg(graph: Mapping[str, Any], nodes: Sequence[Mapping[str, Any]]) -> M
              f'viewBox="0 0 {drawn["width"]} {drawn["height"]}" width="{drawn["width"]}" '
              f'height="{drawn["height"]}" xmlns="http://www.w3.org/2000/svg">',
              f'<title id="graph-title">{escape(title)}</title>',
-             '<defs><marker id="arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="7" '
-             'markerHeight="7" orient="auto-start-reverse"><path d="M0,0 L8,4 L0,8 z"/>'
-             "</marker></defs>"]
+             '<defs><marker id="arrow" viewBox="0 0 8 8" refX="7" refY="4" markerWidth="8" '
+             'markerHeight="8" markerUnits="userSpaceOnUse" orient="auto-start-reverse">'
+             '<path d="M0,0 L8,4 L0,8 z"/></marker></defs>']
     parts += [_edge({**e, "taken": (e["from"], e["to"]) in taken}) for e in drawn["edges"]]
     for n in nodes:
         x, y = drawn["place"][str(n["id"])]
