@@ -34,7 +34,7 @@ from engine.settings import EngineSettings
 from engine.state import ItemState
 
 __all__ = ["MODEL_VERSION", "STATES", "PENDING_STATES", "item_model", "layout",
-           "node_state", "timeline", "NODE_W", "NODE_H", "ROW", "COL"]
+           "node_state", "timeline", "web_url", "NODE_W", "NODE_H", "ROW", "COL"]
 
 MODEL_VERSION = 1
 #: Every node state the page draws (see the module docstring).
@@ -97,10 +97,10 @@ def layout(nodes: Sequence[str], edges: Sequence[tuple[str, str, str]]) -> dict[
         offset = (widest - len(members)) * COL / 2
         for i, n in enumerate(members):
             place[n] = (MARGIN + offset + i * COL, MARGIN + depth * ROW)
-    edges, lanes = _edges(pairs, pos, place)
+    drawn, lanes = _edges(pairs, pos, place)
     width = MARGIN + (widest - 1) * COL + NODE_W + (lanes + 1) * LANE + MARGIN
     height = MARGIN + (max(rows, default=0)) * ROW + NODE_H + MARGIN
-    return {"width": int(width), "height": int(height), "place": place, "edges": edges}
+    return {"width": int(width), "height": int(height), "place": place, "edges": drawn}
 
 
 def _edges(pairs: Mapping[tuple[str, str], list[str]], pos: Mapping[str, int],
@@ -256,12 +256,20 @@ def _gate(graph: Graph, state: ItemState, settings: EngineSettings) -> dict[str,
     return gate
 
 
+def web_url(value: Any) -> str:
+    """``value`` as text when it is an ``https://`` or ``http://`` address, else "": the
+    page links only web pages (a stored ``javascript:`` or relative value is shown as
+    nothing rather than linked)."""
+    text = str(value or "").strip()
+    return text if text.lower().startswith(("https://", "http://")) else ""
+
+
 def _quiz_urls(state: ItemState, node_id: str) -> list[str]:
     entry = (state.surface.get("quiz") or {}).get(node_id)
     if not isinstance(entry, Mapping):
         return []
-    return [str(c.get("url")) for c in entry.get("comments") or ()
-            if isinstance(c, Mapping) and c.get("url")]
+    return [web_url(c.get("url")) for c in entry.get("comments") or ()
+            if isinstance(c, Mapping) and web_url(c.get("url"))]
 
 
 def _decisions(state: ItemState) -> list[dict[str, Any]]:
@@ -278,7 +286,7 @@ def _decisions(state: ItemState) -> list[dict[str, Any]]:
                  "by": attested or str(doc.get("by") or ""),
                  "via": str(doc.get("via") or ("reply" if doc.get("by") else "")),
                  "at": str(doc.get("attestedAt") or doc.get("at") or ""),
-                 "evidence": str(doc.get("comment") or ""),
+                 "evidence": web_url(doc.get("comment")),
                  "text": str(doc.get("text") or ""),
                  "attestation": bool(attested),
                  "verifiedEditor": bool(attested) and doc.get("via") == "tick",
@@ -293,7 +301,7 @@ def _counted(state: ItemState, node_id: str, number: int) -> list[dict[str, Any]
         return []
     return [{"by": str(a.get("by") or ""), "outcome": str(a.get("outcome") or ""),
              "via": str(a.get("via") or ""), "at": str(a.get("at") or ""),
-             "evidence": str(a.get("comment") or "")}
+             "evidence": web_url(a.get("comment"))}
             for a in entry.get("approvals") or () if isinstance(a, Mapping)]
 
 
@@ -365,13 +373,13 @@ def _decision_entries(add: Any, row: Mapping[str, Any], state: ItemState) -> Non
     who = doc.get("attestedBy") or doc.get("by") or "unknown"
     verb = "attested" if doc.get("attestedBy") else str(doc.get("outcome") or "decided")
     add(str(doc.get("attestedAt") or doc.get("at") or row["exitedAt"] or ""), kind="decision",
-        node=node, visit=number, link=str(doc.get("comment") or ""),
+        node=node, visit=number, link=web_url(doc.get("comment")),
         text=f"{node} (visit {number}): {verb} by {who} via {doc.get('via') or 'reply'}")
 
 
 def _effect_link(effect: EffectRow) -> str:
     if isinstance(effect.effect, PostComment):
-        return str((effect.result or {}).get("url") or "")
+        return web_url((effect.result or {}).get("url"))
     return ""
 
 
@@ -394,9 +402,7 @@ def _links(state: ItemState, settings: EngineSettings, web_base: str,
         quizzes += [{"node": node, "url": url} for url in _quiz_urls(state, node)]
         location = str(entry.get("location") or "")
         if location:
-            explainers.append({"node": node, "location": location,
-                               "url": location if location.startswith(("https://", "http://"))
-                               else ""})
+            explainers.append({"node": node, "location": location, "url": web_url(location)})
     return {"issue": issue, "page": details_page(settings.public_url, ref),
             "pulls": [{"number": n, "url": f"{base}/{ref.owner}/{ref.repo}/pull/{n}"
                        if base else ""} for n in sorted(pulls)],

@@ -307,3 +307,46 @@ def test_settings_without_a_public_url_give_no_page_link() -> None:
     runtime = at_merge_gate(tracker, public_url="")
     assert model_of(runtime)["links"]["page"] == ""
     assert EngineSettings(authorized_users=USERS).public_url == ""
+
+
+def test_a_gate_that_sent_the_item_back_is_waiting_again_not_done() -> None:
+    tracker = MemoryTracker()
+    runtime = at_merge_gate(tracker)
+    asked = tracker.add_comment_as(REF, "bob", "changes requested: rename the flag")
+    state = runtime.advance(REF, {"comments": [asked]})
+    assert state.current_node == "implementation"
+    model = model_of(runtime)
+    gate = _node(model, "human-approval")
+    assert (gate["state"], gate["outcome"], gate["pending"]) == ("waiting",
+                                                                 "changes-requested", True)
+    taken = {(e["from"], e["to"]) for e in model["graph"]["edges"] if e["taken"]}
+    assert ("human-approval", "implementation") in taken  # the back edge it took
+    back = next(e for e in model["graph"]["edges"]
+                if (e["from"], e["to"]) == ("human-approval", "implementation"))
+    assert back["back"] is True and back["lane"] >= 0
+    [decision] = model["decisions"]
+    assert (decision["outcome"], decision["by"], decision["evidence"]) == (
+        "changes-requested", "@bob", asked.url)
+    assert 'data-node="human-approval" data-state="waiting"' in render_page(model,
+                                                                         pending_only=True)
+
+
+def test_only_web_addresses_are_linked() -> None:
+    tracker = MemoryTracker()
+    runtime = at_merge_gate(tracker)
+    runtime.force(REF, "code-quiz", "test", "tester")
+    state = runtime.store.load(REF)
+    state.surface["quiz"] = {"code-quiz": {
+        "comments": [{"id": 1, "url": "javascript:alert(1)"}],
+        "location": "docs/specs/issue-7/explainer.html"}}
+    state.record_decision("code-quiz", Attestation(
+        "2026-03-01T12:31:00Z", "@carol", "2026-03-01T12:30:59Z", "javascript:alert(2)", 1,
+        "tick").to_json())
+    model = item_model(runtime.graph, state, runtime.settings)
+    assert model["gate"]["quizComments"] == [] and model["links"]["quizComments"] == []
+    assert model["decisions"][0]["evidence"] == ""
+    assert model["links"]["explainers"] == [{"node": "code-quiz", "url": "",
+                                             "location": "docs/specs/issue-7/explainer.html"}]
+    page = render_page(model)
+    assert "javascript:" not in page
+    assert "docs/specs/issue-7/explainer.html" in page  # shown, not linked
