@@ -29,7 +29,7 @@ from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
 
 from bot.itempage.svg import MARKS, WORDS, graph_svg
-from engine.itempage import item_model
+from engine.itempage import item_model, web_url
 from engine.refs import WorkItemRef
 from engine.report import build_report
 
@@ -123,7 +123,8 @@ def render_page(model: dict[str, Any], *, pending_only: bool = False,
         marks=MARKS, words=WORDS, pull_urls=pull_urls)
 
 
-def render_status_page(status: int, title: str, message: str) -> str:
+def render_status_page(status: int, title: str, message: str, *,
+                       action: tuple[str, str] | None = None) -> str:
     """A page for a refusal or an error (403, 404, a failed sign-in): the same look as the
     details page and nothing of any item (issue 22, bad input: no leak of whether the
     repository exists).
@@ -132,6 +133,13 @@ def render_status_page(status: int, title: str, message: str) -> str:
         status: the HTTP status the route sends (shown as text).
         title: the heading (escaped).
         message: one paragraph (escaped).
+        action: an optional ``(label, href)`` link under the message ("Sign in with
+            GitHub", "Try again"); an ``href`` that is not a web address or a path on this
+            server (``/…``) is left out.
     """
+    label, href = action or ("", "")
+    if not (href.startswith("/") and not href.startswith("//")) and not web_url(href):
+        label, href = "", ""
     return _environment().get_template("status.html.j2").render(
-        status=int(status), title=title, message=message, viewer=None, css=Markup(STYLE))
+        status=int(status), title=title, message=message, viewer=None, css=Markup(STYLE),
+        action_label=label, action_href=href)

@@ -300,6 +300,12 @@ def test_a_status_page_says_nothing_of_any_item() -> None:
     assert "items/" not in page and "acme" not in page
     forbidden = render_status_page(403, "<No access>", "Sign in with <GitHub>.")
     assert "&lt;No access&gt;" in forbidden and "Sign in with &lt;GitHub&gt;." in forbidden
+    signin = render_status_page(403, "Sign in", "Only people who can read the repository.",
+                                action=("Sign in with GitHub", "/auth/login?next=/items/a/b/1"))
+    assert '<a href="/auth/login?next=/items/a/b/1">Sign in with GitHub</a>' in signin
+    for bad in ("javascript:alert(1)", "//evil.example/x"):
+        assert "href" not in render_status_page(403, "t", "m", action=("Go", bad)).split(
+            "<main")[1]
 
 
 def test_settings_without_a_public_url_give_no_page_link() -> None:
