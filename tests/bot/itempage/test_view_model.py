@@ -356,3 +356,8 @@ def test_only_web_addresses_are_linked() -> None:
     page = render_page(model)
     assert "javascript:" not in page
     assert "docs/specs/issue-7/explainer.html" in page  # shown, not linked
+
+
+def test_a_status_page_for_a_success_names_no_status_code() -> None:
+    page = render_status_page(200, "Signed out", "You are signed out.")
+    assert "<title>Signed out — loopgate</title>" in page and "HTTP 200" not in page
