@@ -70,13 +70,15 @@ def layout(nodes: Sequence[str], edges: Sequence[tuple[str, str, str]]) -> dict[
     declaration order is its walk order; ``graph.ordered``); a node's layer is one more
     than the deepest forward predecessor's, nodes of a layer sit side by side in
     declaration order, centred. Every other edge (a gate sending the item back) is a *back
-    edge*, drawn in a lane right of the boxes; lanes are given greedily so that no two
-    back edges whose spans overlap share one.
+    edge*, drawn in a lane right of the boxes; a forward edge that would cross a box of a
+    layer between its ends is drawn in a lane left of the boxes. Lanes are given greedily,
+    in edge order, so that no two edges whose spans overlap share one.
 
     Returns:
         ``{width, height, place: {node: (x, y)}, edges: [{from, to, outcomes, back,
-        lane, points}]}`` — ``points`` is the SVG path's ``d`` (user units); parallel
-        edges between the same two nodes are one edge with several outcomes.
+        side, lane, points}]}`` — ``side`` is ``right`` (a back edge), ``left`` (a long
+        forward edge) or "" (straight), ``points`` the SVG path's ``d`` (user units);
+        parallel edges between the same two nodes are one edge with several outcomes.
     """
     keep = set(nodes)
     pos = {n: i for i, n in enumerate(nodes)}
@@ -92,43 +94,70 @@ def layout(nodes: Sequence[str], edges: Sequence[tuple[str, str, str]]) -> dict[
     for n in nodes:
         rows.setdefault(layer[n], []).append(n)
     widest = max((len(r) for r in rows.values()), default=1)
-    place = {}
+    place: dict[str, tuple[float, float]] = {}
     for depth, members in rows.items():
         offset = (widest - len(members)) * COL / 2
         for i, n in enumerate(members):
-            place[n] = (MARGIN + offset + i * COL, MARGIN + depth * ROW)
-    drawn, lanes = _edges(pairs, pos, place)
-    width = MARGIN + (widest - 1) * COL + NODE_W + (lanes + 1) * LANE + MARGIN
-    height = MARGIN + (max(rows, default=0)) * ROW + NODE_H + MARGIN
-    return {"width": int(width), "height": int(height), "place": place, "edges": drawn}
+            place[n] = (offset + i * COL, MARGIN + depth * ROW)
+    routed = _route(pairs, pos, place, layer, rows)
+    lefts = 1 + max((e["lane"] for e in routed if e["side"] == "left"), default=-1)
+    rights = 1 + max((e["lane"] for e in routed if e["side"] == "right"), default=-1)
+    shift = MARGIN + lefts * LANE
+    place = {n: (x + shift, y) for n, (x, y) in place.items()}
+    right = shift + (widest - 1) * COL + NODE_W
+    for e in routed:
+        e["points"] = _path(e, place[e["from"]], place[e["to"]], shift, right)
+    width = right + (rights + 1) * LANE + MARGIN
+    height = MARGIN + max(rows, default=0) * ROW + NODE_H + MARGIN
+    return {"width": int(width), "height": int(height), "place": place, "edges": routed}
 
 
-def _edges(pairs: Mapping[tuple[str, str], list[str]], pos: Mapping[str, int],
-           place: Mapping[str, tuple[float, float]]) -> tuple[list[dict[str, Any]], int]:
+def _crosses(src: str, dst: str, place: Mapping[str, tuple[float, float]],
+             layer: Mapping[str, int], rows: Mapping[int, list[str]]) -> bool:
+    # Would the straight drop from src to dst run through a box of a layer between them?
+    xs = {place[src][0] + NODE_W / 2, place[dst][0] + NODE_W / 2}
+    return any(place[n][0] <= x <= place[n][0] + NODE_W
+               for depth in range(layer[src] + 1, layer[dst]) for n in rows.get(depth, ())
+               for x in xs)
+
+
+def _route(pairs: Mapping[tuple[str, str], list[str]], pos: Mapping[str, int],
+           place: Mapping[str, tuple[float, float]], layer: Mapping[str, int],
+           rows: Mapping[int, list[str]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
-    busy: list[list[tuple[float, float]]] = []  # lane -> spans (y ranges) in use
-    right = max((x for x, _ in place.values()), default=0) + NODE_W
-    for (src, dst), outcomes in sorted(pairs.items(), key=lambda p: (pos[p[0][0]], pos[p[0][1]])):
-        (x1, y1), (x2, y2) = place[src], place[dst]
+    busy: dict[str, list[list[tuple[float, float]]]] = {"left": [], "right": []}
+    for (src, dst), outcomes in sorted(pairs.items(), key=lambda p: (pos[p[0][0]],
+                                                                     pos[p[0][1]])):
         back = pos[dst] < pos[src]
+        side = "right" if back else ("left" if _crosses(src, dst, place, layer, rows) else "")
         lane = -1
-        if back:
-            span = (min(y1, y2), max(y1, y2))
-            lane = next((i for i, used in enumerate(busy)
-                         if all(span[1] < a or span[0] > b for a, b in used)), len(busy))
-            if lane == len(busy):
-                busy.append([])
-            busy[lane].append(span)
-            gx = right + (lane + 1) * LANE
-            d = (f"M{x1 + NODE_W:g},{y1 + NODE_H / 2:g} H{gx:g} V{y2 + NODE_H / 2:g} "
-                 f"H{x2 + NODE_W + 4:g}")
-        else:
-            mid = (y1 + NODE_H + y2) / 2
-            d = (f"M{x1 + NODE_W / 2:g},{y1 + NODE_H:g} C{x1 + NODE_W / 2:g},{mid:g} "
-                 f"{x2 + NODE_W / 2:g},{mid:g} {x2 + NODE_W / 2:g},{y2 - 4:g}")
+        if side:
+            span = (min(place[src][1], place[dst][1]), max(place[src][1], place[dst][1]))
+            lanes = busy[side]
+            lane = next((i for i, used in enumerate(lanes)
+                         if all(span[1] < a or span[0] > b for a, b in used)), len(lanes))
+            if lane == len(lanes):
+                lanes.append([])
+            lanes[lane].append(span)
         out.append({"from": src, "to": dst, "outcomes": list(outcomes), "back": back,
-                    "lane": lane, "points": d})
-    return out, len(busy)
+                    "side": side, "lane": lane, "points": ""})
+    return out
+
+
+def _path(edge: Mapping[str, Any], start: tuple[float, float], end: tuple[float, float],
+          left: float, right: float) -> str:
+    (x1, y1), (x2, y2) = start, end
+    if edge["side"] == "right":
+        gx = right + (edge["lane"] + 1) * LANE
+        return (f"M{x1 + NODE_W:g},{y1 + NODE_H / 2:g} H{gx:g} V{y2 + NODE_H / 2:g} "
+                f"H{x2 + NODE_W + 4:g}")
+    if edge["side"] == "left":
+        gx = left - (edge["lane"] + 1) * LANE
+        return (f"M{x1:g},{y1 + NODE_H / 2:g} H{gx:g} V{y2 + NODE_H / 2:g} "
+                f"H{x2 - 4:g}")
+    mid = (y1 + NODE_H + y2) / 2
+    return (f"M{x1 + NODE_W / 2:g},{y1 + NODE_H:g} C{x1 + NODE_W / 2:g},{mid:g} "
+            f"{x2 + NODE_W / 2:g},{mid:g} {x2 + NODE_W / 2:g},{y2 - 4:g}")
 
 
 # -- the model ------------------------------------------------------------------------------

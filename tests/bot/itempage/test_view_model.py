@@ -234,6 +234,14 @@ def test_the_layout_is_layered_deterministic_and_keeps_back_edges_apart() -> Non
                                            ("c", "d", "p")])
     assert branch["place"]["b"][1] == branch["place"]["c"][1] != branch["place"]["d"][1]
     assert branch["place"]["b"][0] < branch["place"]["c"][0]
+    assert all(e["side"] == "" for e in branch["edges"])  # nothing in between: straight
+    # a skip edge a → c would run through b's box: it goes round on the left
+    chain = layout(["a", "b", "c"], [("a", "b", "pass"), ("b", "c", "pass"),
+                                     ("a", "c", "skipped")])
+    around = next(e for e in chain["edges"] if (e["from"], e["to"]) == ("a", "c"))
+    assert (around["side"], around["lane"], around["back"]) == ("left", 0, False)
+    assert chain["place"]["a"][0] > 14 and around["points"].startswith(
+        f"M{chain['place']['a'][0]:g},")
 
 
 # -- the HTML -------------------------------------------------------------------------------
