@@ -369,3 +369,28 @@ def test_only_web_addresses_are_linked() -> None:
 def test_a_status_page_for_a_success_names_no_status_code() -> None:
     page = render_status_page(200, "Signed out", "You are signed out.")
     assert "<title>Signed out — loopgate</title>" in page and "HTTP 200" not in page
+
+
+def test_every_model_matches_its_published_json_schema() -> None:
+    # templates/itempage/model.schema.json is the documented shape of the page's JSON.
+    from importlib import resources
+
+    import jsonschema
+
+    schema = json.loads(resources.files("templates").joinpath(
+        "itempage/model.schema.json").read_text("utf-8"))
+    jsonschema.Draft202012Validator.check_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    tracker = MemoryTracker()
+    runtime = at_merge_gate(tracker)
+    models = [model_of(runtime), walked_model("waiting"), walked_model("passed")]
+    approve(runtime, tracker, "alice")
+    state = runtime.store.load(REF)
+    report = build_report(runtime.graph, state)
+    report["agent"] = {"dispatcher": None, "authored": False, "signals": []}
+    models.append(item_model(runtime.graph, state, runtime.settings, report=report))
+    for model in models:
+        errors = [e.message for e in validator.iter_errors(json.loads(json.dumps(model)))]
+        assert errors == []
+    broken = dict(models[0], version=2)
+    assert not validator.is_valid(broken)
