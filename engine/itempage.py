@@ -69,7 +69,8 @@ def layout(nodes: Sequence[str], edges: Sequence[tuple[str, str, str]]) -> dict[
     An edge is *forward* when its target is declared after its source (the graph's
     declaration order is its walk order; ``graph.ordered``); a node's layer is one more
     than the deepest forward predecessor's, nodes of a layer sit side by side in
-    declaration order, centred. Every other edge (a gate sending the item back) is a *back
+    declaration order, centred; a node no edge reaches (the side exit ``escalated``) gets
+    a row of its own after them. Every other edge (a gate sending the item back) is a *back
     edge*, drawn in a lane right of the boxes; a forward edge that would cross a box of a
     layer between its ends is drawn in a lane left of the boxes. Lanes are given greedily,
     in edge order, so that no two edges whose spans overlap share one.
@@ -90,6 +91,12 @@ def layout(nodes: Sequence[str], edges: Sequence[tuple[str, str, str]]) -> dict[
     for (src, dst) in sorted(pairs, key=lambda p: (pos[p[1]], pos[p[0]])):
         if pos[dst] > pos[src]:
             layer[dst] = max(layer[dst], layer[src] + 1)
+    linked = {n for pair in pairs for n in pair}
+    depth = max((layer[n] for n in linked), default=-1)
+    for n in nodes:  # a node no edge reaches (the side exit): one row each, at the end
+        if n not in linked and len(nodes) > 1:
+            depth += 1
+            layer[n] = depth
     rows: dict[int, list[str]] = {}
     for n in nodes:
         rows.setdefault(layer[n], []).append(n)

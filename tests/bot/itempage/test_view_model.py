@@ -394,3 +394,17 @@ def test_every_model_matches_its_published_json_schema() -> None:
         assert errors == []
     broken = dict(models[0], version=2)
     assert not validator.is_valid(broken)
+
+
+def test_an_escalated_item_draws_the_side_exit_in_a_row_of_its_own() -> None:
+    tracker = MemoryTracker()
+    runtime = at_merge_gate(tracker)
+    runtime.force(REF, "escalated", "a conflict needs a person", "tester")
+    model = model_of(runtime)
+    assert model["status"]["where"] == "escalated" and model["gate"] is None
+    nodes = model["graph"]["nodes"]
+    assert nodes[-1]["id"] == "escalated" and nodes[-1]["state"] == "escalated"
+    assert nodes[-1]["pending"] is True
+    assert nodes[-1]["y"] > max(n["y"] for n in nodes[:-1])
+    assert len({n["x"] for n in nodes}) == 1  # still one column
+    assert "✕ escalated" in render_page(model)
