@@ -404,8 +404,8 @@ def _decision_entries(add: Any, row: Mapping[str, Any], state: ItemState) -> Non
     counted = _counted(state, node, number)
     for approval in counted if len(counted) > 1 else ():
         add(approval["at"], kind="approval", node=node, visit=number, link=approval["evidence"],
-            text=f"{approval['outcome']} by @{approval['by'].lstrip('@')} via "
-                 f"{approval['via'] or 'reply'}")
+            text=f"{node} (visit {number}): {approval['outcome']} by "
+                 f"@{approval['by'].lstrip('@')} via {approval['via'] or 'reply'}")
     who = doc.get("attestedBy") or doc.get("by") or "unknown"
     verb = "attested" if doc.get("attestedBy") else str(doc.get("outcome") or "decided")
     add(str(doc.get("attestedAt") or doc.get("at") or row["exitedAt"] or ""), kind="decision",
