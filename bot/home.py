@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import replace
 from typing import Any
 
 from bot.approvals import is_approval_gate, may_decide
@@ -20,6 +21,7 @@ from bot.identity import resolve_login
 from bot.listeners.commands.check import _recorded_authors, item_owners
 from bot.notifier import ensure_slack_tables, write_scope
 from engine.approvals import recorded_approvals
+from engine.checksummary import details_page
 from engine.visits import Visit
 
 __all__ = ["home_rows", "publish_home", "homes_to_refresh", "refresh_homes", "web_base",
@@ -116,7 +118,8 @@ def home_rows(services: Any, login: str) -> tuple[list[WaitingRow], list[ItemRow
         owners = item_owners(services, state, authors)
         if login in owners:
             items.append(ItemRow(str(state.ref), state.current_node, state.status,
-                                 _url(state, base), last_decision(state)))
+                                 _url(state, base), last_decision(state),
+                                 details_page(services.settings.public_url, state.ref)))
         if not state.current_node or state.status == "complete":
             continue
         node = services.graph.node(state.current_node)
@@ -127,9 +130,12 @@ def home_rows(services: Any, login: str) -> tuple[list[WaitingRow], list[ItemRow
             waiting.append(WaitingRow(str(state.ref), node.id, "approval", since,
                                       node.description, _url(state, base),
                                       visit=visit.number if visit is not None else 1,
-                                      previous=previous_visit(state, node.id)))
+                                      previous=previous_visit(state, node.id),
+                                      page_url=details_page(services.settings.public_url,
+                                                            state.ref)))
         elif node.id in (state.surface.get("quiz") or {}) and login in owners:
-            waiting.append(_quiz_row(state, node, base))
+            waiting.append(replace(_quiz_row(state, node, base), page_url=details_page(
+                services.settings.public_url, state.ref)))
     waiting.sort(key=lambda row: (row.since, row.ref))
     return waiting, items
 

@@ -60,6 +60,7 @@ from bot.notifier import (
     write_scope,
 )
 from bot.routing import channel_for
+from engine.checksummary import details_page
 from engine.operator import NOTICE as OPERATOR_NOTICE
 from engine.ports import IssueInfo, SystemClock
 from engine.refs import WorkItemRef
@@ -389,7 +390,7 @@ class SlackWorker:
         text, blocks = approval_message(
             gate, description=self.services.graph.node(node).description,
             waiting_on=users, waiting_logins=unlinked, item_url=self._item_url(ref),
-            event=event)
+            event=event, page_url=self._page_url(ref))
         reply = self._call("chat_postMessage", channel=thread["channel"],
                            thread_ts=thread["ts"], text=text, blocks=_dicts(blocks),
                            unfurl_links=False)
@@ -456,7 +457,8 @@ class SlackWorker:
         thread = self._thread_row(ref)
         revision = 0 if thread is None else thread["revision"] + 1
         blocks = phase_selection_card(self.services.graph, info, revision=revision,
-                                      keyword=self.services.settings.execute_keyword)
+                                      keyword=self.services.settings.execute_keyword,
+                                      page_url=self._page_url(ref))
         text = f"Phase selection for {ref}: {info.title}"
         node = state.current_node if state is not None else ""
         self._put_parent(ref, thread, text, blocks, revision, "card", node, info.author)
@@ -472,7 +474,8 @@ class SlackWorker:
         info = self._info(ref)
         revision = thread["revision"] + 1
         blocks = phase_selection_card(self.services.graph, info, revision=revision,
-                                      keyword=self.services.settings.execute_keyword)
+                                      keyword=self.services.settings.execute_keyword,
+                                      page_url=self._page_url(ref))
         drawn = with_selection(_dicts(blocks), skips=list(data.get("skips") or ()),
                                opt_ins=list(data.get("optIns") or ()),
                                explainer=bool(data.get("explainer", True)))
@@ -499,10 +502,15 @@ class SlackWorker:
         info = self._info(ref)
         revision = 0 if thread is None else thread["revision"] + 1
         blocks = status_card(self.services.graph, info, current_node=state.current_node,
-                             status=state.status, decision=decision, revision=revision)
+                             status=state.status, decision=decision, revision=revision,
+                             page_url=self._page_url(ref))
         text = f"{ref}: now at {state.current_node or '—'}"
         self._put_parent(ref, thread, text, blocks, revision, "status", state.current_node,
                          info.author)
+
+    def _page_url(self, ref: WorkItemRef) -> str:
+        """The item's details page (issue 22 §2), "" when ``server.publicUrl`` is unset."""
+        return details_page(self.services.settings.public_url, ref)
 
     def _channel(self, ref: WorkItemRef) -> str:
         """The item's channel: ``slack.channels`` route, else ``slack.channel`` (§5)."""

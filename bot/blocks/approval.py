@@ -25,7 +25,7 @@ from slack_sdk.models.blocks import (
 )
 
 from bot.blocks import ids
-from bot.blocks.card import escape, truncate, truncate_keep_lines
+from bot.blocks.card import details_link, escape, truncate, truncate_keep_lines
 from bot.blocks.escaping import Mrkdwn
 from engine.errors import WorkItemRefError
 from engine.refs import WorkItemRef
@@ -114,8 +114,10 @@ def headline(event: str, node: str) -> str:
     return HEADLINES.get(event, HEADLINES["phase-approval-pending"]).format(node=node)
 
 
-def _lines(gate: GateRef, description: str, waits_on: str, item_url: str, event: str) -> str:
-    lines = [f"{headline(event, gate.node)} — {_item(gate.ref, item_url)}"]
+def _lines(gate: GateRef, description: str, waits_on: str, item_url: str, event: str,
+           page_url: str = "") -> str:
+    lines = [f"{headline(event, gate.node)} — {_item(gate.ref, item_url)}"
+             f"{details_link(page_url)}"]
     if description:
         lines.append(escape(truncate(description, 300)))
     lines.append(f"Waiting on: {waits_on}" if waits_on else
@@ -126,7 +128,7 @@ def _lines(gate: GateRef, description: str, waits_on: str, item_url: str, event:
 def approval_message(
     gate: GateRef, *, description: str = "", waiting_on: Sequence[str] = (),
     waiting_logins: Sequence[str] = (), item_url: str = "", revision: int = 0,
-    event: str = "phase-approval-pending",
+    event: str = "phase-approval-pending", page_url: str = "",
 ) -> tuple[str, list[Block]]:
     """The interactive message of a waiting approval gate.
 
@@ -139,6 +141,8 @@ def approval_message(
         revision: the message revision (fresh block ids on every rewrite).
         event: the notify event that asked for it (``phase-approval-pending`` or
             ``pr-review-pending``), which names the first line.
+        page_url: the item's details page (issue 22 §2: who approved, whom it waits on),
+            linked on the first line; "" for none (``server.publicUrl`` unset).
 
     Returns:
         ``(fallback text, blocks)``.
@@ -156,7 +160,8 @@ def approval_message(
     ]
     blocks: list[Block] = [
         SectionBlock(text=MarkdownTextObject(
-            text=truncate_keep_lines(_lines(gate, description, who, item_url, event))),
+            text=truncate_keep_lines(_lines(gate, description, who, item_url, event,
+                                            page_url))),
             block_id=ids.block_id(ids.BLOCK_NOTICE, revision, 0)),
         ActionsBlock(block_id=ids.block_id(ids.BLOCK_APPROVAL, revision, 0), elements=buttons),
         ContextBlock(elements=[MarkdownTextObject(
@@ -168,7 +173,7 @@ def approval_message(
 
 def approval_done_message(
     gate: GateRef, decision: Mapping[str, Any], *, item_url: str = "", revision: int = 1,
-    moved_to: str = "", visit: int = 0,
+    moved_to: str = "", visit: int = 0, page_url: str = "",
 ) -> tuple[str, list[Block]]:
     """The message rewritten read-only once the gate was answered (or moved on).
 
@@ -183,6 +188,8 @@ def approval_done_message(
         moved_to: where the item is now, named when there is no decision.
         visit: that visit's number; from 2 on it is named ("visit 2"), so a gate sent
             back and answered again reads as its own answer (issue 19 §2).
+        page_url: the item's details page (issue 22 §2), linked after the outcome; "" for
+            none.
     """
     outcome = str(decision.get("outcome") or "")
     if outcome:
@@ -190,10 +197,11 @@ def approval_done_message(
         head = (f"{OUTCOME_LABELS.get(outcome, outcome)} — `{gate.node}` of "
                 f"{_item(gate.ref, item_url)} by {escape(str(decision.get('by') or '?'))}"
                 f"{via} at {escape(str(decision.get('at') or ''))}{_approvers(decision)}"
-                f"{f' (visit {visit})' if visit > 1 else ''}")
+                f"{f' (visit {visit})' if visit > 1 else ''}{details_link(page_url)}")
     else:
         head = (f"⏭️ `{gate.node}` of {_item(gate.ref, item_url)} is no longer waiting"
-                f"{f' (now at `{escape(moved_to)}`)' if moved_to else ''}.")
+                f"{f' (now at `{escape(moved_to)}`)' if moved_to else ''}."
+                f"{details_link(page_url)}")
     text = f"{gate.ref}: {gate.node} — {outcome or 'moved on'}"
     blocks: list[Block] = [SectionBlock(text=MarkdownTextObject(text=head),
                                         block_id=ids.block_id(ids.BLOCK_NOTICE, revision, 0))]

@@ -61,6 +61,7 @@ __all__ = [
     "selection_from_state",
     "selection_from_decision",
     "confirmation_lines",
+    "details_link",
     "phase_selection_node_id",
     "markdown_to_mrkdwn",
     "phase_selection_card",
@@ -111,10 +112,26 @@ def truncate_keep_lines(text: str, limit: int = MAX_SECTION_TEXT) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _item_link(info: IssueInfo) -> str:
+def _item_link(info: IssueInfo, page_url: str = "") -> str:
     label = f"{info.ref}"
     link = f"<{info.url}|{label}>" if info.url else label
-    return f"*{link}* {escape(truncate(info.title, 2500))}"
+    # The page's link goes before the title, which is cut first (a section's text holds
+    # 3,000 characters, platform-facts C4): a cut never breaks the link.
+    return f"*{link}*{details_link(page_url)} {escape(truncate(info.title, 2500))}"
+
+
+#: The longest details-page URL linked from Slack (``server.publicUrl`` plus
+#: ``/items/<owner>/<repo>/<n>``; GitHub names are at most 39 + 100 characters).
+MAX_PAGE_URL = 300
+
+
+def details_link(page_url: str) -> str:
+    """`` · <page|Details page>`` (mrkdwn) for the item's details page (issue 22 §2: the
+    URL from ``engine.checksummary.details_page`` of ``server.publicUrl``), "" when there
+    is none or it is longer than :data:`MAX_PAGE_URL` (a cut URL would lead nowhere)."""
+    if not page_url or len(page_url) > MAX_PAGE_URL:
+        return ""
+    return f" · <{escape(page_url)}|Details page>"
 
 
 # -- rows ------------------------------------------------------------------------------
@@ -351,7 +368,8 @@ def _header(text: str) -> HeaderBlock:
 
 
 def phase_selection_card(
-    graph: Graph, info: IssueInfo, *, revision: int = 0, keyword: str = "the-loop execute"
+    graph: Graph, info: IssueInfo, *, revision: int = 0, keyword: str = "the-loop execute",
+    page_url: str = "",
 ) -> list[Block]:
     """The interactive phase-selection card (issue 4 §3).
 
@@ -360,6 +378,8 @@ def phase_selection_card(
         info: title, link and author of the work item.
         revision: the message revision (block ids carry it).
         keyword: the execute keyword, named in the GitHub fallback line.
+        page_url: the item's details page (issue 22 §2), linked after the title; "" for
+            none (``server.publicUrl`` unset).
 
     Returns:
         At most 50 blocks. A graph too large for one message gets a compact card that
@@ -368,7 +388,7 @@ def phase_selection_card(
     rows = card_rows(graph)
     blocks: list[Block] = [
         _header(f"Phase selection · {info.ref}"),
-        _section(_item_link(info)),
+        _section(_item_link(info, page_url)),
         *_phase_blocks(graph, rows, revision),
         *_opt_in_blocks(rows, revision),
         *_settings_blocks(rows, revision),
@@ -379,14 +399,16 @@ def phase_selection_card(
             text=f"Or reply `{escape(keyword)}` on the GitHub issue with the checklist.")]),
     ]
     if len(blocks) > MAX_BLOCKS:
-        return _compact_card(info, keyword, len(rows.default_on) + len(rows.opt_in))
+        return _compact_card(info, keyword, len(rows.default_on) + len(rows.opt_in), page_url)
     return blocks
 
 
-def _compact_card(info: IssueInfo, keyword: str, row_count: int) -> list[Block]:
+def _compact_card(info: IssueInfo, keyword: str, row_count: int,
+                  page_url: str = "") -> list[Block]:
     text = (f"This graph offers {row_count} phase rows, more than one Slack message can hold. "
             f"Tick them in the checklist comment on GitHub and reply `{escape(keyword)}` there.")
-    return [_header(f"Phase selection · {info.ref}"), _section(_item_link(info)), _section(text)]
+    return [_header(f"Phase selection · {info.ref}"), _section(_item_link(info, page_url)),
+            _section(text)]
 
 
 # -- the read-only confirmation and the live status card --------------------------------
@@ -447,6 +469,7 @@ def status_card(
     status: str,
     decision: Mapping[str, Any] | None,
     revision: int,
+    page_url: str = "",
 ) -> list[Block]:
     """The item's live status card: the read-only rewrite of the phase-selection card.
 
@@ -457,6 +480,8 @@ def status_card(
         status: the item's status word (``running``, ``parked``, ``complete`` ...).
         decision: the phase-selection decision, or None while phase selection waits.
         revision: the message revision (fresh block ids on every rewrite).
+        page_url: the item's details page (issue 22 §2), linked after the title; "" for
+            none.
 
     Returns:
         Read-only blocks (no interactive elements), at most 50.
@@ -464,7 +489,7 @@ def status_card(
     rows = card_rows(graph)
     blocks: list[Block] = [
         _header(f"{info.ref} · {truncate(info.title, 100)}"),
-        _section(_item_link(info), ids.block_id(ids.BLOCK_NOTICE, revision, 0)),
+        _section(_item_link(info, page_url), ids.block_id(ids.BLOCK_NOTICE, revision, 0)),
         _section(f"*Now:* `{current_node or '—'}` ({status or 'not started'})",
                  ids.block_id(ids.BLOCK_NOTICE, revision, 1)),
     ]

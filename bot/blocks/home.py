@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.blocks import ids
-from bot.blocks.card import MAX_BLOCKS, MAX_SECTION_TEXT, escape, truncate
+from bot.blocks.card import MAX_BLOCKS, MAX_SECTION_TEXT, details_link, escape, truncate
 
 __all__ = ["WaitingRow", "ItemRow", "home_view", "items_text", "MAX_ROWS"]
 
@@ -36,6 +36,8 @@ class WaitingRow:
         visit: which visit to the node this is (issue 19 §2; named from 2 on).
         previous: the previous visit's answer (``visit 1: ✋ Changes requested by
             @alice``), "" for none.
+        page_url: the item's details page (issue 22 §2), "" when ``server.publicUrl`` is
+            unset.
     """
 
     ref: str
@@ -48,19 +50,21 @@ class WaitingRow:
     explainer_url: str = ""
     visit: int = 1
     previous: str = ""
+    page_url: str = ""
 
 
 @dataclass(frozen=True)
 class ItemRow:
     """One of the viewer's work items: reference, current node, status, link, and its
     latest decision among each node's current visit (``bot.home.last_decision``; "" for
-    none)."""
+    none), and its details page (issue 22 §2; "" for none)."""
 
     ref: str
     node: str
     status: str
     item_url: str = ""
     decision: str = ""
+    page_url: str = ""
 
 
 def _button(text: str, url: str, action_id: str) -> dict[str, Any]:
@@ -76,6 +80,7 @@ def _waiting_blocks(row: WaitingRow, index: int) -> list[dict[str, Any]]:
             f"{escape(row.since or '?')}")
     if row.visit > 1:  # sent back and waiting again (issue 19 §2)
         line += f" — visit {row.visit}" + (f" ({escape(row.previous)})" if row.previous else "")
+    line += details_link(row.page_url)
     if row.description:
         line += f"\n{escape(truncate(row.description, 200))}"
     blocks: list[dict[str, Any]] = [{"type": "section", "text": {"type": "mrkdwn", "text": line}}]
@@ -92,6 +97,7 @@ def _waiting_blocks(row: WaitingRow, index: int) -> list[dict[str, Any]]:
 def _item_line(row: ItemRow) -> str:
     ref = f"<{row.item_url}|{escape(row.ref)}>" if row.item_url else escape(row.ref)
     line = f"• {ref} — at `{escape(row.node or '—')}` ({escape(row.status or '—')})"
+    line += details_link(row.page_url)
     return f"{line} — {escape(row.decision)}" if row.decision else line
 
 

@@ -22,6 +22,7 @@ from bot.blocks.approval import GateRef, approval_done_message, decision_modal
 from bot.blocks.escaping import slack_text
 from bot.home import refresh_homes
 from bot.notifier import write_scope
+from engine.checksummary import details_page
 
 __all__ = ["on_approve", "on_open_modal", "parse_gate_click", "finish", "rewrite_message",
            "MODAL_OUTCOMES"]
@@ -113,7 +114,9 @@ def rewrite_message(services: Any, client: Any, gate: GateRef, channel: str, ts:
     visit = gate_visit(state, gate)
     text, blocks = approval_done_message(gate, decision, item_url=url, revision=revision,
                                          moved_to=state.current_node,
-                                         visit=visit.number if visit is not None else 0)
+                                         visit=visit.number if visit is not None else 0,
+                                         page_url=details_page(services.settings.public_url,
+                                                               gate.ref))
     client.chat_update(channel=channel, ts=ts, text=slack_text(text),
                        blocks=[b.to_dict() for b in blocks])
     if row:

@@ -24,6 +24,7 @@ from bot.blocks.mirror import initial_state
 from bot.click_lock import item_lock
 from bot.identity import resolve_login
 from bot.notifier import load_thread, save_thread
+from engine.checksummary import details_page
 from engine.errors import WorkItemRefError
 from engine.hooks.phase_selection import reply_body
 from engine.ports import Comment, IssueInfo, TrackerError
@@ -242,7 +243,8 @@ def _rewrite_card(services: Any, client: Any, click: Click, decision: Mapping[st
     state = store.load(click.ref)
     info = _issue_info(services, click.ref)
     blocks = status_card(services.graph, info, current_node=state.current_node,
-                         status=state.status, decision=decision, revision=revision)
+                         status=state.status, decision=decision, revision=revision,
+                         page_url=details_page(services.settings.public_url, click.ref))
     client.chat_update(channel=click.channel, ts=click.ts,
                        text=slack_text(f"Phase selection of {click.ref} made by "
                                        f"{decision.get('by')}"),
