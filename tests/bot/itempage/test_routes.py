@@ -56,7 +56,7 @@ def _page(ref) -> str:  # noqa: ANN001
 
 def _no_item(body: str, ref) -> None:  # noqa: ANN001
     # Nothing of the item: not its reference, not a node of its walk.
-    assert f"#{ref.number}" not in body
+    assert str(ref) not in body
     assert "human-approval" not in body and "phase-selection" not in body
 
 
