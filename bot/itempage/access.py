@@ -7,7 +7,9 @@ client id, the redirect URI and an unguessable ``state``; GitHub sends the perso
 application/json``) trades the code for a user token; ``GET /user`` names the person
 (docs.github.com "Generating a user access token for a GitHub App"; the OAuth app flow is
 the same). Access: ``GET /repos/{owner}/{repo}`` with the person's token answers 404 when
-they cannot see it (platform-facts F6).
+they cannot see it (platform-facts F6). A GitHub App's user token reaches what both the
+person and the App can, so a repository the App is not installed on reads as not readable
+(fail closed); no OAuth scope is asked for.
 
 Where the user token lives: inside the session cookie, sealed (encrypted and signed with
 Fernet: AES-128-CBC + HMAC-SHA256, keys derived from ``server.signIn.sessionSecretEnv``).
