@@ -19,7 +19,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from bot.server import Server
-from tests.bot.itempage.conftest import Site, make_site, sign_in_config
+from tests.bot.itempage.conftest import CLIENT_ID, Site, make_site
 from tests.bridges.conftest import REPO
 from tests.fakes.github import FakeGitHub
 
@@ -52,7 +52,7 @@ def served(fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     http = Server(late, "127.0.0.1", 0, threads=4).start()
     web = fake.url.replace("127.0.0.1", "localhost")
     site = make_site(fake, tmp_path, monkeypatch,
-                     {"publicUrl": http.url, "signIn": {"clientId": "Iv1.5c8d0e1f2a3b4c5d",
+                     {"publicUrl": http.url, "signIn": {"clientId": CLIENT_ID,
                                                         "webUrl": web}})
     late.app = site.app
     try:
