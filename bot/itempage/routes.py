@@ -32,6 +32,7 @@ from typing import Any
 from urllib.parse import quote
 
 from flask import Blueprint, Flask, Response, jsonify, redirect, request
+from werkzeug.wrappers import Response as BaseResponse
 
 from bot.itempage import view
 from bot.itempage.access import (
@@ -98,7 +99,7 @@ def register_item_pages(app: Flask, services: Any, *,
     return gate
 
 
-def secure_headers(response: Response) -> Response:
+def secure_headers(response: BaseResponse) -> BaseResponse:
     """The headers every answer of these routes carries (see the module's docstring)."""
     response.headers["Content-Security-Policy"] = view.CONTENT_SECURITY_POLICY
     response.headers["X-Content-Type-Options"] = "nosniff"
@@ -115,7 +116,7 @@ def wants_json() -> bool:
     return best == "application/json"
 
 
-def refusal(status: int, title: str, message: str, *, as_json: bool) -> Response:
+def refusal(status: int, title: str, message: str, *, as_json: bool) -> BaseResponse:
     """A status page (:func:`bot.itempage.view.render_status_page`), or ``{"error":
     message}`` for a JSON request; nothing of any item either way."""
     if as_json:
@@ -129,17 +130,17 @@ def refusal(status: int, title: str, message: str, *, as_json: bool) -> Response
     return response
 
 
-def _cookie(response: Response, gate: Gatekeeper, name: str, value: str, age: int) -> None:
+def _cookie(response: BaseResponse, gate: Gatekeeper, name: str, value: str, age: int) -> None:
     response.set_cookie(gate.cookie(name), value, max_age=age, path="/",
                         secure=gate.signin.secure, httponly=True, samesite="Lax")
 
 
-def _drop_cookie(response: Response, gate: Gatekeeper, name: str) -> None:
+def _drop_cookie(response: BaseResponse, gate: Gatekeeper, name: str) -> None:
     response.delete_cookie(gate.cookie(name), path="/", secure=gate.signin.secure,
                            httponly=True, samesite="Lax")
 
 
-def sign_in_needed(gate: Gatekeeper, *, as_json: bool) -> Response:
+def sign_in_needed(gate: Gatekeeper, *, as_json: bool) -> BaseResponse:
     """302 to ``/auth/login?next=<this page>``; a JSON request gets 401 JSON naming it."""
     query = request.query_string.decode("latin-1")
     here = request.path + (f"?{query}" if query else "")
@@ -157,7 +158,7 @@ def current_session(gate: Gatekeeper) -> Session | None:
 
 
 def access_refusal(gate: Gatekeeper, session: Session, owner: str, repo: str, *,
-                   as_json: bool) -> Response | None:
+                   as_json: bool) -> BaseResponse | None:
     """None when ``session`` may read ``owner/repo``; else the answer: 403 (cannot read,
     or no such repository), 503 (GitHub did not answer), or sign in again (token
     refused)."""
@@ -194,19 +195,19 @@ def item_blueprint(services: Any, gate: Gatekeeper | None) -> Blueprint:
     flow = _SignInFlow(gate) if gate is not None else None
 
     @bp.get("/auth/login")
-    def login() -> Response:
+    def login() -> BaseResponse:
         return flow.start() if flow else _not_configured()
 
     @bp.get("/auth/callback")
-    def callback() -> Response:
+    def callback() -> BaseResponse:
         return flow.finish() if flow else _not_configured()
 
     @bp.get("/auth/logout")
-    def logout() -> Response:
+    def logout() -> BaseResponse:
         return flow.logout() if flow else _not_configured()
 
     @bp.get("/items/<owner>/<repo>/<int:number>")
-    def item(owner: str, repo: str, number: int) -> Response:
+    def item(owner: str, repo: str, number: int) -> BaseResponse:
         if gate is None:
             return _not_configured()
         return _item_page(services, gate, owner, repo, number)
@@ -214,12 +215,12 @@ def item_blueprint(services: Any, gate: Gatekeeper | None) -> Blueprint:
     return bp
 
 
-def _not_configured() -> Response:
+def _not_configured() -> BaseResponse:
     return refusal(404, "Not found", NOT_CONFIGURED, as_json=wants_json())
 
 
 def _item_page(services: Any, gate: Gatekeeper, owner: str, repo: str,
-               number: int) -> Response:
+               number: int) -> BaseResponse:
     as_json = wants_json()
     ref = _item_ref(owner, repo, number)
     if ref is None:
@@ -246,7 +247,7 @@ class _SignInFlow:
     def __init__(self, gate: Gatekeeper) -> None:
         self.gate = gate
 
-    def start(self) -> Response:
+    def start(self) -> BaseResponse:
         """``/auth/login``: seal a fresh state (and ``next``) in a cookie, go to GitHub."""
         state = secrets.token_urlsafe(32)
         back = safe_next(request.args.get("next")) or ""
@@ -255,7 +256,7 @@ class _SignInFlow:
                 self.gate.sealer.seal(STATE, {"s": state, "n": back}), STATE_SECONDS)
         return response
 
-    def finish(self) -> Response:
+    def finish(self) -> BaseResponse:
         """``/auth/callback``: check GitHub's answer and this browser's state, trade the
         code, set the session."""
         error = request.args.get("error")
@@ -279,7 +280,7 @@ class _SignInFlow:
                                      "sign in again.", as_json=False))
         return self._signed_in(code, safe_next(str(started.get("n") or "")))
 
-    def _signed_in(self, code: str, back: str | None) -> Response:
+    def _signed_in(self, code: str, back: str | None) -> BaseResponse:
         try:
             grant = self.gate.users.exchange(code)
             login = self.gate.users.login(grant.token)
@@ -307,17 +308,17 @@ class _SignInFlow:
         _cookie(response, self.gate, SESSION, sealed, age)
         return self._end(response)
 
-    def _refused(self, error: str) -> Response:
+    def _refused(self, error: str) -> BaseResponse:
         message = ("You did not authorize loopgate on GitHub, so it cannot show you this "
                    "page." if error == "access_denied"
                    else f"GitHub refused the sign-in ({_ERROR_CODE.sub('', error)[:60]}).")
         return self._end(refusal(403, "Sign-in refused", message, as_json=False))
 
-    def _end(self, response: Response) -> Response:
+    def _end(self, response: BaseResponse) -> BaseResponse:
         _drop_cookie(response, self.gate, STATE)  # a state is good for one callback
         return response
 
-    def logout(self) -> Response:
+    def logout(self) -> BaseResponse:
         """``/auth/logout``: drop the session cookie."""
         response = Response(view.render_status_page(200, "Signed out", "You are signed out "
                                                     "of loopgate."), mimetype="text/html")

@@ -31,7 +31,8 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from flask import Blueprint, Response, jsonify, request
+from flask import Blueprint, jsonify, request
+from werkzeug.wrappers import Response as BaseResponse
 
 from bot.itempage.access import Gatekeeper, Session
 from bot.itempage.routes import (
@@ -142,7 +143,7 @@ def simulate_blueprint(services: Any, gate: Gatekeeper | None) -> Blueprint:
     bp.after_request(secure_headers)
 
     @bp.post("/api/simulate")
-    def simulate_route() -> Response:
+    def simulate_route() -> BaseResponse:
         if gate is None:
             return refusal(404, "Not found", NOT_CONFIGURED, as_json=True)
         refused = _request_refusal(gate)
@@ -156,7 +157,7 @@ def simulate_blueprint(services: Any, gate: Gatekeeper | None) -> Blueprint:
     return bp
 
 
-def _request_refusal(gate: Gatekeeper) -> Response | None:
+def _request_refusal(gate: Gatekeeper) -> BaseResponse | None:
     if (request.content_length or 0) > MAX_BODY:
         return refusal(413, "Too large", f"the body is over {MAX_BODY} bytes", as_json=True)
     if request.mimetype != "application/json":
@@ -167,7 +168,7 @@ def _request_refusal(gate: Gatekeeper) -> Response | None:
     return None
 
 
-def _answer(services: Any, gate: Gatekeeper, session: Session) -> Response:
+def _answer(services: Any, gate: Gatekeeper, session: Session) -> BaseResponse:
     try:
         asked = parse_request(request.get_json(silent=True), services.graph, session.login)
     except BadRequest as exc:
