@@ -45,7 +45,7 @@ from engine.errors import ConfigError
 
 __all__ = ["SignIn", "Sealer", "Session", "GitHubUsers", "Grant", "SignInRefused",
            "GitHubUnavailable", "TokenRejected", "AccessCache", "Verdict", "Gatekeeper",
-           "safe_next", "MIN_SECRET_CHARS", "STATE_SECONDS"]
+           "safe_next", "fingerprint", "MIN_SECRET_CHARS", "STATE_SECONDS"]
 
 logger = logging.getLogger(__name__)
 
@@ -309,6 +309,29 @@ class GitHubUsers:
             return False
         raise GitHubUnavailable(f"GET /repos/{{owner}}/{{repo}} answered {answer.status_code}")
 
+    def revoke(self, token: str) -> bool:
+        """Revoke the person's token at GitHub (``DELETE /applications/{client_id}/token``,
+        Basic authentication with the client id and secret; docs.github.com REST "Delete an
+        app token"), so a copy of a signed-out session cookie opens nothing.
+
+        Returns:
+            True when GitHub answered 204; False otherwise (logged, never raised: signing
+            out still drops the cookie).
+        """
+        try:
+            answer = self._http.request(
+                "DELETE", f"{self._signin.api_url}/applications/{self._signin.client_id}/token",
+                auth=(self._signin.client_id, self._signin.client_secret),
+                json={"access_token": token}, headers=_API_HEADERS, timeout=TIMEOUT,
+                allow_redirects=False)
+        except requests.RequestException as exc:
+            logger.warning("sign-out: GitHub did not answer the revocation (%s)",
+                           type(exc).__name__)
+            return False
+        if answer.status_code != 204:
+            logger.warning("sign-out: GitHub answered %s to the revocation", answer.status_code)
+        return bool(answer.status_code == 204)
+
     def _api(self, token: str, path: str) -> Any:
         answer = self._call("GET", f"{self._signin.api_url}{path}",
                             headers={**_API_HEADERS, "Authorization": f"Bearer {token}"})
@@ -340,9 +363,11 @@ def _rate_limited(answer: Any) -> bool:
 
 
 class AccessCache:
-    """Can-read answers per (login, owner, repo), reused for ``seconds`` (a refusal too:
-    a person who just lost access keeps it at most that long). Bounded: the oldest
-    entries go first past ``size``. Thread-safe.
+    """Can-read answers per (person, owner, repo), reused for ``seconds`` (a refusal too:
+    a person who just lost access keeps it at most that long). The person is named by
+    :func:`fingerprint` of their token, so a sign-out (:meth:`forget`) ends what was
+    cached for that sign-in. Bounded: the oldest entries go first past ``size``.
+    Thread-safe.
 
     Args:
         seconds: how long an answer is reused (0: never).
@@ -367,6 +392,12 @@ class AccessCache:
                 self._answers.pop(key, None)
                 return None
             return found[0]
+
+    def forget(self, login: str) -> None:
+        """Drop every answer cached for ``login`` (a token's :func:`fingerprint`)."""
+        with self._lock:
+            for key in [k for k in self._answers if k[0] == login.lower()]:
+                del self._answers[key]
 
     def put(self, login: str, owner: str, repo: str, allowed: bool) -> None:
         """Remember GitHub's answer."""
@@ -429,10 +460,18 @@ class Gatekeeper:
         session = Session(login, grant.token, self._clock() + seconds)
         return session, self.sealer.seal(SESSION, session.to_json()), int(seconds)
 
+    def sign_out(self, session: Session) -> bool:
+        """Forget the session's cached answers and revoke its token at GitHub; True when
+        GitHub confirmed the revocation. (Another ``serve`` replica may reuse its own cached
+        answer for at most ``accessCacheSeconds``.)"""
+        self.cache.forget(fingerprint(session.token))
+        return self.users.revoke(session.token)
+
     def verdict(self, session: Session, owner: str, repo: str) -> Verdict:
-        """Whether ``session``'s person can read ``owner/repo`` (cached per person and
+        """Whether ``session``'s person can read ``owner/repo`` (cached per sign-in and
         repository for ``accessCacheSeconds``; failures are never cached)."""
-        known = self.cache.get(session.login, owner, repo)
+        who = fingerprint(session.token)
+        known = self.cache.get(who, owner, repo)
         if known is not None:
             return Verdict.READ if known else Verdict.DENIED
         try:
@@ -443,8 +482,14 @@ class Gatekeeper:
             logger.warning("item page: could not check %s's access to %s/%s: %s",
                            session.login, owner, repo, exc)
             return Verdict.UNAVAILABLE
-        self.cache.put(session.login, owner, repo, allowed)
+        self.cache.put(who, owner, repo, allowed)
         return Verdict.READ if allowed else Verdict.DENIED
+
+
+def fingerprint(token: str) -> str:
+    """A short, one-way name of a token (cache keys: the token itself is never kept
+    outside the sealed cookie)."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()[:32]
 
 
 _UNSAFE = re.compile(r"[\x00-\x20\x7f\\]")

@@ -8,7 +8,8 @@
   person's token, ``GET /user`` names them, and a sealed session cookie (HttpOnly,
   SameSite=Lax, Secure over https, expiring) is set; then 302 back to ``next`` (a local
   path only: no open redirect).
-* ``GET /auth/logout`` — drops the session cookie.
+* ``GET /auth/logout`` — revokes the session's token at GitHub (best effort) and drops the
+  session cookie.
 * ``GET /items/<owner>/<repo>/<n>[?pending=1]`` — not signed in: 302 to ``/auth/login``
   (a JSON request: 401 JSON). A person whose token cannot read the repository, or a
   repository that does not exist: the same 403, nothing of the item. GitHub not answering
@@ -319,7 +320,13 @@ class _SignInFlow:
         return response
 
     def logout(self) -> BaseResponse:
-        """``/auth/logout``: drop the session cookie."""
+        """``/auth/logout``: revoke the session's token at GitHub (best effort) and drop the
+        session cookie."""
+        session = current_session(self.gate)
+        if session is not None:
+            revoked = self.gate.sign_out(session)
+            logger.info("sign-out: %s signed out (token revoked: %s)", session.login,
+                        "yes" if revoked else "no")
         response = Response(view.render_status_page(200, "Signed out", "You are signed out "
                                                     "of loopgate."), mimetype="text/html")
         _drop_cookie(response, self.gate, SESSION)

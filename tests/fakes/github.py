@@ -74,7 +74,7 @@ from graphql.error import GraphQLError
 
 from tests.fakes import LoopbackServer
 from tests.fakes.github_app import APP_ROUTES, FakeApp
-from tests.fakes.github_oauth import OAUTH_PATHS, FakeOAuth
+from tests.fakes.github_oauth import OAUTH_PATHS, REVOKE, FakeOAuth
 
 __all__ = ["FakeGitHub", "Hold", "Req", "github_schema", "FIXTURES", "SCHEMA_PATH"]
 
@@ -861,6 +861,13 @@ class FakeGitHub(LoopbackServer):
                 page = self.oauth.answer(h.command, path, query, body, h.headers)
                 self._send(h, page, Req(h.command, path, "oauth", query, page.status, False,
                                         False, ""))
+                return
+            revoke = REVOKE.match(path[len(self.api_prefix):]) if h.command == "DELETE" else None
+            if revoke is not None:  # Basic auth with the app's client id and secret
+                answer = self.oauth.revoke(revoke["client_id"],
+                                           str(h.headers.get("Authorization") or ""), body)
+                self._send(h, answer, Req(h.command, path, "oauth-revoke", query,
+                                          answer.status, False, True, "core"))
                 return
             refused = self._authorized(h, path)
             if refused is not None:

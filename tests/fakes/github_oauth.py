@@ -24,11 +24,15 @@ App", "Authorizing OAuth apps", "Troubleshooting authorization request errors",
   default), ``{access_token, scope, token_type}`` otherwise.
 * The token is a user token: ``GET /user`` answers its owner, and a private repository
   the owner cannot read answers 404 to it (:meth:`FakeGitHub.set_private`).
+* ``DELETE /applications/{client_id}/token`` (Basic auth with the client id and secret,
+  ``{"access_token"}``) revokes it: 204, then 401 Bad credentials wherever it is used.
 """
 
 from __future__ import annotations
 
+import base64
 import json
+import re
 import secrets
 import time
 from collections.abc import Mapping
@@ -36,11 +40,13 @@ from html import escape
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
-__all__ = ["FakeOAuth", "OAUTH_PATHS", "AUTHORIZE", "ACCESS_TOKEN", "CODE_SECONDS"]
+__all__ = ["FakeOAuth", "OAUTH_PATHS", "AUTHORIZE", "ACCESS_TOKEN", "REVOKE", "CODE_SECONDS"]
 
 AUTHORIZE = "/login/oauth/authorize"
 ACCESS_TOKEN = "/login/oauth/access_token"
 OAUTH_PATHS = frozenset({AUTHORIZE, ACCESS_TOKEN})
+#: ``DELETE /applications/{client_id}/token`` (on the API): Basic auth, not a token.
+REVOKE = re.compile(r"^/applications/(?P<client_id>[^/]+)/token/?$")
 #: A code's lifetime (GitHub: 10 minutes).
 CODE_SECONDS = 600
 _TROUBLE = "https://docs.github.com/apps/managing-oauth-apps/"
@@ -70,6 +76,7 @@ class FakeOAuth:
         approve: whether that person authorizes the app.
         codes: code -> ``{client_id, login, redirect_uri, expires, used}``.
         issued: the tokens minted, in order (``(login, token)``).
+        revoked: the tokens revoked (:meth:`revoke`), in order.
     """
 
     def __init__(self, fake: Any) -> None:
@@ -79,6 +86,7 @@ class FakeOAuth:
         self.approve = True
         self.codes: dict[str, dict[str, Any]] = {}
         self.issued: list[tuple[str, str]] = []
+        self.revoked: list[str] = []
 
     def answer(self, method: str, path: str, query: Mapping[str, str], body: bytes,
                headers: Any) -> Any:
@@ -96,6 +104,29 @@ class FakeOAuth:
             return _Response(200, raw=urlencode(doc).encode(), headers={
                 "Content-Type": "application/x-www-form-urlencoded; charset=utf-8"})
         return _Response(404, {"message": "Not Found"})
+
+    def revoke(self, client_id: str, authorization: str, body: bytes) -> Any:
+        """``DELETE /applications/{client_id}/token`` with Basic authentication (the
+        client id and secret) and ``{"access_token"}``: 204 and the token stops working
+        (docs.github.com REST "Delete an app token"). Credentials that are not the app's,
+        or a token it did not issue, are refused with 404 Not Found (the fake's
+        simplification: nothing is revoked either way GitHub refuses)."""
+        from tests.fakes.github import _Response
+
+        client = self.clients.get(client_id)
+        scheme, _, encoded = authorization.partition(" ")
+        try:
+            given = base64.b64decode(encoded).decode() if scheme.lower() == "basic" else ""
+            token = str(json.loads(body or b"{}").get("access_token") or "")
+        except (ValueError, AttributeError):
+            given, token = "", ""
+        issued = {t for _, t in self.issued}
+        if client is None or given != f"{client_id}:{client['secret']}" or token not in issued:
+            return _Response(404, {"message": "Not Found",
+                                   "documentation_url": "https://docs.github.com/rest"})
+        self.fake.user_tokens.pop(token, None)
+        self.revoked.append(token)
+        return _Response(204)
 
     # -- the authorize page --------------------------------------------------------------
     def _authorize(self, query: Mapping[str, str]) -> Any:

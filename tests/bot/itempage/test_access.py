@@ -145,6 +145,8 @@ def test_the_access_cache_expires_and_stays_bounded() -> None:
     assert cache.get("alice", "acme", "widgets") is None
     now[0] = 61
     assert cache.get("bob", "acme", "widgets") is None
+    cache.forget("CAROL")
+    assert cache.get("carol", "acme", "widgets") is None
     off = AccessCache(0)
     off.put("alice", "acme", "widgets", True)
     assert off.get("alice", "acme", "widgets") is None

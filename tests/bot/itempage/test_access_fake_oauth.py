@@ -76,3 +76,25 @@ def test_the_token_exchange_answers_errors_with_200_and_form_encoding_by_default
     own = requests.get(f"{fake.api_url}/repos/{REPO}",
                        headers={"Authorization": f"token {fake.token}"}, timeout=10)
     assert own.status_code == 200 and own.json()["private"] is True
+
+
+def test_an_app_token_is_revoked_with_the_clients_basic_credentials(fake: FakeGitHub) -> None:
+    fake.add_oauth_client("Iv1.a", "s3cret", CALLBACK)
+    fake.oauth_as("bob")
+    code = _query(_authorize(fake, client_id="Iv1.a"))["code"]
+    token = requests.post(f"{fake.url}/login/oauth/access_token",
+                          data={"client_id": "Iv1.a", "client_secret": "s3cret", "code": code},
+                          headers={"Accept": "application/json"},
+                          timeout=10).json()["access_token"]
+    url = f"{fake.api_url}/applications/Iv1.a/token"
+    wrong = requests.delete(url, auth=("Iv1.a", "nope"), json={"access_token": token},
+                            timeout=10)
+    assert wrong.status_code == 404
+    assert requests.get(f"{fake.api_url}/user", headers={"Authorization": f"Bearer {token}"},
+                        timeout=10).status_code == 200
+    gone = requests.delete(url, auth=("Iv1.a", "s3cret"), json={"access_token": token},
+                           timeout=10)
+    assert gone.status_code == 204 and fake.oauth.revoked == [token]
+    after = requests.get(f"{fake.api_url}/user", headers={"Authorization": f"Bearer {token}"},
+                         timeout=10)
+    assert after.status_code == 401 and after.json()["message"] == "Bad credentials"

@@ -278,9 +278,26 @@ def test_a_token_github_no_longer_accepts_signs_the_person_out(site: Site) -> No
     assert _flags(answer, SESSION_COOKIE)["max-age"] == "0"
 
 
-def test_logout_drops_the_session(site: Site) -> None:
+def test_logout_revokes_the_token_and_drops_the_session(site: Site) -> None:
+    ref = site.item()
+    done = site.sign_in("alice")
+    sealed = _cookies(done)[SESSION_COOKIE][SESSION_COOKIE].value
+    assert site.client.get(_page(ref)).status_code == 200  # the access answer is cached
+    out = site.client.get("/auth/logout")
+    assert out.status_code == 200 and _flags(out, SESSION_COOKIE)["max-age"] == "0"
+    [(_, token)] = site.fake.oauth.issued
+    assert site.fake.oauth.revoked == [token] and token not in site.fake.user_tokens
+    assert site.client.get(_page(ref)).status_code == 302
+    # A copy of the signed-out cookie opens nothing: GitHub refuses its token (401).
+    site.client.set_cookie(SESSION_COOKIE, sealed)
+    replay = site.client.get(_page(ref))
+    assert replay.status_code == 302 and "/auth/login?next=" in replay.headers["Location"]
+
+
+def test_logout_still_signs_out_when_github_does_not_answer(site: Site) -> None:
     ref = site.item()
     site.sign_in("alice")
+    site.fake.oauth.clients.clear()  # GitHub refuses the revocation (404)
     out = site.client.get("/auth/logout")
     assert out.status_code == 200 and _flags(out, SESSION_COOKIE)["max-age"] == "0"
     assert site.client.get(_page(ref)).status_code == 302
