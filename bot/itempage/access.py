@@ -17,8 +17,9 @@ Nothing is kept in the server's memory or database, so ``serve`` replicas sharin
 PostgreSQL (issue 15) and a restarted ``serve`` honour the same sign-in, and no new table
 holds tokens. The cookie is HttpOnly (no script reads it), expires with the session
 (``sessionHours``, never later than the token itself), and the token is never logged or
-put in a message. Signing out drops the cookie; the token then expires at GitHub (8 hours
-for a GitHub App's expiring user tokens).
+put in a message. Signing out revokes the token at GitHub (best effort) and drops the
+cookie; otherwise the token expires at GitHub (8 hours for a GitHub App's expiring user
+tokens).
 """
 
 from __future__ import annotations
