@@ -816,8 +816,9 @@ class FakeGitHub(LoopbackServer):
                          expiring: bool = True) -> None:
         """Register a GitHub App's (or OAuth app's) client for the web flow
         (:class:`FakeOAuth`)."""
-        self.oauth.clients[client_id] = {"secret": secret, "callback": callback_url,
-                                         "expiring": expiring}
+        with self.lock:
+            self.oauth.clients[client_id] = {"secret": secret, "callback": callback_url,
+                                             "expiring": expiring}
 
     def oauth_as(self, login: str | None, *, approve: bool = True) -> None:
         """Who is signed in to github.com in the browser that reaches the authorize page
