@@ -75,6 +75,9 @@ def secret_values(config: Any, environ: os._Environ[str] | dict[str, str] | None
         github = config.section("github")
         names.update(str(github.get(k) or "") for k in ("tokenEnv", "webhookSecretEnv"))
         names.add(str((github.get("app") or {}).get("privateKeyEnv") or ""))
+    sign_in = config.section("server").get("signIn") or {} if config is not None else {}
+    if sign_in.get("clientId"):  # issue 22 §2: the sign-in's client and session secrets
+        names.update(str(sign_in.get(k) or "") for k in ("clientSecretEnv", "sessionSecretEnv"))
     if config is not None and config.has("slack"):
         slack = config.section("slack")
         names.update(str(slack.get(k) or "") for k in ("botTokenEnv", "appTokenEnv",

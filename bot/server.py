@@ -2,7 +2,8 @@
 
 Routes: ``POST /github/webhook`` and ``GET /healthz`` (the GitHub bridge's receiver),
 ``GET /readyz`` and ``GET /metrics`` (:mod:`bot.health`, :mod:`bot.metrics`),
-plus ``POST /slack/events`` when Slack runs in HTTP mode (``bot.app.register_http_routes``).
+plus ``POST /slack/events`` when Slack runs in HTTP mode (``bot.app.register_http_routes``),
+and the details pages, sign-in and ``POST /api/simulate`` (:mod:`bot.itempage.routes`).
 :class:`Server` and the inbox replay (:func:`inbox_replay`) run as members of the
 process's :class:`bot.supervisor.Supervisor`.
 """
@@ -103,7 +104,8 @@ def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None
 
     Raises:
         ConfigError: ``github`` is configured, no secret is set and ``insecure_webhooks``
-            is False (the message names the variable).
+            is False (the message names the variable); or ``server.signIn`` is set and
+            a secret's variable is unset or too short, or ``server.publicUrl`` is unset.
     """
     from bridges.github.receiver import health_blueprint, webhook_blueprint
 
@@ -124,6 +126,11 @@ def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None
         router = _router_config(services)
         app.register_blueprint(webhook_blueprint(dispatcher, router, secret=webhook_secret,
                                                  insecure=insecure_webhooks))
+    # Issue 22 §2 / 24 §4: the details page, sign-in and POST /api/simulate (when
+    # server.publicUrl or server.signIn is set; a missing sign-in secret is a ConfigError).
+    from bot.itempage.routes import register_item_pages
+
+    register_item_pages(app, services)
     if callable(slack_routes):
         slack_routes(app, services)
     elif slack_routes is None and _slack_http_mode(services):

@@ -16,7 +16,13 @@ def test_defaults_fill_every_section() -> None:
     assert cfg.data["specDir"] == "docs/specs"
     assert cfg.section("github")["tokenEnv"] == "GITHUB_TOKEN"
     assert cfg.section("server") == {"host": "127.0.0.1", "port": 8787, "metrics": True,
-                                     "queueStallMinutes": 10}  # issue 13: /metrics, /readyz
+                                     "queueStallMinutes": 10,  # issue 13: /metrics, /readyz
+                                     # issue 22 §2: off until signIn.clientId is set
+                                     "signIn": {"clientSecretEnv": "LOOPGATE_CLIENT_SECRET",
+                                                "sessionSecretEnv": "LOOPGATE_SESSION_SECRET",
+                                                "webUrl": "https://github.com",
+                                                "sessionHours": 8,
+                                                "accessCacheSeconds": 60}}
     assert cfg.section("slack")["apiUrl"] == "https://slack.com/api/"
     assert not cfg.has("github")
 

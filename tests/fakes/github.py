@@ -74,6 +74,7 @@ from graphql.error import GraphQLError
 
 from tests.fakes import LoopbackServer
 from tests.fakes.github_app import APP_ROUTES, FakeApp
+from tests.fakes.github_oauth import OAUTH_PATHS, REVOKE, FakeOAuth
 
 __all__ = ["FakeGitHub", "Hold", "Req", "github_schema", "FIXTURES", "SCHEMA_PATH"]
 
@@ -237,6 +238,10 @@ class FakeRepo:
     default_branch: str = "main"
     issues: dict[int, FakeIssue] = field(default_factory=dict)
     files: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    #: Issue 22 §2: a private repository is invisible to a user token whose owner is not
+    #: among ``readers`` (lower-cased logins): GitHub answers 404 (platform-facts F6).
+    private: bool = False
+    readers: set[str] = field(default_factory=set)
 
     @property
     def full_name(self) -> str:
@@ -402,6 +407,8 @@ class FakeGitHub(LoopbackServer):
         self._old_commits: dict[str, set[str]] = {}
         #: Issue 19 §4: merge groups by head sha (:meth:`queue`).
         self.merge_groups: dict[str, dict[str, Any]] = {}
+        #: Issue 22 §2, sign in with GitHub (:meth:`add_oauth_client`, :meth:`oauth_as`).
+        self.oauth = FakeOAuth(self)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -785,6 +792,42 @@ class FakeGitHub(LoopbackServer):
         with self.lock:
             self.token_revoked = revoked
 
+    def set_private(self, repo: str, readers: Iterable[str] = ()) -> None:
+        """Make ``repo`` private, readable by ``readers`` (their user tokens; loopgate's
+        own token and the App's installation tokens still see it). A user token of anyone
+        else gets ``404 Not Found`` for it and everything under it, as GitHub answers for
+        a private repository a user cannot see (platform-facts F6)."""
+        with self.lock:
+            found = self.create_repo(repo)
+            found.private = True
+            found.readers = {login.lower() for login in readers}
+
+    def _hidden(self, h: BaseHTTPRequestHandler, params: dict[str, str]) -> bool:
+        """A private repository the request's user token cannot see."""
+        if "owner" not in params or "repo" not in params:
+            return False
+        _, _, token = str(h.headers.get("Authorization", "")).partition(" ")
+        login = self.user_tokens.get(token.strip())
+        repo = self.repos.get(f"{params['owner']}/{params['repo']}")
+        return (login is not None and repo is not None and repo.private
+                and login.lower() not in repo.readers)
+
+    def add_oauth_client(self, client_id: str, secret: str, callback_url: str, *,
+                         expiring: bool = True) -> None:
+        """Register a GitHub App's (or OAuth app's) client for the web flow
+        (:class:`FakeOAuth`)."""
+        with self.lock:
+            self.oauth.clients[client_id] = {"secret": secret, "callback": callback_url,
+                                             "expiring": expiring}
+
+    def oauth_as(self, login: str | None, *, approve: bool = True) -> None:
+        """Who is signed in to github.com in the browser that reaches the authorize page
+        (None: nobody, GitHub shows its sign-in form), and whether they authorize the app
+        (False: they click Cancel; GitHub sends them back with ``error=access_denied``)."""
+        with self.lock:
+            self.oauth.user = login
+            self.oauth.approve = approve
+
     # -- HTTP plumbing -----------------------------------------------------------------
     def _authorized(self, h: BaseHTTPRequestHandler, path: str) -> _Response | None:
         """None when the request's credentials are accepted, else the refusal."""
@@ -815,6 +858,18 @@ class FakeGitHub(LoopbackServer):
         if not self._held(h, path):
             return  # a held request dropped unanswered: it never reached GitHub
         with self.lock:
+            if path in OAUTH_PATHS:  # github.com's web pages: no API credentials
+                page = self.oauth.answer(h.command, path, query, body, h.headers)
+                self._send(h, page, Req(h.command, path, "oauth", query, page.status, False,
+                                        False, ""))
+                return
+            revoke = REVOKE.match(path[len(self.api_prefix):]) if h.command == "DELETE" else None
+            if revoke is not None:  # Basic auth with the app's client id and secret
+                answer = self.oauth.revoke(revoke["client_id"],
+                                           str(h.headers.get("Authorization") or ""), body)
+                self._send(h, answer, Req(h.command, path, "oauth-revoke", query,
+                                          answer.status, False, True, "core"))
+                return
             refused = self._authorized(h, path)
             if refused is not None:
                 self._send(h, refused, Req(h.command, path, "", query, refused.status, False,
@@ -853,6 +908,8 @@ class FakeGitHub(LoopbackServer):
             return
         try:
             if route == "":
+                raise _NotFound(path)
+            if self._hidden(h, params):
                 raise _NotFound(path)
             handler = getattr(self, "_r_" + route.replace("-", "_"), None)
             resp = (handler(params, query, body, h) if handler is not None
@@ -985,7 +1042,8 @@ class FakeGitHub(LoopbackServer):
     def _repo_json(self, repo: FakeRepo) -> dict[str, Any]:
         return {"id": repo.id, "node_id": _node_id("Repository", repo.id), "name": repo.name,
                 "full_name": repo.full_name, "owner": self._user(repo.owner, "Organization"),
-                "private": False, "html_url": f"{HTML_BASE}/{repo.full_name}",
+                "private": repo.private, "visibility": "private" if repo.private else "public",
+                "html_url": f"{HTML_BASE}/{repo.full_name}",
                 "url": f"{self.api_url}/repos/{repo.full_name}",
                 "default_branch": repo.default_branch}
 
@@ -1060,8 +1118,10 @@ class FakeGitHub(LoopbackServer):
     # -- REST routes ---------------------------------------------------------------------
     def _r_user(self, params: dict[str, str], query: dict[str, str], body: bytes,
                 h: BaseHTTPRequestHandler) -> _Response:
-        # GET /user: the token's owner, which is who loopgate posts as.
-        return _Response(200, self._user(self.bot_login, self.bot_type))
+        # GET /user: the token's owner — loopgate's account for its own token, the person
+        # for a user token (a personal one or one minted by the sign-in flow).
+        login, kind = self._api_actor(h)
+        return _Response(200, self._user(login, kind))
 
     def _r_rate_limit(self, p: dict[str, str], q: dict[str, str], body: bytes,
                       h: Any) -> _Response:

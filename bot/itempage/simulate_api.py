@@ -1,0 +1,200 @@
+"""``POST /api/simulate`` (issue 24 §4): ``loopgate simulate`` over HTTP, for people who
+can read the item's repository (signed in with GitHub, as for the details page).
+
+Request (``Content-Type: application/json``)::
+
+    {"item": "acme/widgets#7", "approve": "human-approval", "as": "bob",
+     "outcome": "approved"}                      # what if bob approves?
+    {"item": "acme/widgets#7", "push": {"12": "0123abc"}}   # what if PR 12 got 0123abc?
+
+``as`` defaults to the signed-in person; ``outcome`` to ``approved``
+(:data:`engine.simulate.DECISION_WORDS`). The answer is
+:meth:`engine.simulate.Simulation.to_json` — the document ``loopgate simulate --format
+json`` prints — from the same engine code on a copy of the item's state: nothing is written
+to the store, the outbox or GitHub.
+
+Answers: 200 the simulation; 400 a body that does not read (one line, ``{"error"}``); 401
+not signed in; 403 cannot read the repository (or it does not exist), or an ``Origin``
+that is not this server; 404 no started work item there (``code``: ``not-started``); 413
+a body over 16 KiB; 415 not JSON; 503 GitHub did not answer (the access check or a read
+the rules need; fail closed).
+
+Cross-site requests: the session cookie is ``SameSite=Lax``, so a browser never sends it
+with another site's POST; and only ``application/json`` bodies are taken, which a
+cross-site form cannot send and a cross-site script can only send after a CORS preflight
+this server never answers. A request naming another ``Origin`` is refused as well.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from flask import Blueprint, jsonify, request
+from werkzeug.wrappers import Response as BaseResponse
+
+from bot.itempage.access import Gatekeeper, Session
+from bot.itempage.routes import (
+    NOT_CONFIGURED,
+    access_refusal,
+    current_session,
+    refusal,
+    secure_headers,
+    sign_in_needed,
+)
+from engine import simulate
+from engine.errors import ClaimRefused, LoopgateError, WorkItemRefError
+from engine.outcomes import APPROVED
+from engine.ports import TrackerError
+from engine.refs import WorkItemRef
+
+__all__ = ["simulate_blueprint", "SimulateRequest", "parse_request", "MAX_BODY"]
+
+#: The largest body taken (bytes).
+MAX_BODY = 16 * 1024
+_LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
+_SHA = re.compile(r"^[0-9a-f]{7,40}$")
+
+
+class BadRequest(ValueError):
+    """A body that does not read; the message is the one line answered."""
+
+
+class SimulateRequest:
+    """A parsed body.
+
+    Attributes:
+        ref: the work item.
+        node: the gate approved ("" for a push).
+        login: who decides ("" for a push).
+        outcome: the decision's outcome.
+        heads: ``[(pull number, sha)]`` for a push (empty for a decision).
+    """
+
+    def __init__(self, ref: WorkItemRef, node: str = "", login: str = "",
+                 outcome: str = APPROVED, heads: list[tuple[int, str]] | None = None) -> None:
+        self.ref = ref
+        self.node = node
+        self.login = login
+        self.outcome = outcome
+        self.heads = heads or []
+
+
+def parse_request(body: Any, graph: Any, viewer: str) -> SimulateRequest:
+    """Read a body (the module's docstring).
+
+    Raises:
+        BadRequest: one line naming the key at fault.
+    """
+    if not isinstance(body, Mapping):
+        raise BadRequest("the body must be a JSON object")
+    unknown = sorted(set(body) - {"item", "approve", "as", "outcome", "push"})
+    if unknown:
+        raise BadRequest(f"unknown key {unknown[0]!r} (item, approve, as, outcome, push)")
+    try:
+        ref = WorkItemRef.parse_any(str(body.get("item") or ""))
+    except WorkItemRefError as exc:
+        raise BadRequest(f"item: {exc}") from None
+    if bool(body.get("approve")) == bool(body.get("push")):
+        raise BadRequest("give either approve (a gate, with as and outcome) or push")
+    if body.get("push"):
+        return SimulateRequest(ref, heads=_heads(body["push"]))
+    return _decision(ref, body, graph, viewer)
+
+
+def _decision(ref: WorkItemRef, body: Mapping[str, Any], graph: Any,
+              viewer: str) -> SimulateRequest:
+    node = body.get("approve")
+    if not isinstance(node, str) or not graph.has_node(node):
+        raise BadRequest(f"approve: {node!r} is not a node of the graph")
+    login = body.get("as", viewer)
+    login = login[1:] if isinstance(login, str) and login.startswith("@") else login
+    if not isinstance(login, str) or not _LOGIN.match(login):
+        raise BadRequest(f"as: {login!r} is not a GitHub login")
+    outcome = body.get("outcome", APPROVED)
+    if outcome not in simulate.DECISION_WORDS:
+        raise BadRequest(f"outcome: {outcome!r} is not one of "
+                         f"{', '.join(sorted(simulate.DECISION_WORDS))}")
+    return SimulateRequest(ref, node, login, str(outcome))
+
+
+def _heads(value: Any) -> list[tuple[int, str]]:
+    if not isinstance(value, Mapping):
+        raise BadRequest('push: expected {"PULL": "SHA", ...}')
+    heads = []
+    for number, sha in value.items():
+        text = str(sha).strip().lower() if isinstance(sha, str) else ""
+        if not str(number).isdigit() or int(number) < 1 or not _SHA.match(text):
+            raise BadRequest(f"push: {number!r}: {sha!r} is not a pull request number and a "
+                             "commit sha")
+        heads.append((int(number), text))
+    return heads
+
+
+def simulate_blueprint(services: Any, gate: Gatekeeper | None) -> Blueprint:
+    """The blueprint of ``POST /api/simulate`` (``gate`` None: 404).
+
+    Args:
+        services: the wired services (graph, store, ports, settings).
+        gate: sessions and access, or None when sign-in is not configured.
+    """
+    bp = Blueprint("simulate_api", __name__)
+    bp.after_request(secure_headers)
+
+    @bp.post("/api/simulate")
+    def simulate_route() -> BaseResponse:
+        if gate is None:
+            return refusal(404, "Not found", NOT_CONFIGURED, as_json=True)
+        refused = _request_refusal(gate)
+        if refused is not None:
+            return refused
+        session = current_session(gate)
+        if session is None:
+            return sign_in_needed(gate, as_json=True)
+        return _answer(services, gate, session)
+
+    return bp
+
+
+def _request_refusal(gate: Gatekeeper) -> BaseResponse | None:
+    if (request.content_length or 0) > MAX_BODY:
+        return refusal(413, "Too large", f"the body is over {MAX_BODY} bytes", as_json=True)
+    if request.mimetype != "application/json":
+        return refusal(415, "Not JSON", "send Content-Type: application/json", as_json=True)
+    origin = request.headers.get("Origin")
+    if origin is not None and origin.rstrip("/").lower() != gate.signin.origin:
+        return refusal(403, "Not allowed", "a request from another site", as_json=True)
+    return None
+
+
+def _answer(services: Any, gate: Gatekeeper, session: Session) -> BaseResponse:
+    try:
+        asked = parse_request(request.get_json(silent=True), services.graph, session.login)
+    except BadRequest as exc:
+        return refusal(400, "Bad request", str(exc), as_json=True)
+    refused = access_refusal(gate, session, asked.ref.owner, asked.ref.repo, as_json=True)
+    if refused is not None:
+        return refused
+    try:
+        result = _run(services, asked)
+    except ClaimRefused as exc:
+        response = jsonify({"error": f"loopgate has no started work item {asked.ref}",
+                            "code": exc.code})
+        response.status_code = 404
+        return response
+    except TrackerError as exc:
+        return refusal(503, "GitHub unavailable", f"a read the rules need failed: {exc}",
+                       as_json=True)
+    except LoopgateError as exc:
+        return refusal(400, "Bad request", str(exc), as_json=True)
+    return jsonify(result.to_json())
+
+
+def _run(services: Any, asked: SimulateRequest) -> simulate.Simulation:
+    if asked.node:
+        return simulate.simulate_decision(services.graph, services.store, services.ports,
+                                          services.settings, asked.ref, asked.login,
+                                          asked.node, asked.outcome)
+    return simulate.simulate_push(services.graph, services.store, services.ports,
+                                  services.settings, asked.ref, asked.heads)

@@ -1,0 +1,144 @@
+"""Issue 24 §4, ``POST /api/simulate`` on ``serve``: for people who can read the
+repository (signed in with GitHub, as for the details page), the same engine code as
+``loopgate simulate`` on a copy of the item; nothing reaches the store, the outbox or
+GitHub."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.simulate import simulate_decision
+from tests.bot.itempage.conftest import GATE, PUBLIC, Site
+from tests.bridges.conftest import REPO
+
+API = "/api/simulate"
+
+
+def _writes(site: Site) -> list[tuple[str, str]]:
+    # GraphQL queries are POSTs that read; every other non-GET is a write.
+    return [(r.method, r.route) for r in site.fake.requests
+            if r.method not in {"GET", "HEAD"} and r.route not in {"graphql", "oauth"}]
+
+
+def _stored(site: Site, ref: Any) -> dict[str, Any]:
+    store = site.world.services.store
+    state = store.load(ref)
+    return {"revision": state.revision, "document": state.to_document(),
+            "events": len(store.events(ref)),
+            "outbox": [(r.id, r.status) for r in store.effects.rows()]}
+
+
+def test_a_reader_gets_the_cli_s_simulation_and_nothing_is_written(site: Site) -> None:
+    ref = site.at_gate()
+    site.sign_in("carol")
+    before = _stored(site, ref)
+    comments = len(site.fake.comments_on(REPO, ref.number))
+    site.fake.reset_log()
+
+    dave = site.client.post(API, json={"item": str(ref), "approve": GATE, "as": "dave"})
+    bob = site.client.post(API, json={"item": f"https://github.com/{REPO}/issues/{ref.number}",
+                                      "approve": GATE, "as": "@bob"})
+
+    assert dave.status_code == 200 and dave.mimetype == "application/json"
+    assert dave.get_json()["counted"] is True
+    assert dave.get_json()["tally"] == "1 of 2 approvals: @dave"
+    assert bob.status_code == 200 and bob.get_json()["counted"] is False
+    assert bob.get_json()["reason"].startswith(f"@bob opened {REPO}#")
+    assert _writes(site) == []  # the fake GitHub saw no write
+    assert site.fake.count(route="repo") == 1  # the access check, once (cached)
+    assert _stored(site, ref) == before  # store, event log and outbox as they were
+    assert len(site.fake.comments_on(REPO, ref.number)) == comments
+    s = site.world.services
+    direct = simulate_decision(s.graph, s.store, s.ports, s.settings, ref, "dave", GATE)
+    assert dave.get_json() == direct.to_json()  # the CLI's document
+
+
+def test_as_defaults_to_the_signed_in_person(site: Site) -> None:
+    ref = site.at_gate()
+    site.sign_in("alice")
+    answer = site.client.post(API, json={"item": str(ref), "approve": GATE})
+    assert answer.status_code == 200
+    assert answer.get_json()["as"] == "alice" and answer.get_json()["counted"] is False
+
+
+def test_a_push_is_simulated_too(site: Site) -> None:
+    ref = site.at_gate()
+    site.sign_in("alice")
+    pull = max(n for n, i in site.fake.repos[REPO].issues.items() if i.is_pr)
+    answer = site.client.post(API, json={"item": str(ref), "push": {str(pull): "abcdef1"}})
+    assert answer.status_code == 200
+    assert answer.get_json()["pulls"] == [pull] and answer.get_json()["node"] == ""
+
+
+def test_without_a_session_it_is_401(site: Site) -> None:
+    ref = site.at_gate()
+    answer = site.client.post(API, json={"item": str(ref), "approve": GATE})
+    assert answer.status_code == 401
+    assert answer.get_json()["signIn"] == f"{PUBLIC}/auth/login?next={API}"
+
+
+def test_a_person_who_cannot_read_the_repository_gets_403(site: Site) -> None:
+    ref = site.at_gate()
+    site.fake.set_private(REPO, readers=["alice"])
+    site.sign_in("mallory")
+    hidden = site.client.post(API, json={"item": str(ref), "approve": GATE})
+    missing = site.client.post(API, json={"item": f"acme/nothing#{ref.number}",
+                                          "approve": GATE})
+    assert hidden.status_code == missing.status_code == 403
+    assert hidden.get_json() == missing.get_json() and set(hidden.get_json()) == {"error"}
+
+
+def test_cross_site_requests_are_refused(site: Site) -> None:
+    ref = site.at_gate()
+    site.sign_in("alice")
+    body = {"item": str(ref), "approve": GATE}
+    form = site.client.post(API, data={"item": str(ref), "approve": GATE})
+    assert form.status_code == 415  # what a cross-site form can send
+    plain = site.client.post(API, data='{"item": "x"}', content_type="text/plain")
+    assert plain.status_code == 415
+    other = site.client.post(API, json=body, headers={"Origin": "https://evil.example"})
+    assert other.status_code == 403
+    same = site.client.post(API, json=body, headers={"Origin": PUBLIC})
+    assert same.status_code == 200
+
+
+def test_bad_bodies_get_one_line_naming_the_key(site: Site) -> None:
+    ref = site.at_gate()
+    site.sign_in("alice")
+    cases = {
+        "the body must be a JSON object": ["x"],
+        "item: not a work item reference": {"item": "acme/widgets", "approve": GATE},
+        "give either approve": {"item": str(ref)},
+        "approve: 'nowhere' is not a node of the graph": {"item": str(ref),
+                                                          "approve": "nowhere"},
+        "as: 'bob smith' is not a GitHub login": {"item": str(ref), "approve": GATE,
+                                                  "as": "bob smith"},
+        "outcome: 'maybe' is not one of": {"item": str(ref), "approve": GATE,
+                                           "outcome": "maybe"},
+        "push: '12': 'xyz' is not": {"item": str(ref), "push": {"12": "xyz"}},
+        "unknown key 'force'": {"item": str(ref), "force": True},
+    }
+    for message, body in cases.items():
+        answer = site.client.post(API, json=body)
+        assert answer.status_code == 400, (message, answer.get_json())
+        assert answer.get_json()["error"].startswith(message), answer.get_json()
+    big = site.client.post(API, data="{" + " " * 20000 + "}", content_type="application/json")
+    assert big.status_code == 413
+
+
+def test_an_item_loopgate_never_started_is_404(site: Site) -> None:
+    site.at_gate()
+    site.sign_in("alice")
+    number = site.fake.create_issue(REPO, "not walked")
+    answer = site.client.post(API, json={"item": f"{REPO}#{number}", "approve": GATE})
+    assert answer.status_code == 404
+    assert answer.get_json() == {"error": f"loopgate has no started work item {REPO}#{number}",
+                                 "code": "not-started"}
+
+
+def test_github_unreachable_during_the_check_is_503(site: Site) -> None:
+    ref = site.at_gate()
+    site.sign_in("alice")
+    site.fake.fail_route("GET", "repo", 502)
+    answer = site.client.post(API, json={"item": str(ref), "approve": GATE})
+    assert answer.status_code == 503 and set(answer.get_json()) == {"error"}
