@@ -206,7 +206,7 @@ def backup(ctx: CliContext, path: str, force: bool) -> None:
     """
     from bot.config import default_db_path
 
-    _sqlite_only(ctx, "backup", "back it up with pg_dump (docs/operations.md, "Backups")")
+    _sqlite_only(ctx, "backup", "back it up with pg_dump (docs/operations.md, Backups)")
     source = default_db_path(ctx.config, ctx.db_path)
     if not source.exists():
         fail(f"no database at {source}: nothing to back up")
