@@ -6,16 +6,16 @@ callable the caller passes (the tracker's :meth:`team_membership`, cached with a
 GitHub bridge); a lookup that raises means *not authorized* (fail closed), and the reason
 says which lookup failed.
 
-Both ingresses share this module: a GitHub reply (``classify-feedback``) and a Slack
-Approve / Request-changes click (an event ``{"comments": [reply by the clicker's linked
-login], "via": "slack", "expectNode": node}`` handed to ``Runtime.advance``). The Slack
-side may pre-check a click with the same function the gate decides with, so both say the
-same thing::
+Both ingresses share this module: a reply on the thread (``classify-feedback``) and a
+chat surface's Approve / Request-changes click (an :class:`engine.events.Decision` by the
+clicker's linked login handed to ``Runtime.advance``; issue 20 §1). The gate applies the
+rule once per decision; any other reader (App Home's "waiting on you") asks the same
+function, so both say the same thing::
 
     rule = engine.hooks.common.rule_for(graph, settings, node)
     people = engine.hooks.common.people_for(tracker, ref, node, rule, settings)
     result = evaluate(rule, recorded_approvals(state, node), Approval(login, outcome, now,
-                      VIA_SLACK), authorized_users=settings.authorized_users,
+                      via), authorized_users=settings.authorized_users,
                       people=people, membership=tracker.team_membership)
     # result.verdict.allowed / .reason; result.tally.summary()
 
@@ -67,7 +67,6 @@ __all__ = [
     "CODEOWNERS_ANY",
     "CODEOWNERS_ALL_FILES",
     "VIA_REPLY",
-    "VIA_SLACK",
     "ApprovalRule",
     "People",
     "Verdict",
@@ -93,8 +92,9 @@ CODEOWNERS = "codeowners"
 CODEOWNERS_ANY = "any"
 CODEOWNERS_ALL_FILES = "all-files"
 _CODEOWNERS_MODES = (CODEOWNERS_ANY, CODEOWNERS_ALL_FILES)
+#: ``via`` of a reply on the thread; a chat surface's decision carries the surface's name
+#: (data, e.g. ``slack``), supplied by the surface.
 VIA_REPLY = "reply"
-VIA_SLACK = "slack"
 
 #: ``(org, team_slug, login) -> bool``: True when ``login`` is an active member. Raises
 #: (any exception) when the lookup failed: the caller refuses (fail closed).
@@ -298,7 +298,7 @@ def authorize(login: str | None, rule: ApprovalRule, *, authorized_users: Sequen
     """Decide whether ``login`` may answer a gate governed by ``rule``.
 
     Args:
-        login: the person (a GitHub login; a Slack click is mapped to one first).
+        login: the person (a GitHub login; a chat click is mapped to one first).
         rule: the gate's rule.
         authorized_users: ``authorizedUsers`` (the default approvers).
         people: whose work it is.
@@ -389,8 +389,8 @@ class Approval:
         by: the login (no ``@``, lower-cased).
         outcome: ``approved`` | ``approved-with-comments`` | ``changes-requested``.
         at: ISO-8601 UTC when it was given.
-        via: :data:`VIA_REPLY` (a GitHub reply) or :data:`VIA_SLACK`.
-        comment: the reply's URL ("" for Slack).
+        via: :data:`VIA_REPLY` (a reply on the thread) or a chat surface's name (``slack``).
+        comment: the reply's URL ("" for a chat decision).
         comment_id: the reply's id, or None.
         body: the reply's text (kept for ``approved-with-comments``).
         team: the team that authorized ``by`` ("" for a login).
@@ -546,7 +546,7 @@ def evaluate(rule: ApprovalRule, recorded: Sequence[Approval], decision: Approva
              authorized_users: Sequence[str], people: People,
              membership: Membership | None = None) -> Evaluation:
     """Apply one decision to a gate's recorded approvals: the one function both
-    ingresses (GitHub replies, Slack clicks) use, also for a pre-check.
+    ingresses (thread replies, chat clicks) use.
 
     Args:
         rule: the gate's rule.

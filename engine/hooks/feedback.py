@@ -26,7 +26,6 @@ from typing import Any
 from engine.approvals import (
     CODEOWNERS_ALL_FILES,
     VIA_REPLY,
-    VIA_SLACK,
     Approval,
     Refusal,
     Tally,
@@ -34,7 +33,15 @@ from engine.approvals import (
     tally,
 )
 from engine.effects import PostComment
+from engine.events import Decision
 from engine.hooks.base import HookContext, HookResult, hook
+from engine.hooks.chat_decision import (
+    decision_body,
+    decision_text,
+    from_chat,
+    mirror_decision,
+    surface_label,
+)
 from engine.hooks.common import (
     at_login,
     authorized_comments,
@@ -46,7 +53,6 @@ from engine.hooks.common import (
     team_lookup,
 )
 from engine.hooks.markers import with_self_marker
-from engine.hooks.slack_decision import from_slack, mirror_slack_decision, reply_words
 from engine.outcomes import APPROVED, APPROVED_WITH_COMMENTS, CHANGES_REQUESTED
 from engine.ports import Comment, TrackerError
 from engine.records import ReviewDecision
@@ -129,19 +135,28 @@ def latest_feedback(ctx: HookContext) -> Feedback | None:
 
 
 def event_decisions(ctx: HookContext) -> list[Approval]:
-    """The event's decisions, oldest first: decisive replies that are not loopgate's own.
+    """The event's decisions, oldest first: decisive replies that are not loopgate's own,
+    or the chat surface's :class:`~engine.events.Decision` (issue 20 §1).
 
-    A reply of an event with ``via: slack`` is a Slack click, fed by the bot as a reply by
-    the clicker's linked login (issue 12 §1): it is recorded ``via: slack`` with no comment
-    id (it exists only in Slack), and otherwise decided exactly like a GitHub reply."""
-    slack = from_slack(ctx)
+    A chat decision is recorded with its surface's ``via`` (``slack``) and no comment id
+    (it exists only there), its words kept as :func:`~engine.hooks.chat_decision.
+    decision_body`; otherwise it is decided exactly like a reply (issue 12 §1). Comments
+    of a legacy event whose ``via`` names a chat surface are read the same way."""
+    chat = ctx.event.get("decision")
+    if isinstance(chat, Decision):
+        if chat.node != ctx.node.id:
+            return []
+        return [Approval(normalize_login(chat.by), chat.outcome, ctx.now_iso(), chat.via,
+                         "", None, decision_body(chat.outcome, chat.text))]
+    via = str(ctx.event.get("via") or VIA_REPLY)
+    chat_via = from_chat(via)
     out = []
     for c in event_comments(ctx):
         outcome = classify_text(c.body)
         if outcome and not is_self_authored(c, ctx.settings):
             out.append(Approval(normalize_login(c.author), outcome, c.created_at or ctx.now_iso(),
-                                VIA_SLACK if slack else VIA_REPLY, "" if slack else c.url,
-                                None if slack else c.id, c.body))
+                                via if chat_via else VIA_REPLY, "" if chat_via else c.url,
+                                None if chat_via else c.id, c.body))
     indexed = sorted(enumerate(out), key=lambda pair: (pair[1].at, pair[0]))
     return [a for _, a in indexed]
 
@@ -192,7 +207,7 @@ def _seen(entry: Mapping[str, Any], decision: Approval) -> bool:
 
 
 def _repeated(entry: Mapping[str, Any], decision: Approval) -> bool:
-    # A Slack click has no comment id: one that says again what the person's counted
+    # A chat click has no comment id: one that says again what the person's counted
     # decision says (a second click on Approve) changes nothing, so it is neither recorded
     # again nor mirrored on the issue a second time (issue 12 §1).
     for doc in entry["approvals"]:
@@ -271,7 +286,7 @@ def _this_visit(ctx: HookContext, entry: dict[str, Any],
     increase, so no two clocks are compared). A later visit (2, 3, ...) with no such anchor
     (none seen yet, or begun before it was kept) falls back to ``created_at >=
     entered_at``, which assumes GitHub's clock is not behind loopgate's; a first visit with
-    none counts every reply, as before. A Slack click (no comment id) is bound to the
+    none counts every reply, as before. A chat click (no comment id) is bound to the
     visit by ``expectNode`` already and is kept. The keys are added to ``entry["earlier"]``
     so each is named once."""
     visit = ctx.state.visit(ctx.node.id)
@@ -314,13 +329,13 @@ def _earlier_entry(ctx: HookContext, key: str) -> dict[str, Any]:
             "reason": f"@{by}'s reply was written {when}; not counted for visit {number}"}
 
 
-def _mirror_slack(ctx: HookContext, counted: list[Approval]) -> None:
-    # A counted Slack decision exists only in Slack: the gate posts it on the issue as a
-    # marked comment so the GitHub thread stays the record (issue 12 §1). A refused one is
+def _mirror_chat(ctx: HookContext, counted: list[Approval]) -> None:
+    # A counted chat decision exists only on its surface: the gate posts it on the issue
+    # as a marked comment so the thread stays the record (issue 12 §1). A refused one is
     # said there already by _tell_refused.
     for a in counted:
-        if a.via == VIA_SLACK:
-            mirror_slack_decision(ctx, a.outcome, Comment(0, a.by, a.body))
+        if from_chat(a.via):
+            mirror_decision(ctx, a.outcome, a.by, decision_text(a.body), a.via)
 
 
 def _refusal_note(reason: str) -> str:
@@ -371,7 +386,8 @@ def _tell_refused(ctx: HookContext, refused: list[Refusal]) -> None:
         ctx.log("graph.approval_refused", {"node": ctx.node.id, "by": f"@{r.by}",
                                            "via": r.via, "reason": r.reason})
         body = (f"🚫 **Not counted — `{ctx.node.id}`**: the decision by @{r.by} "
-                f"({'Slack' if r.via == VIA_SLACK else 'reply'}) does not count: {r.reason}.")
+                f"({surface_label(r.via) if from_chat(r.via) else 'reply'}) does not count: "
+                f"{r.reason}.")
         key = r.comment_id if r.comment_id is not None else f"{r.via}-{r.at}"
         ctx.emit(PostComment(ctx.ref, with_self_marker(
             body, f"<!-- the-loop:approval-refused {ctx.node.id} {r.by} {key} -->")))
@@ -381,16 +397,27 @@ def _decision(ctx: HookContext, count: GateCount) -> ReviewDecision:
     chosen = count.tally.changes or count.tally.approvals[-1]
     return ReviewDecision(at_login(chosen.by), ctx.now_iso(), count.tally.outcome,
                           chosen.comment, chosen.comment_id or 0, via=chosen.via,
-                          text=reply_words(chosen.body) if chosen.via == VIA_SLACK else "",
+                          text=decision_text(chosen.body) if from_chat(chosen.via) else "",
                           approvers=tuple(at_login(a.by) for a in count.tally.approvals)
                           if count.tally.needed > 1 else ())
+
+
+def _declined(ctx: HookContext, count: GateCount) -> HookResult | None:
+    """A chat :class:`~engine.events.Decision` the rule refused: a wait carrying
+    ``declined {by, reason}``, on which the runtime commits nothing (issue 20 §1: as the
+    surface's own pre-check refused before, the click changes nothing and is said to the
+    clicker only)."""
+    if not isinstance(ctx.event.get("decision"), Decision) or not count.refused_now:
+        return None
+    r = count.refused_now[-1]
+    return HookResult.wait(r.reason, declined={"by": r.by, "reason": r.reason})
 
 
 @hook("classify-feedback")
 def classify_feedback(ctx: HookContext) -> HookResult:
     """Route a human gate by its approvals under the gate's rule (issue 11 §2).
 
-    Each decision of the event (GitHub replies; a Slack click) is authorized by
+    Each decision of the event (thread replies; a chat surface's click) is authorized by
     :func:`engine.approvals.evaluate` and recorded in ``surface.approvals[node]``
     (``{enteredAt, visit, approvals: [{by, at, via, outcome, ...}], refused: [...]}``,
     one per visit to the gate, issue 19 §2); a refusal
@@ -410,8 +437,11 @@ def classify_feedback(ctx: HookContext) -> HookResult:
     if count.unverified:
         return HookResult.wait(f"{_waiting_reason(ctx, count)}{note} ({count.unverified})",
                                unverified=True)
+    declined = _declined(ctx, count)
+    if declined is not None:
+        return declined
     _tell_refused(ctx, count.refused_now)
-    _mirror_slack(ctx, count.counted_now)
+    _mirror_chat(ctx, count.counted_now)
     surface = {"approvals": {**(ctx.state.surface.get("approvals") or {}),
                              ctx.node.id: count.entry}}
     if not count.tally.passed:
@@ -457,13 +487,13 @@ def record_feedback(ctx: HookContext) -> HookResult:
 
 
 def _entry_key(entry: Mapping[str, Any]) -> tuple[Any, ...]:
-    # A GitHub reply is known by its comment id; a Slack decision has none (it exists only
-    # in Slack), so by its gate, person and time — else every later Slack entry would read
+    # A reply is known by its comment id; a chat decision has none (it exists only on its
+    # surface), so by its gate, person and time — else every later chat entry would read
     # as the first one's.
     cid = entry.get("commentId")
     if cid:
         return ("comment", cid)
-    return ("slack", entry.get("node"), entry.get("by"), entry.get("at"))
+    return ("chat", entry.get("node"), entry.get("by"), entry.get("at"))
 
 
 def _commented_approvals(ctx: HookContext) -> tuple[str, list[dict[str, Any]]] | None:
