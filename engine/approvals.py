@@ -72,6 +72,7 @@ __all__ = [
     "Verdict",
     "Approval",
     "Refusal",
+    "GateApprovals",
     "Tally",
     "Evaluation",
     "Membership",
@@ -447,6 +448,79 @@ class Refusal:
             doc["commentId"] = self.comment_id
         return doc
 
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Refusal:
+        """Read :meth:`to_json` back (unknown keys ignored)."""
+        cid = doc.get("commentId")
+        return cls(str(doc.get("by") or ""), str(doc.get("reason") or ""),
+                   str(doc.get("at") or ""), str(doc.get("via") or VIA_REPLY),
+                   cid if isinstance(cid, int) and not isinstance(cid, bool) else None)
+
+
+@dataclass(frozen=True)
+class GateApprovals:
+    """What an approval gate counted during one visit (issue 11 §2, issue 19 §2): the
+    stored ``surface.approvals[node]``. :meth:`to_json` / :meth:`from_json` are its one
+    (de)serialiser; ``classify-feedback`` writes it, every reader goes through it.
+
+    Stored shape (camelCase)::
+
+        {enteredAt, visit?, approvals: [Approval], refused: [Refusal], earlier?: ["by:id"],
+         changesRequested?: Approval}
+
+    Attributes:
+        entered_at: when the visit began (``nodes[node].enteredAt``).
+        visit: the visit's number; None for an entry written before visits were kept
+            (its ``enteredAt`` alone then says which entry it is).
+        approvals: the decisions counted, oldest first.
+        refused: the decisions that did not count, with the reason.
+        earlier: ``by:commentId`` of replies written during an earlier visit and offered
+            during this one (each named once).
+        changes_requested: the counted ``changes-requested`` that decided the visit.
+    """
+
+    entered_at: str
+    visit: int | None = None
+    approvals: tuple[Approval, ...] = ()
+    refused: tuple[Refusal, ...] = ()
+    earlier: tuple[str, ...] = ()
+    changes_requested: Approval | None = None
+
+    def belongs_to(self, entered_at: str, visit: int) -> bool:
+        """True when this entry is the one of the visit entered at ``entered_at`` with
+        number ``visit``."""
+        return self.entered_at == entered_at and (self.visit is None or self.visit == visit)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored document (see the class docstring)."""
+        doc: dict[str, Any] = {"enteredAt": self.entered_at}
+        if self.visit is not None:
+            doc["visit"] = self.visit
+        doc["approvals"] = [a.to_json() for a in self.approvals]
+        doc["refused"] = [r.to_json() for r in self.refused]
+        if self.earlier:
+            doc["earlier"] = list(self.earlier)
+        if self.changes_requested is not None:
+            doc["changesRequested"] = self.changes_requested.to_json()
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Any) -> GateApprovals | None:
+        """Read :meth:`to_json` back; None when ``doc`` is no mapping. Entries that are
+        not mappings are skipped; unknown keys are ignored."""
+        if not isinstance(doc, Mapping):
+            return None
+        visit = doc.get("visit")
+        changes = doc.get("changesRequested")
+        return cls(str(doc.get("enteredAt") or ""),
+                   visit if isinstance(visit, int) and not isinstance(visit, bool) else None,
+                   tuple(Approval.from_json(a) for a in doc.get("approvals") or ()
+                         if isinstance(a, Mapping)),
+                   tuple(Refusal.from_json(r) for r in doc.get("refused") or ()
+                         if isinstance(r, Mapping)),
+                   tuple(str(k) for k in doc.get("earlier") or ()),
+                   Approval.from_json(changes) if isinstance(changes, Mapping) else None)
+
 
 def record_approval(recorded: Sequence[Approval], new: Approval) -> tuple[Approval, ...]:
     """The approvals after ``new`` (already authorized) is counted.
@@ -581,14 +655,13 @@ def recorded_approvals(state: Any, node_id: str) -> tuple[Approval, ...]:
     zero)."""
     record = state.nodes.get(node_id)
     entered = record.entered_at if record is not None else ""
-    entry = (state.surface.get("approvals") or {}).get(node_id)
-    if not isinstance(entry, Mapping) or entry.get("enteredAt") != entered:
+    entry = GateApprovals.from_json((state.surface.get("approvals") or {}).get(node_id))
+    if entry is None or entry.entered_at != entered:
         return ()
     visit = state.visit(node_id)  # issue 19 §2: the entry belongs to the current visit
-    if visit is not None and entry.get("visit", visit.number) != visit.number:
+    if visit is not None and not entry.belongs_to(entered, visit.number):
         return ()
-    return tuple(Approval.from_json(a) for a in entry.get("approvals") or ()
-                 if isinstance(a, Mapping))
+    return entry.approvals
 
 
 def rule_problem(rule: ApprovalRule, exit_hooks: Sequence[str]) -> str:

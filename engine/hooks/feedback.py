@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.approvals import (
     CODEOWNERS_ALL_FILES,
     VIA_REPLY,
     Approval,
+    GateApprovals,
     Refusal,
     Tally,
     evaluate,
@@ -161,28 +162,23 @@ def event_decisions(ctx: HookContext) -> list[Approval]:
     return [a for _, a in indexed]
 
 
-def _stored(ctx: HookContext) -> dict[str, Any]:
+def _stored(ctx: HookContext) -> GateApprovals:
     # This entry's record: a re-entered gate (after changes requested) starts from zero.
-    # Tied to the visit (issue 19 §2): two entries within one clock second stay apart.
+    # Tied to the visit (issue 19 §2): two entries within one clock second stay apart; an
+    # entry recorded before visits were kept has no ``visit``: its enteredAt decides.
     rec = ctx.state.nodes.get(ctx.node.id)
     entered = rec.entered_at if rec is not None else ""
     visit = ctx.state.visit(ctx.node.id)
     number = visit.number if visit is not None else 0
-    entry = (ctx.state.surface.get("approvals") or {}).get(ctx.node.id)
-    if _same_entry(entry, entered, number):
-        kept = {"enteredAt": entered, "visit": number,
-                "approvals": list(entry.get("approvals") or ()),
-                "refused": list(entry.get("refused") or ())}
-        if entry.get("earlier"):
-            kept["earlier"] = list(entry["earlier"])
-        return kept
-    return {"enteredAt": entered, "visit": number, "approvals": [], "refused": []}
+    entry = _recorded(ctx)
+    if entry is not None and entry.belongs_to(entered, number):
+        return GateApprovals(entered, number, entry.approvals, entry.refused, entry.earlier)
+    return GateApprovals(entered, number)
 
 
-def _same_entry(entry: Any, entered: str, visit: int) -> bool:
-    # An entry recorded before visits were kept has no ``visit``: its enteredAt decides.
-    return (isinstance(entry, Mapping) and entry.get("enteredAt") == entered
-            and entry.get("visit", visit) == visit)
+def _recorded(ctx: HookContext) -> GateApprovals | None:
+    # surface.approvals[node] as stored (the one reader: GateApprovals.from_json).
+    return GateApprovals.from_json((ctx.state.surface.get("approvals") or {}).get(ctx.node.id))
 
 
 @dataclass
@@ -191,27 +187,25 @@ class GateCount:
     and whether whose-work-it-is could not be read (the event must be offered again)."""
 
     tally: Tally
-    entry: dict[str, Any]
+    entry: GateApprovals
     refused_now: list[Refusal]
     unverified: str = ""
     counted_now: list[Approval] = field(default_factory=list)
     earlier: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _seen(entry: Mapping[str, Any], decision: Approval) -> bool:
+def _seen(entry: GateApprovals, decision: Approval) -> bool:
     if decision.comment_id is None:
         return _repeated(entry, decision)
-    ids = {a.get("commentId") for a in entry["approvals"]}
-    ids |= {r.get("commentId") for r in entry["refused"]}
+    ids = {a.comment_id for a in entry.approvals} | {r.comment_id for r in entry.refused}
     return decision.comment_id in ids
 
 
-def _repeated(entry: Mapping[str, Any], decision: Approval) -> bool:
+def _repeated(entry: GateApprovals, decision: Approval) -> bool:
     # A chat click has no comment id: one that says again what the person's counted
     # decision says (a second click on Approve) changes nothing, so it is neither recorded
     # again nor mirrored on the issue a second time (issue 12 §1).
-    for doc in entry["approvals"]:
-        prior = Approval.from_json(doc)
+    for prior in entry.approvals:
         if prior.by == decision.by and prior.outcome == decision.outcome and (
                 decision.outcome != APPROVED_WITH_COMMENTS or prior.body == decision.body):
             return True
@@ -229,10 +223,9 @@ def gate_tally(ctx: HookContext) -> GateCount:
         ``{commentId, author, reason}`` for each reply of an earlier visit offered now for
         the first time during this visit (each is named once).
     """
-    entry_before = _stored(ctx)
-    known = set(entry_before.get("earlier") or ())
+    known = set(_stored(ctx).earlier)
     count = _gate_tally(ctx)
-    fresh = [n for n in count.entry.get("earlier") or () if n not in known]
+    fresh = [n for n in count.entry.earlier if n not in known]
     count.earlier = [_earlier_entry(ctx, n) for n in fresh]
     return count
 
@@ -241,9 +234,10 @@ def _gate_tally(ctx: HookContext) -> GateCount:
     # gate_tally's count, before the replies of an earlier visit are named.
     rule = gate_rule(ctx)
     entry = _stored(ctx)
-    approvals = tuple(Approval.from_json(a) for a in entry["approvals"])
+    approvals = entry.approvals
     decisions, earlier = _this_visit(ctx, entry, [
         d for d in event_decisions(ctx) if not _seen(entry, d)])
+    entry = replace(entry, earlier=tuple(earlier))
     changes: Approval | None = None
     refused: list[Refusal] = []
     counted: list[Approval] = []
@@ -268,13 +262,12 @@ def _gate_tally(ctx: HookContext) -> GateCount:
             continue
         counted.append(decision)
         approvals, changes = result.tally.approvals, result.tally.changes
-    entry["approvals"] = [a.to_json() for a in approvals]
-    entry["refused"] = [*entry["refused"], *(r.to_json() for r in refused)]
+    entry = replace(entry, approvals=tuple(approvals), refused=(*entry.refused, *refused))
     return GateCount(tally(rule, approvals, changes, people=people, membership=membership),
                      entry, refused, counted_now=counted)
 
 
-def _this_visit(ctx: HookContext, entry: dict[str, Any],
+def _this_visit(ctx: HookContext, entry: GateApprovals,
                 decisions: list[Approval]) -> tuple[list[Approval], list[str]]:
     """Split ``decisions`` into those written during the gate's current visit and the
     ``by:commentId`` keys of GitHub replies written before it (issue 19 §2: a decision is
@@ -287,13 +280,13 @@ def _this_visit(ctx: HookContext, entry: dict[str, Any],
     (none seen yet, or begun before it was kept) falls back to ``created_at >=
     entered_at``, which assumes GitHub's clock is not behind loopgate's; a first visit with
     none counts every reply, as before. A chat click (no comment id) is bound to the
-    visit by ``expectNode`` already and is kept. The keys are added to ``entry["earlier"]``
-    so each is named once."""
+    visit by ``expectNode`` already and is kept. The keys returned extend
+    ``entry.earlier`` (the caller stores them) so each is named once."""
     visit = ctx.state.visit(ctx.node.id)
     if visit is None:
-        return decisions, []
+        return decisions, list(entry.earlier)
     kept: list[Approval] = []
-    earlier = list(entry.get("earlier") or ())
+    earlier = list(entry.earlier)
     for d in decisions:
         if d.comment_id is None or _during(visit, d):
             kept.append(d)
@@ -301,8 +294,6 @@ def _this_visit(ctx: HookContext, entry: dict[str, Any],
         key = f"{d.by}:{d.comment_id}"
         if key not in earlier:
             earlier.append(key)
-    if earlier:
-        entry["earlier"] = earlier
     return kept, earlier
 
 
@@ -353,9 +344,9 @@ def _waiting_reason(ctx: HookContext, count: GateCount | None = None) -> str:
         reason = f"{count.tally.summary()} — {reason}"
     refused: dict[str, str] = {}
     counted = {a.by for a in count.tally.approvals} if count is not None else set()
-    for r in (count.entry["refused"] if count is not None else ()):
-        if r.get("by") not in counted:  # refused once, counted since (a lookup came back)
-            refused[f"@{r.get('by') or 'unknown'}"] = _refusal_note(str(r.get("reason") or ""))
+    for r in (count.entry.refused if count is not None else ()):
+        if r.by not in counted:  # refused once, counted since (a lookup came back)
+            refused[f"@{r.by or 'unknown'}"] = _refusal_note(r.reason)
     if refused:
         reason += " (ignored " + "; ".join(f"{who}: {why}" for who, why in sorted(
             refused.items())) + ")"
@@ -443,13 +434,14 @@ def classify_feedback(ctx: HookContext) -> HookResult:
     _tell_refused(ctx, count.refused_now)
     _mirror_chat(ctx, count.counted_now)
     surface = {"approvals": {**(ctx.state.surface.get("approvals") or {}),
-                             ctx.node.id: count.entry}}
+                             ctx.node.id: count.entry.to_json()}}
     if not count.tally.passed:
         return HookResult.wait(_waiting_reason(ctx, count) + note, surface=surface)
-    done = dict(count.entry, approvals=[] if count.tally.changes else count.entry["approvals"])
-    if count.tally.changes:  # the count resets; record-feedback still reads the outcome
-        done["changesRequested"] = count.tally.changes.to_json()
-    surface["approvals"][ctx.node.id] = done
+    # A counted changes-requested resets the count; record-feedback still reads the outcome.
+    changes = count.tally.changes
+    done = replace(count.entry, approvals=() if changes else count.entry.approvals,
+                   changes_requested=changes)
+    surface["approvals"][ctx.node.id] = done.to_json()
     decision = _decision(ctx, count)
     return HookResult.passed(
         f"{count.tally.outcome} by {decision.by}"
@@ -500,14 +492,15 @@ def _commented_approvals(ctx: HookContext) -> tuple[str, list[dict[str, Any]]] |
     # (outcome, review-comment entries) of the decided gate, or None when undecided.
     # classify-feedback recorded this entry's approvals just before (same chain).
     entry = _stored(ctx)
-    raw = (ctx.state.surface.get("approvals") or {}).get(ctx.node.id) or {}
-    if raw.get("changesRequested") and _same_entry(raw, entry["enteredAt"], entry["visit"]):
+    raw = _recorded(ctx)
+    if raw is not None and raw.changes_requested is not None and raw.belongs_to(
+            entry.entered_at, entry.visit or 0):
         # A counted changes-requested decided it, by whoever the rule allows (a team
         # member is not in authorizedUsers: the fallback below would not see them).
         return CHANGES_REQUESTED, []
-    if entry["approvals"]:
+    if entry.approvals:
         rule = gate_rule(ctx)
-        approvals = [Approval.from_json(a) for a in entry["approvals"]]
+        approvals = list(entry.approvals)
         t = tally(rule, approvals)
         if not t.passed:
             return None
