@@ -189,15 +189,16 @@ def _decide(services: Any, click: Click) -> ExecuteOutcome:
     result = services.runtime.advance(ref, ev.Selection(
         node_id, login, tuple(selection.skips), tuple(selection.opt_ins),
         selection.explainer_on, via=VIA))
-    after = result.state
-    decision = after.decisions.get(node_id)
-    if not decision:
-        return ExecuteOutcome("not-accepted", "The gate did not take the selection: "
-                              f"{result.reason or 'no reason was given'}.", login=login)
-    if normalize_login(str(decision.get("by") or "")) != login:
+    made = result.visit.decision if isinstance(result, ev.Moved) and result.visit else None
+    if made is not None and normalize_login(made.by) == login:
+        log.info("phase selection of %s executed from Slack by @%s (%s)", ref, login,
+                 click.user)
+        return ExecuteOutcome("selected", "", made.to_json(), login)
+    decision = result.state.decisions.get(node_id)
+    if decision:  # someone else's answer was first (a GitHub reply handled meanwhile)
         return _already(ref, decision)
-    log.info("phase selection of %s executed from Slack by @%s (%s)", ref, login, click.user)
-    return ExecuteOutcome("selected", "", decision, login)
+    return ExecuteOutcome("not-accepted", "The gate did not take the selection: "
+                          f"{result.reason or 'no reason was given'}.", login=login)
 
 
 def _stale_card(services: Any, click: Click) -> str:
