@@ -147,10 +147,11 @@ class ReviewDecision:
         by: ``@login``.
         at: ISO-8601 UTC.
         outcome: the outcome it routes on.
-        comment: the reply's URL ("" for a Slack click).
-        comment_id: the reply's id (0 for a Slack click).
-        via: ``reply`` (a GitHub reply, the default) or ``slack`` (issue 12 §1).
-        text: the words given with a Slack decision ("" otherwise: on GitHub the
+        comment: the reply's URL ("" for a chat surface's click).
+        comment_id: the reply's id (0 for a chat surface's click).
+        via: ``reply`` (a reply on the thread, the default) or the chat surface's name
+            (``slack``; issue 12 §1, issue 20 §1).
+        text: the words given with a chat decision ("" otherwise: on the thread the
             comment is the record).
         approvers: ``@login`` of every counted approver when the gate needs more than
             one approval (issue 11 §2), else empty.
@@ -192,7 +193,7 @@ class SelectionDecision:
     Attributes:
         by: ``@login`` of the authorized person who executed.
         via: ``reply`` (a checklist in the reply), ``checklist`` (the posted one),
-            ``default`` or ``slack``.
+            ``default`` or a chat surface's name (``slack``).
         at: ISO-8601 UTC.
         comment: the reply's URL.
         comment_id: the reply's id.
