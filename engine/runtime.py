@@ -241,7 +241,11 @@ class _Offered:
             where = state.current_node or "no node"
             return ev.Refused(str(expected), f"the item is at {where}, not {expected}",
                               state.visit(str(expected)), ev.NOT_CURRENT, state)
-        visit = next((v for v in state.history(self.node) if v.number == self.visit), None)
+        history = state.history(self.node)
+        # A node with no visit on record (state from before visits were kept) got one
+        # while deciding: its latest then.
+        visit = next((v for v in history if v.number == self.visit), None) if self.visit \
+            else (history[-1] if history else None)
         if visit is not None and not visit.open:
             decision = visit.decision
             how = f"{visit.outcome} by {decision.by}" if decision and decision.by \

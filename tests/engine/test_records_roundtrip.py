@@ -20,6 +20,7 @@ from engine.records import OptIn, ReviewDecision, SelectionDecision, Skip
 from engine.refs import WorkItemRef
 from engine.runtime import Runtime
 from engine.settings import EngineSettings
+from engine.state import ItemState
 from engine.store.memory import MemoryStore
 
 REF = WorkItemRef("acme", "widgets", 7)
@@ -94,3 +95,26 @@ def test_a_chat_selection_records_what_the_checklist_reply_recorded() -> None:
         assert Skip.from_json(doc).to_json() == doc
     for doc in result.state.opt_ins.values():
         assert OptIn.from_json(doc).to_json() == doc
+
+
+def test_a_chat_decision_on_state_written_before_moves_and_names_its_visit() -> None:
+    store = MemoryStore()
+    old = ItemState.from_document(_old_state())
+    with store.transaction(REF) as tx:
+        tx.create("pdlc-work-item-loop")
+        tx.state.__dict__.update(old.__dict__)
+    runtime = Runtime(shipped_graph(), store,
+                      Ports(MemoryTracker(), MemoryArtifactStore(), clock=Clock()),
+                      EngineSettings(authorized_users=("alice", "bob")))
+    gate = "requirements-approval"
+    runtime.force(REF, gate, "test: once more", "t")
+
+    result = runtime.advance(REF, ev.Decision(gate, "approved", "alice", via="slack"))
+
+    assert isinstance(result, ev.Moved) and result.to == "design"
+    assert result.visit is not None and result.visit.number == 3  # 1 and 2 were inferred
+    assert result.visit.decision is not None
+    assert result.visit.decision.to_json() == {
+        "by": "@alice", "at": result.visit.decision.at, "outcome": "approved", "comment": "",
+        "commentId": 0, "via": "slack", "text": ""}
+    assert result.state.decisions[gate] == result.visit.decision.to_json()
