@@ -206,7 +206,8 @@ class Moved:
         node: the node the event was offered to.
         reason: how it passed (``approved by @alice``).
         visit: the node's visit the event closed (with its outcome and decision).
-        to: where the item is now ("" when the walk finished on a terminal node).
+        to: where the item is now (a terminal node's id, e.g. ``complete``, when the walk
+            finished; the node itself when it was passed and entered again).
         outcome: the outcome it routed on.
         state: a copy of the committed state.
     """
