@@ -1,14 +1,18 @@
 """Approval gates answered from Slack (issue 12 §1): who may decide, whether a message is
-outdated, and feeding the decision to the engine.
+outdated, and handing the decision to the engine.
 
-A decision is delivered exactly like the Execute button's selection: a reply by the
-clicker's linked GitHub login, ``{"comments": [reply], "via": "slack", "expectNode":
-node}``, so the gate's own exit chain (``classify-feedback``, ``record-feedback`` and any
-approval rules there) decides it — one path for both ingresses. The engine mirrors it on
-the issue as a marked comment (:mod:`engine.hooks.slack_decision`).
+A click becomes one typed :class:`engine.events.Decision` (the gate, the outcome, the
+clicker's linked GitHub login, their words, ``via: slack``) handed to
+``Runtime.advance`` (issue 20 §1). The gate's own exit chain (``classify-feedback``,
+``record-feedback`` and any approval rules there) decides it once — the rule applied
+once, GitHub read once — and the runtime answers with a typed result
+(:class:`~engine.events.Moved`, :class:`~engine.events.Waiting`,
+:class:`~engine.events.Refused`, :class:`~engine.events.Unverified`) that :func:`decide`
+turns into what the clicker is told. The engine echoes a counted decision on the issue
+as a marked comment (:mod:`engine.hooks.chat_decision`); a refused one changes nothing.
 
-Authorization before anything changes (for the ephemeral refusal) is
-:func:`verdict`, the gate's own approval rule (issue 11 §2) in one place.
+:func:`verdict` (the gate's own approval rule, issue 11 §2) answers App Home's "waiting on
+you"; a click is not pre-checked with it.
 """
 
 from __future__ import annotations
@@ -20,11 +24,11 @@ from typing import Any
 from bot.blocks.approval import OUTCOME_LABELS, GateRef
 from bot.click_lock import item_lock
 from bot.identity import resolve_login, slack_users_for_login
+from engine import events as ev
 from engine.approvals import People, Verdict, authorize, recorded_approvals
 from engine.graph.model import Graph
 from engine.hooks.common import people_for, rule_for
-from engine.hooks.slack_decision import VIA_SLACK, slack_reply_body
-from engine.ports import Comment, TrackerError
+from engine.ports import TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
 from engine.state import ItemState
@@ -46,6 +50,7 @@ __all__ = [
     "decide",
     "gate_visit",
     "gate_decision",
+    "VIA",
 ]
 
 log = logging.getLogger(__name__)
@@ -54,6 +59,8 @@ log = logging.getLogger(__name__)
 FEEDBACK_HOOK = "classify-feedback"
 #: The outcomes a Slack click may state.
 DECISION_OUTCOMES = tuple(OUTCOME_LABELS)
+#: ``via`` of every decision made in Slack (stored with it, issue 12 §1).
+VIA = "slack"
 
 def approval_gates(graph: Graph) -> list[str]:
     """The node ids whose exit chain runs ``classify-feedback`` (requirements-approval,
@@ -261,10 +268,10 @@ class Decided:
     """The result of one decision.
 
     Attributes:
-        code: ``decided``, ``waiting`` (the gate took the reply but still waits, e.g. for
-            more approvals), ``unverified`` (the gate could not check the reply — a
-            tracker read failed — and did not count it), ``refused`` (the gate's own
-            check refused it after the pre-check allowed it), ``already-decided`` or one of
+        code: ``decided``, ``waiting`` (the gate took the answer but still waits, e.g.
+            for more approvals), ``unverified`` (the gate could not check the answer — a
+            tracker read failed — and did not count it), ``not-authorized`` (the gate's
+            rule refused the clicker; nothing changed), ``already-decided`` or one of
             :class:`GateCheck`'s refusals.
         message: the sentence for the clicker ("" when ``decided``).
         decision: the decision of the visit clicked on after the click (``{}`` when
@@ -278,16 +285,13 @@ class Decided:
     current_node: str = ""
 
 
-def _refusal(state: ItemState, node: str, login: str) -> str:
-    # The reason the gate recorded for refusing ``login`` at this entry.
-    entry = (state.surface.get("approvals") or {}).get(node) or {}
-    said = [r for r in entry.get("refused") or () if r.get("by") == login]
-    return str(said[-1].get("reason") if said else state.parked.get("reason") or "refused")
-
-
 def decide(services: Any, gate: GateRef, slack_user: str, outcome: str,
            text: str = "") -> Decided:
-    """Feed a Slack decision to the gate (after the ack).
+    """Hand a Slack decision to the gate (after the ack) and say what became of it.
+
+    The local checks (unknown item, not a gate, outdated message, unlinked clicker) read
+    only the store; the gate's approval rule is applied once, by the engine, which answers
+    with a typed result (issue 20 §1).
 
     Args:
         services: the wired services.
@@ -300,40 +304,46 @@ def decide(services: Any, gate: GateRef, slack_user: str, outcome: str,
         What happened; a refusal changes nothing.
 
     Raises:
-        KeyError: ``outcome`` is not one of :data:`DECISION_OUTCOMES`.
+        ValueError: ``outcome`` is not one of :data:`DECISION_OUTCOMES`.
     """
-    body = slack_reply_body(outcome, text)
     with item_lock(gate.ref):
-        check = check_gate(services, gate, slack_user)
+        check = check_gate(services, gate, slack_user, authorize=False)
         if not check.ok:
             log.info("slack decision on %s %s refused for %s: %s", gate.ref, gate.node,
                      slack_user, check.code)
             return Decided(check.code, check.message)
-        reply = Comment(id=0, author=check.login, body=body)
-        after = services.runtime.advance(
-            gate.ref, {"comments": [reply], "via": VIA_SLACK, "expectNode": gate.node})
-    decision = gate_decision(after, gate)
-    if after.current_node == gate.node and after.parked.get("unverified"):
-        # The gate could not check the click (a tracker read failed) and waits: nothing
-        # replays a Slack click, so it was not taken (fail closed, issue 11 §2).
-        reason = str(after.parked.get("reason") or "a lookup failed")
-        return Decided("unverified", f"`{gate.node}` could not count your answer: {reason}. "
-                       "Nothing was decided; try again in a moment.", decision,
-                       after.current_node)
-    if after.current_node == gate.node and check.login not in {
-            a.by for a in recorded_approvals(after, gate.node)}:
-        # The gate decided again and refused (a team lookup failed since the pre-check).
-        return Decided("refused", f"`{gate.node}` did not count your answer: "
-                       f"{_refusal(after, gate.node, check.login)}. Nothing was decided.",
-                       decision, after.current_node)
-    if after.current_node == gate.node:
-        reason = str(after.parked.get("reason") or "the gate still waits")
+        result = services.runtime.advance(
+            gate.ref, ev.Decision(gate.node, outcome, check.login, text, via=VIA))
+    told = _told(gate, check.login, result)
+    if told.code == "decided":
+        log.info("%s %s: %s from Slack by @%s (%s)", gate.ref, gate.node, outcome,
+                 check.login, slack_user)
+    elif told.code == "not-authorized":
+        log.info("slack decision on %s %s refused for %s: %s", gate.ref, gate.node,
+                 slack_user, told.code)
+    return told
+
+
+def _told(gate: GateRef, login: str, result: ev.Result) -> Decided:
+    """What the clicker is told for the engine's ``result``."""
+    state = result.state
+    decision = gate_decision(state, gate)
+    if isinstance(result, ev.Refused) and result.code == ev.NOT_ALLOWED:
+        return Decided("not-authorized", f"@{login} may not answer `{gate.node}` of "
+                       f"{gate.ref} ({result.reason}), so nothing was decided.", decision,
+                       state.current_node)
+    if isinstance(result, ev.Unverified):
+        # Nothing replays a Slack click, so it was not taken (fail closed, issue 11 §2).
+        return Decided("unverified", f"`{gate.node}` could not count your answer: "
+                       f"{result.reason}. Nothing was decided; try again in a moment.",
+                       decision, state.current_node)
+    if isinstance(result, ev.Waiting):
         return Decided("waiting", f"`{gate.node}` took your answer and still waits: "
-                       f"{reason}.", decision, after.current_node)
-    if normalize_login(str(decision.get("by") or "")) != check.login:
-        return Decided("already-decided", f"`{gate.node}` was already answered by "
-                       f"{decision.get('by') or 'someone'}; nothing changed.", decision,
-                       after.current_node)
-    log.info("%s %s: %s from Slack by @%s (%s)", gate.ref, gate.node, outcome, check.login,
-             slack_user)
-    return Decided("decided", "", decision, after.current_node)
+                       f"{result.reason}.", decision, state.current_node)
+    if isinstance(result, ev.Moved) and normalize_login(
+            result.visit.decision.by if result.visit and result.visit.decision else "") == login:
+        return Decided("decided", "", decision, state.current_node)
+    # Moved by someone else's answer, or the gate had moved on (NOT_CURRENT).
+    return Decided("already-decided", f"`{gate.node}` was already answered by "
+                   f"{decision.get('by') or 'someone'}; nothing changed.", decision,
+                   state.current_node)

@@ -16,8 +16,9 @@ Kinds (issue 3 §4, explainer design C5):
 * ``comment`` → every callable in :attr:`Dispatcher.comment_observers` is called with
   ``(ref, Comment)`` (the Slack side confirms ``loopgate link <code>`` there); then, on an
   item not started, an authorized author's start keyword starts it; on an item whose
-  current node is a human gate that is waiting, ``runtime.advance(ref, {"comments": [c]})``
-  (``retry`` when the gate stayed put while a GitHub call failed, as below).
+  current node is a human gate that is waiting, ``runtime.advance(ref,
+  events.Comments((c,), expected_node=gate))`` (``retry`` when the result is
+  ``Unverified``: the gate stayed put while a GitHub call failed, as below).
 * ``checklist_edited`` (loopgate's checklist edited on GitHub) → while the item waits at
   phase selection with nothing selected, ``phase-selection-changed`` is queued for the
   Slack card with the checklist's current rows, and ``github.checklist_edited`` is logged
@@ -25,7 +26,8 @@ Kinds (issue 3 §4, explainer design C5):
   someone who may not choose phases is dropped ``not-mirrored-editor`` (issue 19 §1); a
   failed lookup of who edited it is ``retry``.
 * ``quiz_attestation`` is delivery-only: it never starts an item; at a waiting human gate
-  it calls ``runtime.advance(ref, {"attestation": {"comment_id", "url"}})``; in every other
+  it calls ``runtime.advance(ref, events.Attestation(comment_id, url, expected_node=gate))``;
+  in every other
   state it is dropped with reason ``no-gate``. When the gate could not verify the tick
   (a call to GitHub failed or was rate limited while it evaluated: the tracker's
   ``failures`` count moved) the result is ``retry`` and its content key is not recorded,
@@ -79,6 +81,7 @@ from bridges.github.router import (
     comment_key,
 )
 from bridges.github.webhook import Delivery
+from engine import events as ev
 from engine import operator
 from engine.authorship import screen
 from engine.effects import RECORD_CHECKLIST
@@ -568,7 +571,8 @@ class Dispatcher:
             node = self._waiting_gate(ref)
             if node is None:
                 break
-            result = self._evaluate(ref, node, {"comments": [comment]}, "advanced")
+            result = self._evaluate(ref, ev.Comments((comment,), expected_node=node),
+                                    "advanced")
             if not result.final:
                 return result  # first-sight stays owed: the next start delivery retries
             self.state.mark_handled(key, result.status)
@@ -603,10 +607,10 @@ class Dispatcher:
         if node is None:
             if self._confirms_a_request(ref, comment):
                 # Issue 19 §5: a confirmation answers no gate; the runtime authorizes it.
-                self.runtime.advance(ref, {"comments": [comment]})
+                self.runtime.advance(ref, ev.Comments((comment,)))
                 return DispatchResult(HANDLED, "operator-request", (str(ref),))
             return DispatchResult(DROPPED, "not-at-gate", (str(ref),))
-        return self._evaluate(ref, node, {"comments": [comment]}, "advanced")
+        return self._evaluate(ref, ev.Comments((comment,), expected_node=node), "advanced")
 
     def _confirms_a_request(self, ref: WorkItemRef, comment: Comment) -> bool:
         """True when ``comment`` names a pending operator request of ``ref``."""
@@ -649,29 +653,30 @@ class Dispatcher:
         targets = self._targets(ref, bool(delivery.data.get("pull_request")))
         if isinstance(targets, DispatchResult):
             return targets
-        attestation = {"comment_id": int(delivery.data["comment_id"]),
-                       "url": str(delivery.data.get("url") or "")}
-        return _merge([self._quiz_on(target, attestation) for target in targets])
+        comment_id = int(delivery.data["comment_id"])
+        url = str(delivery.data.get("url") or "")
+        return _merge([self._quiz_on(target, comment_id, url) for target in targets])
 
-    def _quiz_on(self, ref: WorkItemRef, attestation: dict[str, Any]) -> DispatchResult:
+    def _quiz_on(self, ref: WorkItemRef, comment_id: int, url: str) -> DispatchResult:
         node = self._waiting_gate(ref)
         if node is None:
             return DispatchResult(DROPPED, "no-gate", (str(ref),))
-        return self._evaluate(ref, node, {"attestation": attestation}, "evaluated",
-                              open_while_waiting=True)
+        return self._evaluate(ref, ev.Attestation(comment_id, url, expected_node=node),
+                              "evaluated", open_while_waiting=True)
 
-    def _evaluate(self, ref: WorkItemRef, node: str, event: dict[str, Any], reason: str, *,
+    def _evaluate(self, ref: WorkItemRef, event: ev.Comments | ev.Attestation, reason: str, *,
                   open_while_waiting: bool = False) -> DispatchResult:
         """Re-evaluate the gate; ``retry`` when it stayed put because it could not read
         what it needed (the gate's wait says ``unverified``), so the event must be offered
         again. With ``open_while_waiting`` a gate that still waits gives an unsettled
         result (``still-waiting``): the event's content key stays open."""
-        # Bound to the gate we saw: if another ingress (Slack, the CLI) moved the pointer
-        # since, the event must not answer the next gate.
-        after = self.runtime.advance(ref, {**event, "expectNode": node})
-        if after.current_node != node:
+        # Bound to the gate we saw (event.expected_node): if another ingress (Slack, the
+        # CLI) moved the pointer since, the event must not answer the next gate.
+        node = str(event.expected_node)
+        result = self.runtime.advance(ref, event)
+        if result.state.current_node != node:
             return DispatchResult(HANDLED, reason, (str(ref),), node=node)
-        if after.parked.get("unverified"):
+        if isinstance(result, ev.Unverified):
             return DispatchResult(RETRY, "unverified", (str(ref),), node=node)
         if open_while_waiting:
             return DispatchResult(HANDLED, "still-waiting", (str(ref),), settled=False,

@@ -6,16 +6,16 @@ callable the caller passes (the tracker's :meth:`team_membership`, cached with a
 GitHub bridge); a lookup that raises means *not authorized* (fail closed), and the reason
 says which lookup failed.
 
-Both ingresses share this module: a GitHub reply (``classify-feedback``) and a Slack
-Approve / Request-changes click (an event ``{"comments": [reply by the clicker's linked
-login], "via": "slack", "expectNode": node}`` handed to ``Runtime.advance``). The Slack
-side may pre-check a click with the same function the gate decides with, so both say the
-same thing::
+Both ingresses share this module: a reply on the thread (``classify-feedback``) and a
+chat surface's Approve / Request-changes click (an :class:`engine.events.Decision` by the
+clicker's linked login handed to ``Runtime.advance``; issue 20 §1). The gate applies the
+rule once per decision; any other reader (App Home's "waiting on you") asks the same
+function, so both say the same thing::
 
     rule = engine.hooks.common.rule_for(graph, settings, node)
     people = engine.hooks.common.people_for(tracker, ref, node, rule, settings)
     result = evaluate(rule, recorded_approvals(state, node), Approval(login, outcome, now,
-                      VIA_SLACK), authorized_users=settings.authorized_users,
+                      via), authorized_users=settings.authorized_users,
                       people=people, membership=tracker.team_membership)
     # result.verdict.allowed / .reason; result.tally.summary()
 
@@ -67,12 +67,12 @@ __all__ = [
     "CODEOWNERS_ANY",
     "CODEOWNERS_ALL_FILES",
     "VIA_REPLY",
-    "VIA_SLACK",
     "ApprovalRule",
     "People",
     "Verdict",
     "Approval",
     "Refusal",
+    "GateApprovals",
     "Tally",
     "Evaluation",
     "Membership",
@@ -93,8 +93,9 @@ CODEOWNERS = "codeowners"
 CODEOWNERS_ANY = "any"
 CODEOWNERS_ALL_FILES = "all-files"
 _CODEOWNERS_MODES = (CODEOWNERS_ANY, CODEOWNERS_ALL_FILES)
+#: ``via`` of a reply on the thread; a chat surface's decision carries the surface's name
+#: (data, e.g. ``slack``), supplied by the surface.
 VIA_REPLY = "reply"
-VIA_SLACK = "slack"
 
 #: ``(org, team_slug, login) -> bool``: True when ``login`` is an active member. Raises
 #: (any exception) when the lookup failed: the caller refuses (fail closed).
@@ -298,7 +299,7 @@ def authorize(login: str | None, rule: ApprovalRule, *, authorized_users: Sequen
     """Decide whether ``login`` may answer a gate governed by ``rule``.
 
     Args:
-        login: the person (a GitHub login; a Slack click is mapped to one first).
+        login: the person (a GitHub login; a chat click is mapped to one first).
         rule: the gate's rule.
         authorized_users: ``authorizedUsers`` (the default approvers).
         people: whose work it is.
@@ -389,8 +390,8 @@ class Approval:
         by: the login (no ``@``, lower-cased).
         outcome: ``approved`` | ``approved-with-comments`` | ``changes-requested``.
         at: ISO-8601 UTC when it was given.
-        via: :data:`VIA_REPLY` (a GitHub reply) or :data:`VIA_SLACK`.
-        comment: the reply's URL ("" for Slack).
+        via: :data:`VIA_REPLY` (a reply on the thread) or a chat surface's name (``slack``).
+        comment: the reply's URL ("" for a chat decision).
         comment_id: the reply's id, or None.
         body: the reply's text (kept for ``approved-with-comments``).
         team: the team that authorized ``by`` ("" for a login).
@@ -446,6 +447,79 @@ class Refusal:
         if self.comment_id is not None:
             doc["commentId"] = self.comment_id
         return doc
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Refusal:
+        """Read :meth:`to_json` back (unknown keys ignored)."""
+        cid = doc.get("commentId")
+        return cls(str(doc.get("by") or ""), str(doc.get("reason") or ""),
+                   str(doc.get("at") or ""), str(doc.get("via") or VIA_REPLY),
+                   cid if isinstance(cid, int) and not isinstance(cid, bool) else None)
+
+
+@dataclass(frozen=True)
+class GateApprovals:
+    """What an approval gate counted during one visit (issue 11 §2, issue 19 §2): the
+    stored ``surface.approvals[node]``. :meth:`to_json` / :meth:`from_json` are its one
+    (de)serialiser; ``classify-feedback`` writes it, every reader goes through it.
+
+    Stored shape (camelCase)::
+
+        {enteredAt, visit?, approvals: [Approval], refused: [Refusal], earlier?: ["by:id"],
+         changesRequested?: Approval}
+
+    Attributes:
+        entered_at: when the visit began (``nodes[node].enteredAt``).
+        visit: the visit's number; None for an entry written before visits were kept
+            (its ``enteredAt`` alone then says which entry it is).
+        approvals: the decisions counted, oldest first.
+        refused: the decisions that did not count, with the reason.
+        earlier: ``by:commentId`` of replies written during an earlier visit and offered
+            during this one (each named once).
+        changes_requested: the counted ``changes-requested`` that decided the visit.
+    """
+
+    entered_at: str
+    visit: int | None = None
+    approvals: tuple[Approval, ...] = ()
+    refused: tuple[Refusal, ...] = ()
+    earlier: tuple[str, ...] = ()
+    changes_requested: Approval | None = None
+
+    def belongs_to(self, entered_at: str, visit: int) -> bool:
+        """True when this entry is the one of the visit entered at ``entered_at`` with
+        number ``visit``."""
+        return self.entered_at == entered_at and (self.visit is None or self.visit == visit)
+
+    def to_json(self) -> dict[str, Any]:
+        """The stored document (see the class docstring)."""
+        doc: dict[str, Any] = {"enteredAt": self.entered_at}
+        if self.visit is not None:
+            doc["visit"] = self.visit
+        doc["approvals"] = [a.to_json() for a in self.approvals]
+        doc["refused"] = [r.to_json() for r in self.refused]
+        if self.earlier:
+            doc["earlier"] = list(self.earlier)
+        if self.changes_requested is not None:
+            doc["changesRequested"] = self.changes_requested.to_json()
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Any) -> GateApprovals | None:
+        """Read :meth:`to_json` back; None when ``doc`` is no mapping. Entries that are
+        not mappings are skipped; unknown keys are ignored."""
+        if not isinstance(doc, Mapping):
+            return None
+        visit = doc.get("visit")
+        changes = doc.get("changesRequested")
+        return cls(str(doc.get("enteredAt") or ""),
+                   visit if isinstance(visit, int) and not isinstance(visit, bool) else None,
+                   tuple(Approval.from_json(a) for a in doc.get("approvals") or ()
+                         if isinstance(a, Mapping)),
+                   tuple(Refusal.from_json(r) for r in doc.get("refused") or ()
+                         if isinstance(r, Mapping)),
+                   tuple(str(k) for k in doc.get("earlier") or ()),
+                   Approval.from_json(changes) if isinstance(changes, Mapping) else None)
 
 
 def record_approval(recorded: Sequence[Approval], new: Approval) -> tuple[Approval, ...]:
@@ -546,7 +620,7 @@ def evaluate(rule: ApprovalRule, recorded: Sequence[Approval], decision: Approva
              authorized_users: Sequence[str], people: People,
              membership: Membership | None = None) -> Evaluation:
     """Apply one decision to a gate's recorded approvals: the one function both
-    ingresses (GitHub replies, Slack clicks) use, also for a pre-check.
+    ingresses (thread replies, chat clicks) use.
 
     Args:
         rule: the gate's rule.
@@ -581,14 +655,13 @@ def recorded_approvals(state: Any, node_id: str) -> tuple[Approval, ...]:
     zero)."""
     record = state.nodes.get(node_id)
     entered = record.entered_at if record is not None else ""
-    entry = (state.surface.get("approvals") or {}).get(node_id)
-    if not isinstance(entry, Mapping) or entry.get("enteredAt") != entered:
+    entry = GateApprovals.from_json((state.surface.get("approvals") or {}).get(node_id))
+    if entry is None or entry.entered_at != entered:
         return ()
     visit = state.visit(node_id)  # issue 19 §2: the entry belongs to the current visit
-    if visit is not None and entry.get("visit", visit.number) != visit.number:
+    if visit is not None and not entry.belongs_to(entered, visit.number):
         return ()
-    return tuple(Approval.from_json(a) for a in entry.get("approvals") or ()
-                 if isinstance(a, Mapping))
+    return entry.approvals
 
 
 def rule_problem(rule: ApprovalRule, exit_hooks: Sequence[str]) -> str:

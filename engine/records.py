@@ -4,7 +4,11 @@
 Hooks build these and hand them to the runtime (``HookResult`` data ``decision``,
 ``skips``, ``optIns``); the runtime stores their :meth:`to_json` documents, whose camelCase
 keys are the state document's wire format (``check --format json``, the designs), so
-nothing stored changes shape.
+nothing stored changes shape. Each type's ``from_json`` reads its document back (issue 20
+§1: one (de)serialiser per record; unknown keys are ignored, absent ones read as empty), so
+state written before a change still reads. An approval gate's counted approvals are
+:class:`engine.approvals.GateApprovals`; a visit's decision as shown is
+:class:`engine.visits.VisitDecision`.
 """
 
 from __future__ import annotations
@@ -67,6 +71,12 @@ class Skip:
             doc["at"] = self.at
         return doc
 
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Skip:
+        """Read :meth:`to_json` back."""
+        return cls(_s(doc, "via"), _s(doc, "token"), _s(doc, "by"), _s(doc, "reason"),
+                   _s(doc, "at"))
+
 
 @dataclass(frozen=True)
 class OptIn:
@@ -75,14 +85,24 @@ class OptIn:
     Attributes:
         via: ``selection``.
         by: who ticked it (``@login``).
+        at: ISO-8601 UTC, "" when the runtime stamps it.
     """
 
     via: str
     by: str
+    at: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        """``{via, by}``."""
-        return {"via": self.via, "by": self.by}
+        """``{via, by[, at]}``."""
+        doc = {"via": self.via, "by": self.by}
+        if self.at:
+            doc["at"] = self.at
+        return doc
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> OptIn:
+        """Read :meth:`to_json` back."""
+        return cls(_s(doc, "via"), _s(doc, "by"), _s(doc, "at"))
 
 
 @dataclass(frozen=True)
@@ -111,6 +131,12 @@ class Attestation:
         return {"at": self.at, "attestedBy": self.attested_by, "attestedAt": self.attested_at,
                 "comment": self.comment, "commentId": self.comment_id, "via": self.via}
 
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Attestation:
+        """Read :meth:`to_json` back."""
+        return cls(_s(doc, "at"), _s(doc, "attestedBy"), _s(doc, "attestedAt"),
+                   _s(doc, "comment"), _i(doc, "commentId"), _s(doc, "via"))
+
 
 @dataclass(frozen=True)
 class ReviewDecision:
@@ -121,10 +147,11 @@ class ReviewDecision:
         by: ``@login``.
         at: ISO-8601 UTC.
         outcome: the outcome it routes on.
-        comment: the reply's URL ("" for a Slack click).
-        comment_id: the reply's id (0 for a Slack click).
-        via: ``reply`` (a GitHub reply, the default) or ``slack`` (issue 12 §1).
-        text: the words given with a Slack decision ("" otherwise: on GitHub the
+        comment: the reply's URL ("" for a chat surface's click).
+        comment_id: the reply's id (0 for a chat surface's click).
+        via: ``reply`` (a reply on the thread, the default) or the chat surface's name
+            (``slack``; issue 12 §1, issue 20 §1).
+        text: the words given with a chat decision ("" otherwise: on the thread the
             comment is the record).
         approvers: ``@login`` of every counted approver when the gate needs more than
             one approval (issue 11 §2), else empty.
@@ -151,6 +178,13 @@ class ReviewDecision:
             doc["approvers"] = list(self.approvers)
         return doc
 
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ReviewDecision:
+        """Read :meth:`to_json` back (no ``via``: a reply)."""
+        return cls(_s(doc, "by"), _s(doc, "at"), _s(doc, "outcome"), _s(doc, "comment"),
+                   _i(doc, "commentId"), _s(doc, "via") or "reply",
+                   tuple(str(a) for a in doc.get("approvers") or ()), _s(doc, "text"))
+
 
 @dataclass(frozen=True)
 class SelectionDecision:
@@ -159,7 +193,7 @@ class SelectionDecision:
     Attributes:
         by: ``@login`` of the authorized person who executed.
         via: ``reply`` (a checklist in the reply), ``checklist`` (the posted one),
-            ``default`` or ``slack``.
+            ``default`` or a chat surface's name (``slack``).
         at: ISO-8601 UTC.
         comment: the reply's URL.
         comment_id: the reply's id.
@@ -188,3 +222,24 @@ class SelectionDecision:
                 "commentId": self.comment_id, "skips": list(self.skips),
                 "optIns": list(self.opt_ins), "refused": list(self.refused),
                 "explainer": self.explainer, "frozenGraph": dict(self.frozen_graph)}
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> SelectionDecision:
+        """Read :meth:`to_json` back."""
+        graph = doc.get("frozenGraph")
+        return cls(_s(doc, "by"), _s(doc, "via"), _s(doc, "at"), _s(doc, "comment"),
+                   _i(doc, "commentId"), tuple(str(n) for n in doc.get("skips") or ()),
+                   tuple(str(n) for n in doc.get("optIns") or ()),
+                   tuple(str(n) for n in doc.get("refused") or ()),
+                   doc.get("explainer") is not False,
+                   dict(graph) if isinstance(graph, Mapping) else {})
+
+
+def _s(doc: Mapping[str, Any], key: str) -> str:
+    value = doc.get(key)
+    return "" if value is None else str(value)
+
+
+def _i(doc: Mapping[str, Any], key: str) -> int:
+    value = doc.get(key)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -25,9 +25,10 @@ import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, TypeVar, overload
 
 import engine.hooks  # noqa: F401  -- registers every shipped hook in REGISTRY
+from engine import events as ev
 from engine import operator as op
 from engine.approvals import Verdict
 from engine.authorship import could_matter, needs_check, screen, wait_note
@@ -74,7 +75,7 @@ from engine.perform import InlinePerformer
 from engine.ports import Ports, TrackerError
 from engine.records import Skip
 from engine.refs import WorkItemRef
-from engine.settings import EngineSettings
+from engine.settings import EngineSettings, normalize_login
 from engine.state import ItemState, ItemStatus
 from engine.store.base import Store, Transaction
 from engine.store.memory import StoreTransaction
@@ -210,6 +211,51 @@ class _Walk:
 
 class _Conflict(Exception):
     """The item's revision moved between the decision and its commit."""
+
+
+class _Declined(Exception):
+    """A chat decision the gate's approval rule refused: nothing is committed."""
+
+    def __init__(self, reason: str, by: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.by = by
+
+
+@dataclass
+class _Offered:
+    """Which node an :meth:`Runtime.advance` offered its event to, and that node's visit
+    then: what the typed result (:mod:`engine.events`) is read from."""
+
+    node: str = ""
+    visit: int = 0
+    elsewhere: bool = False
+
+    def offer(self, node_id: str, state: ItemState) -> None:
+        visit = state.visit(node_id)
+        self.node, self.visit = node_id, visit.number if visit is not None else 0
+
+    def result(self, state: ItemState, expected: str | None) -> ev.Result:
+        """The result, read from the committed ``state``."""
+        if self.elsewhere:
+            where = state.current_node or "no node"
+            return ev.Refused(str(expected), f"the item is at {where}, not {expected}",
+                              state.visit(str(expected)), ev.NOT_CURRENT, state)
+        history = state.history(self.node)
+        # A node with no visit on record (state from before visits were kept) got one
+        # while deciding: its latest then.
+        visit = next((v for v in history if v.number == self.visit), None) if self.visit \
+            else (history[-1] if history else None)
+        if visit is not None and not visit.open:
+            decision = visit.decision
+            how = f"{visit.outcome} by {decision.by}" if decision and decision.by \
+                else visit.outcome
+            return ev.Moved(self.node, how, visit, state.current_node, visit.outcome, state)
+        parked = state.parked if state.parked.get("node") == self.node else {}
+        reason = str(parked.get("reason") or f"waiting at {self.node}")
+        if parked.get("unverified"):
+            return ev.Unverified(self.node, reason, visit, state)
+        return ev.Waiting(self.node, reason, visit, state)
 
 
 @dataclass
@@ -529,52 +575,88 @@ class Runtime:
             self._arrive(_Walk(tx, state, self.ports), self.graph.start, "")
         return state
 
-    def advance(self, ref: WorkItemRef, event: Mapping[str, Any] | None = None) -> ItemState:
-        """Re-evaluate the current node's exit chain with ``event``.
+    @overload
+    def advance(self, ref: WorkItemRef, event: ev.Event) -> ev.Result: ...
 
-        Agent nodes move only on a ``complete`` claim: there ``advance`` returns the state
-        unchanged and logs nothing. Finished items are returned unchanged.
+    @overload
+    def advance(self, ref: WorkItemRef,
+                event: Mapping[str, Any] | None = None) -> ItemState: ...
 
-        Args:
-            ref: the work item.
-            event: ``{"comments": [Comment]}`` | ``{"attestation": {...}}`` | ``{}``; an
-                optional ``expectNode`` key makes the event apply only while the pointer
-                is at that node (an ingress that read the state before this transaction,
-                such as Slack's Execute, must not answer the next gate by accident).
-                Comments whose body may not be their author's (read now, or seen edited by
-                someone else) are screened first (issue 19 §1, :meth:`_screen`): one that
-                does not count is left out, logged (``graph.comment_not_counted``) and named
-                in the wait; if the tracker cannot tell, the wait is ``unverified``.
+    def advance(self, ref: WorkItemRef,
+                event: ev.Event | Mapping[str, Any] | None = None) -> ev.Result | ItemState:
+        """Offer ``event`` to the current node: re-evaluate its exit chain with it.
+
+        The door (issue 20 §1): ``event`` is one of :mod:`engine.events`' frozen events
+        (:class:`~engine.events.Comments`, :class:`~engine.events.Attestation`,
+        :class:`~engine.events.Decision`, :class:`~engine.events.Selection`,
+        :class:`~engine.events.Confirmation`, :class:`~engine.events.Recheck`) and the
+        answer is a frozen :class:`~engine.events.Moved`, :class:`~engine.events.Waiting`,
+        :class:`~engine.events.Refused` or :class:`~engine.events.Unverified` naming the
+        node, the reason and the node's visit. The legacy mapping (``{"comments":
+        [Comment]}`` | ``{"attestation": {...}}`` | ``{}``, optional ``via`` and
+        ``expectNode``) is read as the matching typed event
+        (:func:`engine.events.from_mapping`) and answered with the committed state, as
+        before.
+
+        An event bound to a node (``expected_node``; a decision's or selection's own node)
+        applies only while the pointer is there: an ingress that read the state earlier
+        must not answer the next gate by accident. Agent nodes move only on a ``complete``
+        claim: there the state is returned unchanged and nothing is logged. Finished
+        items are returned unchanged. Comments whose body may not be their author's (read
+        now, or seen edited by someone else) are screened first (issue 19 §1,
+        :meth:`_screen`): one that does not count is left out, logged
+        (``graph.comment_not_counted``) and named in the wait; if the tracker cannot tell,
+        the wait is ``unverified``. A chat :class:`~engine.events.Decision` whose person
+        the gate's approval rule refuses changes nothing (:data:`engine.events.NOT_ALLOWED`).
 
         Returns:
-            A copy of the committed state.
+            The typed result for a typed event; a copy of the committed state for a
+            mapping.
 
         Raises:
             ClaimRefused: ``not-started``.
         """
-        offered = [c.id for c in (event or {}).get("comments") or ()
-                   if isinstance(getattr(c, "id", None), int)]
-        event = self._screen(ref, dict(event or {}))
-        expected = event.pop("expectNode", None)
+        if isinstance(event, ev.EVENT_TYPES):
+            return self._advance(ref, event, ev.hook_event(event))
+        # The hooks see the mapping as given (keys beyond the known ones included).
+        legacy = {k: v for k, v in (event or {}).items() if k != "expectNode"}
+        return self._advance(ref, ev.from_mapping(event), legacy).state
+
+    def _advance(self, ref: WorkItemRef, event: ev.Event,
+                 hooks_see: dict[str, Any]) -> ev.Result:
+        """:meth:`advance` for a typed event; ``hooks_see`` is its ``ctx.event``."""
+        offered = ev.comment_ids(event.comments) if isinstance(event, ev.Comments) else []
+        screened = self._screen(ref, hooks_see)
+        expected = ev.expected_node(event)
+        seen = _Offered()
 
         def decide(tx: Transaction) -> ItemState:
             state = self._started(tx, ref)
             # Confirmations of operator requests answer no gate (issue 19 §5).
-            gate_event = self._answer_requests(_Walk(tx, state, self.ports), event)
+            gate_event = self._answer_requests(_Walk(tx, state, self.ports), screened)
             node = self._current(state)
+            seen.offer(node.id, state)
             if expected is not None and expected != node.id:
+                seen.elsewhere = True
                 return state
             if not self._finished(state, node) and node.actor != "agent":
                 # Issue 19 §2: every comment offered to a gate (counted or held back) was
                 # written before any visit that begins from now on (Visit.after_comment).
                 state.saw_comments(offered)
                 w = _Walk(tx, state, self.ports)
-                for entry in event.get(NOT_COUNTED_KEY) or ():
+                for entry in screened.get(NOT_COUNTED_KEY) or ():
                     w.log("graph.comment_not_counted", {"node": node.id, **entry})
                 self._go(w, node, self._evaluate(w, node, gate_event))
             return state
 
-        return self._operate(ref, decide).copy()
+        try:
+            state = self._operate(ref, decide).copy()
+        except _Declined as exc:  # nothing was committed
+            stored = self.store.load(ref)
+            assert stored is not None  # _started found it
+            return ev.Refused(seen.node, exc.reason, stored.visit(seen.node), ev.NOT_ALLOWED,
+                              stored.copy(), exc.by)
+        return seen.result(state, expected)
 
     def _screen(self, ref: WorkItemRef, event: dict[str, Any]) -> dict[str, Any]:
         """Keep only the event's comments that count as their authors' (issue 19 §1,
@@ -793,7 +875,7 @@ class Runtime:
         w.log("graph.operator_requested", {k: request[k] for k in request if k != "refused"})
         body = with_self_marker(op.request_text(request), op.request_marker(request["id"]))
         w.emit(PostComment(state.ref, body))
-        # The Slack thread gets a Confirm button (bot.listeners.actions.operator).
+        # A chat surface offers a Confirm button (Slack: bot.listeners.actions.operator).
         w.emit(Notify(state.ref, op.NOTICE, {k: request[k] for k in request
                                               if k not in ("refused", "status")}))
         return dict(request)
@@ -802,10 +884,16 @@ class Runtime:
         """Apply or refuse the ``the-loop confirm <id>`` replies of ``event`` (issue 19
         §5). Returns the event without those replies, for the gate."""
         comments = event.get("comments") or ()
-        if not any(op.confirm_ids(getattr(c, "body", "")) for c in comments):
+        typed = event.get("confirmation")
+        if isinstance(typed, ev.Confirmation):
+            # A chat surface's Confirm click (stored as such a reply was: commentId 0).
+            found = [op.Confirmation(typed.request_id, normalize_login(typed.by), w.now(),
+                                     typed.via, 0)]
+        elif not any(op.confirm_ids(getattr(c, "body", "")) for c in comments):
             return event  # the common case reads no clock
-        found = op.confirmations(comments, self.settings, w.now(),
-                                 str(event.get("via") or "reply"))
+        else:
+            found = op.confirmations(comments, self.settings, w.now(),
+                                     str(event.get("via") or "reply"))
         if not found:
             return event
         pending = op.pending_requests(w.state)
@@ -1047,6 +1135,10 @@ class Runtime:
     def _evaluate(self, w: _Walk, node: Node, event: Mapping[str, Any]) -> str | None:
         """Run the exit chain; returns the node to move to, or None to stay."""
         result = self._run_chain(w, node, "exit", event)
+        declined = result.data.get("declined")
+        if result.kind == WAIT and isinstance(declined, Mapping):
+            # A chat decision the gate's rule refused changes nothing (issue 20 §1).
+            raise _Declined(str(declined.get("reason") or ""), str(declined.get("by") or ""))
         if result.kind == PASS:
             return self._exit_pass(w, node, result.data)
         if result.kind == WAIT:

@@ -8,9 +8,9 @@ The simulation is the real engine on a copy: a :class:`~engine.runtime.Runtime` 
 delivering pull requests, CODEOWNERS), so the answer is the one the walk would give now.
 The real store is only ever ``load``-ed.
 
-The decision is fed as a Slack Approve click is (``{"comments": [reply by LOGIN],
-"via": "slack", "expectNode": NODE}``): the gate's own rules decide, as for a GitHub
-reply (``engine.approvals.evaluate``).
+The decision is fed as a chat surface's Approve click is (an :class:`engine.events.Decision`
+by LOGIN at NODE): the gate's own rules decide, once, as for a reply on the thread
+(``engine.approvals.evaluate``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from engine.approvals import VIA_SLACK, recorded_approvals
+from engine import events as ev
+from engine.approvals import recorded_approvals
 from engine.errors import ClaimRefused
 from engine.graph.model import Graph
 from engine.outcomes import APPROVED, APPROVED_WITH_COMMENTS, CHANGES_REQUESTED
@@ -33,9 +34,13 @@ from engine.store.memory import MemoryStore
 __all__ = ["DECISION_WORDS", "DryTracker", "DryNotifier", "Simulation", "simulate_decision",
            "simulate_push", "render"]
 
-#: the reply words each outcome is simulated with (engine.hooks.feedback's keywords).
+#: The outcomes a decision may be simulated with (engine.hooks.feedback's keywords).
 DECISION_WORDS = {APPROVED: "approved", APPROVED_WITH_COMMENTS: "approved with comments",
                   CHANGES_REQUESTED: "changes requested"}
+
+#: ``via`` of the simulated decision: the shipped chat surface's name (data, as stored
+#: by a real click; it only names where the echo says the decision came from).
+SIMULATED_VIA = "slack"
 
 #: Tracker methods that only read; every other call is recorded and not sent.
 _READS = frozenset({
@@ -82,7 +87,9 @@ class DryTracker:
         def record(*args: Any, **kwargs: Any) -> Any:
             self.writes.append((name, args))
             if name in {"add_comment", "add_comment_as"}:
-                return Comment(id=0, author="", body=str(args[-1]) if args else "")
+                # Never posted: a negative id no tracker gives names the n-th dry write.
+                return Comment(id=-len(self.writes), author="",
+                               body=str(args[-1]) if args else "")
             if name in {"publish_check", "publish_commit_check"}:
                 return {"sha": "", "kind": "simulated"}
             return None
@@ -194,15 +201,6 @@ def _summary(ref: WorkItemRef, node: str, login: str, before: ItemState, after: 
                       _effects(copy, ref))
 
 
-def _refusals(state: ItemState, node: str, login: str) -> list[str]:
-    """The reasons recorded for refusing ``login`` at this visit of ``node``, oldest first."""
-    if not recorded_visit(state, node):
-        return []
-    entry = (state.surface.get("approvals") or {}).get(node) or {}
-    return [str(r.get("reason") or "") for r in entry.get("refused") or ()
-            if normalize_login(r.get("by")) == login]
-
-
 def recorded_visit(state: ItemState, node: str) -> bool:
     """True when ``surface.approvals[node]`` belongs to the node's current visit."""
     entry = (state.surface.get("approvals") or {}).get(node)
@@ -234,7 +232,7 @@ def simulate_decision(graph: Graph, store: Store, ports: Ports, settings: Engine
         ClaimRefused: ``not-started``.
         KeyError: ``outcome`` is not one of :data:`DECISION_WORDS`.
     """
-    words = DECISION_WORDS[outcome]
+    DECISION_WORDS[outcome]  # KeyError for an unknown outcome, as documented
     before = _load(store, ref)
     name = normalize_login(login)
     runtime, copy, _ = _runtime(graph, before, ports, settings, None)
@@ -242,26 +240,24 @@ def simulate_decision(graph: Graph, store: Store, ports: Ports, settings: Engine
         return _summary(ref, node, name, before, before, copy, False,
                         f"the item is at {before.current_node}, not {node}: the decision "
                         "would answer no gate")
-    reply = Comment(id=0, author=name, body=words)
-    after = runtime.advance(ref, {"comments": [reply], "via": VIA_SLACK, "expectNode": node})
-    counted, reason = _verdict(node, name, before, after)
-    return _summary(ref, node, name, before, after, copy, counted, reason, graph, settings)
+    result = runtime.advance(ref, ev.Decision(node, outcome, name, via=SIMULATED_VIA))
+    counted, reason = _verdict(node, name, result)
+    return _summary(ref, node, name, before, result.state, copy, counted, reason, graph,
+                    settings)
 
 
-def _verdict(node: str, name: str, before: ItemState, after: ItemState) -> tuple[bool, str]:
-    """``(counted, reason)`` of ``name``'s decision at ``node``: what ``after`` records
-    beyond ``before`` (a refusal recorded earlier is not this decision's)."""
-    if after.current_node == node and after.parked.get("unverified"):
-        why = str(after.parked.get("reason") or "a lookup failed")
-        return False, f"could not be checked now: {why}"
-    earlier = len(_refusals(before, node, name))
-    new = _refusals(after, node, name)[earlier:]
-    refused = new[-1] if new else ""
-    moved = after.current_node != node
-    counted = not refused and (moved or name in {a.by for a in recorded_approvals(after, node)})
-    if not counted and not refused:
-        refused = str(after.parked.get("reason") or "the gate did not count it")
-    return counted, refused
+def _verdict(node: str, name: str, result: ev.Result) -> tuple[bool, str]:
+    """``(counted, reason)`` of ``name``'s decision at ``node``, read from the runtime's
+    typed result (issue 20 §1)."""
+    if isinstance(result, ev.Unverified):
+        return False, f"could not be checked now: {result.reason}"
+    if isinstance(result, ev.Refused):
+        return False, result.reason
+    if isinstance(result, ev.Moved):
+        return True, ""
+    if name in {a.by for a in recorded_approvals(result.state, node)}:
+        return True, ""
+    return False, result.reason or "the gate did not count it"
 
 
 def simulate_push(graph: Graph, store: Store, ports: Ports, settings: EngineSettings,

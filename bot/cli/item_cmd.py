@@ -20,6 +20,7 @@ import click
 from bot.cli.check_view import COLOR_MODES, Summary, matches, painter, use_color
 from bot.cli.context import CliContext, fail, known_node, parse_item
 from bot.cli.help import format_option
+from engine import events as ev
 from engine import fastjson, operator
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.refs import WorkItemRef
@@ -133,8 +134,8 @@ def advance(obj: CliContext, item: WorkItemRef, comments: tuple[str, ...]) -> No
         fail("the configured tracker cannot post as another author: --comment needs the "
              "local tracker (no github section in loopgate.yaml)")
     posted = [_run(lambda a=a, b=b: poster(item, a, b)) for a, b in parsed]
-    event = {"comments": posted} if posted else {}
-    state = _fresh(services, _run(lambda: services.runtime.advance(item, event)))
+    event: ev.Event = ev.Comments(tuple(posted)) if posted else ev.Recheck()
+    state = _fresh(services, _run(lambda: services.runtime.advance(item, event).state))
     click.echo(_summary(state))
     if _said_on_requests(state, {c.id for c in posted}):
         raise SystemExit(1)

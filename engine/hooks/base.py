@@ -92,8 +92,11 @@ class HookContext:
         params: the hook's ``with:`` mapping (read-only).
         state: the item's state as of this transaction (hooks must not mutate it;
             they return data for the runtime to record).
-        event: what triggered the run: ``{"comments": [Comment, ...]}`` for a comment
-            event, ``{"attestation": {"comment_id": int, "url": str}}`` for a quiz tick,
+        event: what triggered the run (:func:`engine.events.hook_event`):
+            ``{"comments": [Comment, ...]}`` for a comment event,
+            ``{"attestation": {"comment_id": int, "url": str}}`` for a quiz tick,
+            ``{"decision": events.Decision, "via": ...}`` / ``{"selection":
+            events.Selection, "via": ...}`` for a chat surface's answer (issue 20 §1),
             ``{}`` on entry or a plain re-evaluation.
         ports: tracker, artifact store, notifier, clock.
         settings: engine settings (authorized users, keywords, spec dir).

@@ -152,7 +152,7 @@ def latest(comments: Sequence[Comment]) -> Comment | None:
 def rule_for(graph: Graph, settings: EngineSettings, node_id: str) -> ApprovalRule:
     """The approval rule of ``node_id``: loopgate.yaml's ``gates.<node>``, else the graph
     node's ``approval``, else one approval from ``authorizedUsers`` (issue 11 §2). The
-    Slack side calls it too, for its pre-check.
+    chat surface (App Home) calls it too.
 
     Raises:
         ConfigError: the graph's rule does not read (the compiler refuses that first).
@@ -469,8 +469,8 @@ def requested_changes(ctx: HookContext) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def _slack_text(ctx: HookContext, gate: str, asked: Mapping[str, Any]) -> str | None:
-    # A Slack decision has no reply on the thread: its words are in the gate's decision
+def _chat_text(ctx: HookContext, gate: str, asked: Mapping[str, Any]) -> str | None:
+    # A chat decision has no reply on the thread: its words are in the gate's decision
     # when that decision is this request (same person and time).
     decision = ctx.state.decisions.get(gate)
     if not isinstance(decision, Mapping):
@@ -486,7 +486,7 @@ def _reply_text(ctx: HookContext, gate: str, asked: Mapping[str, Any]) -> str | 
     # The reviewer's reply as written (its loopgate markers dropped); None when unreadable.
     cid = asked.get("commentId")
     if not cid:
-        return str(asked.get("body") or "") or _slack_text(ctx, gate, asked)
+        return str(asked.get("body") or "") or _chat_text(ctx, gate, asked)
     try:
         comments = ctx.ports.tracker.list_comments(ctx.ref)
     except TrackerError as exc:

@@ -20,21 +20,29 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.approvals import (
     CODEOWNERS_ALL_FILES,
     VIA_REPLY,
-    VIA_SLACK,
     Approval,
+    GateApprovals,
     Refusal,
     Tally,
     evaluate,
     tally,
 )
 from engine.effects import PostComment
+from engine.events import Decision
 from engine.hooks.base import HookContext, HookResult, hook
+from engine.hooks.chat_decision import (
+    decision_body,
+    decision_text,
+    from_chat,
+    mirror_decision,
+    surface_label,
+)
 from engine.hooks.common import (
     at_login,
     authorized_comments,
@@ -46,7 +54,6 @@ from engine.hooks.common import (
     team_lookup,
 )
 from engine.hooks.markers import with_self_marker
-from engine.hooks.slack_decision import from_slack, mirror_slack_decision, reply_words
 from engine.outcomes import APPROVED, APPROVED_WITH_COMMENTS, CHANGES_REQUESTED
 from engine.ports import Comment, TrackerError
 from engine.records import ReviewDecision
@@ -129,45 +136,49 @@ def latest_feedback(ctx: HookContext) -> Feedback | None:
 
 
 def event_decisions(ctx: HookContext) -> list[Approval]:
-    """The event's decisions, oldest first: decisive replies that are not loopgate's own.
+    """The event's decisions, oldest first: decisive replies that are not loopgate's own,
+    or the chat surface's :class:`~engine.events.Decision` (issue 20 §1).
 
-    A reply of an event with ``via: slack`` is a Slack click, fed by the bot as a reply by
-    the clicker's linked login (issue 12 §1): it is recorded ``via: slack`` with no comment
-    id (it exists only in Slack), and otherwise decided exactly like a GitHub reply."""
-    slack = from_slack(ctx)
+    A chat decision is recorded with its surface's ``via`` (``slack``) and no comment id
+    (it exists only there), its words kept as :func:`~engine.hooks.chat_decision.
+    decision_body`; otherwise it is decided exactly like a reply (issue 12 §1). Comments
+    of a legacy event whose ``via`` names a chat surface are read the same way."""
+    chat = ctx.event.get("decision")
+    if isinstance(chat, Decision):
+        if chat.node != ctx.node.id:
+            return []
+        return [Approval(normalize_login(chat.by), chat.outcome, ctx.now_iso(), chat.via,
+                         "", None, decision_body(chat.outcome, chat.text))]
+    via = str(ctx.event.get("via") or VIA_REPLY)
+    chat_via = from_chat(via)
     out = []
     for c in event_comments(ctx):
         outcome = classify_text(c.body)
         if outcome and not is_self_authored(c, ctx.settings):
             out.append(Approval(normalize_login(c.author), outcome, c.created_at or ctx.now_iso(),
-                                VIA_SLACK if slack else VIA_REPLY, "" if slack else c.url,
-                                None if slack else c.id, c.body))
+                                via if chat_via else VIA_REPLY, "" if chat_via else c.url,
+                                None if chat_via else c.id, c.body))
     indexed = sorted(enumerate(out), key=lambda pair: (pair[1].at, pair[0]))
     return [a for _, a in indexed]
 
 
-def _stored(ctx: HookContext) -> dict[str, Any]:
+def _stored(ctx: HookContext) -> GateApprovals:
     # This entry's record: a re-entered gate (after changes requested) starts from zero.
-    # Tied to the visit (issue 19 §2): two entries within one clock second stay apart.
+    # Tied to the visit (issue 19 §2): two entries within one clock second stay apart; an
+    # entry recorded before visits were kept has no ``visit``: its enteredAt decides.
     rec = ctx.state.nodes.get(ctx.node.id)
     entered = rec.entered_at if rec is not None else ""
     visit = ctx.state.visit(ctx.node.id)
     number = visit.number if visit is not None else 0
-    entry = (ctx.state.surface.get("approvals") or {}).get(ctx.node.id)
-    if _same_entry(entry, entered, number):
-        kept = {"enteredAt": entered, "visit": number,
-                "approvals": list(entry.get("approvals") or ()),
-                "refused": list(entry.get("refused") or ())}
-        if entry.get("earlier"):
-            kept["earlier"] = list(entry["earlier"])
-        return kept
-    return {"enteredAt": entered, "visit": number, "approvals": [], "refused": []}
+    entry = _recorded(ctx)
+    if entry is not None and entry.belongs_to(entered, number):
+        return GateApprovals(entered, number, entry.approvals, entry.refused, entry.earlier)
+    return GateApprovals(entered, number)
 
 
-def _same_entry(entry: Any, entered: str, visit: int) -> bool:
-    # An entry recorded before visits were kept has no ``visit``: its enteredAt decides.
-    return (isinstance(entry, Mapping) and entry.get("enteredAt") == entered
-            and entry.get("visit", visit) == visit)
+def _recorded(ctx: HookContext) -> GateApprovals | None:
+    # surface.approvals[node] as stored (the one reader: GateApprovals.from_json).
+    return GateApprovals.from_json((ctx.state.surface.get("approvals") or {}).get(ctx.node.id))
 
 
 @dataclass
@@ -176,27 +187,25 @@ class GateCount:
     and whether whose-work-it-is could not be read (the event must be offered again)."""
 
     tally: Tally
-    entry: dict[str, Any]
+    entry: GateApprovals
     refused_now: list[Refusal]
     unverified: str = ""
     counted_now: list[Approval] = field(default_factory=list)
     earlier: list[dict[str, Any]] = field(default_factory=list)
 
 
-def _seen(entry: Mapping[str, Any], decision: Approval) -> bool:
+def _seen(entry: GateApprovals, decision: Approval) -> bool:
     if decision.comment_id is None:
         return _repeated(entry, decision)
-    ids = {a.get("commentId") for a in entry["approvals"]}
-    ids |= {r.get("commentId") for r in entry["refused"]}
+    ids = {a.comment_id for a in entry.approvals} | {r.comment_id for r in entry.refused}
     return decision.comment_id in ids
 
 
-def _repeated(entry: Mapping[str, Any], decision: Approval) -> bool:
-    # A Slack click has no comment id: one that says again what the person's counted
+def _repeated(entry: GateApprovals, decision: Approval) -> bool:
+    # A chat click has no comment id: one that says again what the person's counted
     # decision says (a second click on Approve) changes nothing, so it is neither recorded
     # again nor mirrored on the issue a second time (issue 12 §1).
-    for doc in entry["approvals"]:
-        prior = Approval.from_json(doc)
+    for prior in entry.approvals:
         if prior.by == decision.by and prior.outcome == decision.outcome and (
                 decision.outcome != APPROVED_WITH_COMMENTS or prior.body == decision.body):
             return True
@@ -214,10 +223,9 @@ def gate_tally(ctx: HookContext) -> GateCount:
         ``{commentId, author, reason}`` for each reply of an earlier visit offered now for
         the first time during this visit (each is named once).
     """
-    entry_before = _stored(ctx)
-    known = set(entry_before.get("earlier") or ())
+    known = set(_stored(ctx).earlier)
     count = _gate_tally(ctx)
-    fresh = [n for n in count.entry.get("earlier") or () if n not in known]
+    fresh = [n for n in count.entry.earlier if n not in known]
     count.earlier = [_earlier_entry(ctx, n) for n in fresh]
     return count
 
@@ -226,9 +234,10 @@ def _gate_tally(ctx: HookContext) -> GateCount:
     # gate_tally's count, before the replies of an earlier visit are named.
     rule = gate_rule(ctx)
     entry = _stored(ctx)
-    approvals = tuple(Approval.from_json(a) for a in entry["approvals"])
+    approvals = entry.approvals
     decisions, earlier = _this_visit(ctx, entry, [
         d for d in event_decisions(ctx) if not _seen(entry, d)])
+    entry = replace(entry, earlier=tuple(earlier))
     changes: Approval | None = None
     refused: list[Refusal] = []
     counted: list[Approval] = []
@@ -253,13 +262,12 @@ def _gate_tally(ctx: HookContext) -> GateCount:
             continue
         counted.append(decision)
         approvals, changes = result.tally.approvals, result.tally.changes
-    entry["approvals"] = [a.to_json() for a in approvals]
-    entry["refused"] = [*entry["refused"], *(r.to_json() for r in refused)]
+    entry = replace(entry, approvals=tuple(approvals), refused=(*entry.refused, *refused))
     return GateCount(tally(rule, approvals, changes, people=people, membership=membership),
                      entry, refused, counted_now=counted)
 
 
-def _this_visit(ctx: HookContext, entry: dict[str, Any],
+def _this_visit(ctx: HookContext, entry: GateApprovals,
                 decisions: list[Approval]) -> tuple[list[Approval], list[str]]:
     """Split ``decisions`` into those written during the gate's current visit and the
     ``by:commentId`` keys of GitHub replies written before it (issue 19 §2: a decision is
@@ -271,14 +279,14 @@ def _this_visit(ctx: HookContext, entry: dict[str, Any],
     increase, so no two clocks are compared). A later visit (2, 3, ...) with no such anchor
     (none seen yet, or begun before it was kept) falls back to ``created_at >=
     entered_at``, which assumes GitHub's clock is not behind loopgate's; a first visit with
-    none counts every reply, as before. A Slack click (no comment id) is bound to the
-    visit by ``expectNode`` already and is kept. The keys are added to ``entry["earlier"]``
-    so each is named once."""
+    none counts every reply, as before. A chat click (no comment id) is bound to the
+    visit by ``expectNode`` already and is kept. The keys returned extend
+    ``entry.earlier`` (the caller stores them) so each is named once."""
     visit = ctx.state.visit(ctx.node.id)
     if visit is None:
-        return decisions, []
+        return decisions, list(entry.earlier)
     kept: list[Approval] = []
-    earlier = list(entry.get("earlier") or ())
+    earlier = list(entry.earlier)
     for d in decisions:
         if d.comment_id is None or _during(visit, d):
             kept.append(d)
@@ -286,8 +294,6 @@ def _this_visit(ctx: HookContext, entry: dict[str, Any],
         key = f"{d.by}:{d.comment_id}"
         if key not in earlier:
             earlier.append(key)
-    if earlier:
-        entry["earlier"] = earlier
     return kept, earlier
 
 
@@ -314,13 +320,13 @@ def _earlier_entry(ctx: HookContext, key: str) -> dict[str, Any]:
             "reason": f"@{by}'s reply was written {when}; not counted for visit {number}"}
 
 
-def _mirror_slack(ctx: HookContext, counted: list[Approval]) -> None:
-    # A counted Slack decision exists only in Slack: the gate posts it on the issue as a
-    # marked comment so the GitHub thread stays the record (issue 12 §1). A refused one is
+def _mirror_chat(ctx: HookContext, counted: list[Approval]) -> None:
+    # A counted chat decision exists only on its surface: the gate posts it on the issue
+    # as a marked comment so the thread stays the record (issue 12 §1). A refused one is
     # said there already by _tell_refused.
     for a in counted:
-        if a.via == VIA_SLACK:
-            mirror_slack_decision(ctx, a.outcome, Comment(0, a.by, a.body))
+        if from_chat(a.via):
+            mirror_decision(ctx, a.outcome, a.by, decision_text(a.body), a.via)
 
 
 def _refusal_note(reason: str) -> str:
@@ -338,9 +344,9 @@ def _waiting_reason(ctx: HookContext, count: GateCount | None = None) -> str:
         reason = f"{count.tally.summary()} — {reason}"
     refused: dict[str, str] = {}
     counted = {a.by for a in count.tally.approvals} if count is not None else set()
-    for r in (count.entry["refused"] if count is not None else ()):
-        if r.get("by") not in counted:  # refused once, counted since (a lookup came back)
-            refused[f"@{r.get('by') or 'unknown'}"] = _refusal_note(str(r.get("reason") or ""))
+    for r in (count.entry.refused if count is not None else ()):
+        if r.by not in counted:  # refused once, counted since (a lookup came back)
+            refused[f"@{r.by or 'unknown'}"] = _refusal_note(r.reason)
     if refused:
         reason += " (ignored " + "; ".join(f"{who}: {why}" for who, why in sorted(
             refused.items())) + ")"
@@ -371,7 +377,8 @@ def _tell_refused(ctx: HookContext, refused: list[Refusal]) -> None:
         ctx.log("graph.approval_refused", {"node": ctx.node.id, "by": f"@{r.by}",
                                            "via": r.via, "reason": r.reason})
         body = (f"🚫 **Not counted — `{ctx.node.id}`**: the decision by @{r.by} "
-                f"({'Slack' if r.via == VIA_SLACK else 'reply'}) does not count: {r.reason}.")
+                f"({surface_label(r.via) if from_chat(r.via) else 'reply'}) does not count: "
+                f"{r.reason}.")
         key = r.comment_id if r.comment_id is not None else f"{r.via}-{r.at}"
         ctx.emit(PostComment(ctx.ref, with_self_marker(
             body, f"<!-- the-loop:approval-refused {ctx.node.id} {r.by} {key} -->")))
@@ -381,16 +388,27 @@ def _decision(ctx: HookContext, count: GateCount) -> ReviewDecision:
     chosen = count.tally.changes or count.tally.approvals[-1]
     return ReviewDecision(at_login(chosen.by), ctx.now_iso(), count.tally.outcome,
                           chosen.comment, chosen.comment_id or 0, via=chosen.via,
-                          text=reply_words(chosen.body) if chosen.via == VIA_SLACK else "",
+                          text=decision_text(chosen.body) if from_chat(chosen.via) else "",
                           approvers=tuple(at_login(a.by) for a in count.tally.approvals)
                           if count.tally.needed > 1 else ())
+
+
+def _declined(ctx: HookContext, count: GateCount) -> HookResult | None:
+    """A chat :class:`~engine.events.Decision` the rule refused: a wait carrying
+    ``declined {by, reason}``, on which the runtime commits nothing (issue 20 §1: as the
+    surface's own pre-check refused before, the click changes nothing and is said to the
+    clicker only)."""
+    if not isinstance(ctx.event.get("decision"), Decision) or not count.refused_now:
+        return None
+    r = count.refused_now[-1]
+    return HookResult.wait(r.reason, declined={"by": r.by, "reason": r.reason})
 
 
 @hook("classify-feedback")
 def classify_feedback(ctx: HookContext) -> HookResult:
     """Route a human gate by its approvals under the gate's rule (issue 11 §2).
 
-    Each decision of the event (GitHub replies; a Slack click) is authorized by
+    Each decision of the event (thread replies; a chat surface's click) is authorized by
     :func:`engine.approvals.evaluate` and recorded in ``surface.approvals[node]``
     (``{enteredAt, visit, approvals: [{by, at, via, outcome, ...}], refused: [...]}``,
     one per visit to the gate, issue 19 §2); a refusal
@@ -410,16 +428,20 @@ def classify_feedback(ctx: HookContext) -> HookResult:
     if count.unverified:
         return HookResult.wait(f"{_waiting_reason(ctx, count)}{note} ({count.unverified})",
                                unverified=True)
+    declined = _declined(ctx, count)
+    if declined is not None:
+        return declined
     _tell_refused(ctx, count.refused_now)
-    _mirror_slack(ctx, count.counted_now)
+    _mirror_chat(ctx, count.counted_now)
     surface = {"approvals": {**(ctx.state.surface.get("approvals") or {}),
-                             ctx.node.id: count.entry}}
+                             ctx.node.id: count.entry.to_json()}}
     if not count.tally.passed:
         return HookResult.wait(_waiting_reason(ctx, count) + note, surface=surface)
-    done = dict(count.entry, approvals=[] if count.tally.changes else count.entry["approvals"])
-    if count.tally.changes:  # the count resets; record-feedback still reads the outcome
-        done["changesRequested"] = count.tally.changes.to_json()
-    surface["approvals"][ctx.node.id] = done
+    # A counted changes-requested resets the count; record-feedback still reads the outcome.
+    changes = count.tally.changes
+    done = replace(count.entry, approvals=() if changes else count.entry.approvals,
+                   changes_requested=changes)
+    surface["approvals"][ctx.node.id] = done.to_json()
     decision = _decision(ctx, count)
     return HookResult.passed(
         f"{count.tally.outcome} by {decision.by}"
@@ -457,27 +479,28 @@ def record_feedback(ctx: HookContext) -> HookResult:
 
 
 def _entry_key(entry: Mapping[str, Any]) -> tuple[Any, ...]:
-    # A GitHub reply is known by its comment id; a Slack decision has none (it exists only
-    # in Slack), so by its gate, person and time — else every later Slack entry would read
+    # A reply is known by its comment id; a chat decision has none (it exists only on its
+    # surface), so by its gate, person and time — else every later chat entry would read
     # as the first one's.
     cid = entry.get("commentId")
     if cid:
         return ("comment", cid)
-    return ("slack", entry.get("node"), entry.get("by"), entry.get("at"))
+    return ("chat", entry.get("node"), entry.get("by"), entry.get("at"))
 
 
 def _commented_approvals(ctx: HookContext) -> tuple[str, list[dict[str, Any]]] | None:
     # (outcome, review-comment entries) of the decided gate, or None when undecided.
     # classify-feedback recorded this entry's approvals just before (same chain).
     entry = _stored(ctx)
-    raw = (ctx.state.surface.get("approvals") or {}).get(ctx.node.id) or {}
-    if raw.get("changesRequested") and _same_entry(raw, entry["enteredAt"], entry["visit"]):
+    raw = _recorded(ctx)
+    if raw is not None and raw.changes_requested is not None and raw.belongs_to(
+            entry.entered_at, entry.visit or 0):
         # A counted changes-requested decided it, by whoever the rule allows (a team
         # member is not in authorizedUsers: the fallback below would not see them).
         return CHANGES_REQUESTED, []
-    if entry["approvals"]:
+    if entry.approvals:
         rule = gate_rule(ctx)
-        approvals = [Approval.from_json(a) for a in entry["approvals"]]
+        approvals = list(entry.approvals)
         t = tally(rule, approvals)
         if not t.passed:
             return None

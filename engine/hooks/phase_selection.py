@@ -5,8 +5,8 @@ Hooks: ``post-phase-selection`` (entry) posts the checklist once; ``classify-pha
 (exit) waits for an authorized reply carrying the execute keyword and turns the ticked rows
 into skips and opt-ins.
 
-Pure functions the Slack bot reuses: :func:`checklist_rows`, :func:`render_checklist`,
-:func:`parse_rows`, :func:`selection_from_rows`, :func:`parse_selection`,
+Pure functions a chat surface (the Slack bot) reuses: :func:`checklist_rows`,
+:func:`render_checklist`, :func:`parse_rows`, :func:`selection_from_rows`, :func:`parse_selection`,
 :func:`selection_records`, :func:`reply_body`, :func:`confirmation_text`,
 :func:`frozen_graph`.
 
@@ -35,8 +35,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engine.effects import MAX_BODY, RECORD_CHECKLIST, PostComment
+from engine.events import Selection as ChatSelection
 from engine.graph.model import EXPLAINER_SET, Graph, Node
 from engine.hooks.base import HookContext, HookResult, hook
+from engine.hooks.chat_decision import surface_label
 from engine.hooks.common import (
     at_login,
     degrade,
@@ -308,7 +310,7 @@ def selection_from_rows(rows: Iterable[Row], graph: Graph) -> Selection:
     """Apply the row rules of issue #2 §6 to ``rows`` (a later row for a token wins).
 
     Args:
-        rows: rows parsed from a comment, or built by the Slack bot from its checkboxes.
+        rows: rows parsed from a comment, or built by a chat surface from its checkboxes.
         graph: the compiled graph.
 
     Returns:
@@ -365,7 +367,7 @@ def selection_records(
 
 def reply_body(graph: Graph, settings: EngineSettings, selection: Selection) -> str:
     """A reply carrying the execute keyword and a full checklist stating ``selection``
-    (what the Slack bot feeds as the answering user's comment)."""
+    (what a person pastes into their reply)."""
     rows = checklist_rows(graph)
     skipped = set(selection.skips)
     chosen = set(selection.opt_ins)
@@ -377,11 +379,25 @@ def reply_body(graph: Graph, settings: EngineSettings, selection: Selection) -> 
     return "\n".join(lines) + "\n"
 
 
+def ticked_selection(graph: Graph, skips: Iterable[str], opt_ins: Iterable[str],
+                     explainer_on: bool = True) -> Selection:
+    """The :class:`Selection` of a checklist ticked on a chat surface (issue 20 §1): every
+    default-on row ticked unless in ``skips``, every opt-in row ticked when in ``opt_ins``,
+    the explainer row (when the graph shows one) as ``explainer_on`` — the rows
+    :func:`reply_body` writes, under the same row rules (:func:`selection_from_rows`)."""
+    rows = checklist_rows(graph)
+    skipped, chosen = set(skips), set(opt_ins)
+    out = [Row(n.id, n.id not in skipped) for n in rows.default_on]
+    out += [Row(n.id, n.id in chosen) for n in rows.opt_in]
+    if rows.explainer:
+        out.append(Row(EXPLAINER_TOKEN, explainer_on))
+    return selection_from_rows(out, graph)
+
+
 # -- confirmation and frozen graph ------------------------------------------------------
 _VIA_TEXT = {
     "reply": "from the checklist in the reply",
     "checklist": "from the checklist ticked in place",
-    "slack": "from Slack",
     "default": "the checklist could not be read, so the full default process runs",
 }
 
@@ -412,7 +428,7 @@ def confirmation_text(
         graph: the compiled graph.
         selection: what was selected.
         actor: who answered (login, with or without ``@``).
-        via: ``reply``, ``checklist``, ``slack`` or ``default``.
+        via: ``reply``, ``checklist``, ``default`` or a chat surface's name (``slack``).
         not_changed: nodes a row asked to skip or select that were already entered.
 
     Returns:
@@ -420,7 +436,8 @@ def confirmation_text(
         when the graph defines the explainer set.
     """
     by = at_login(actor)
-    lines = [f"✅ **Phase selection recorded** by {by} — {_VIA_TEXT.get(via, via)}."]
+    how = _VIA_TEXT.get(via) or f"from {surface_label(via)}"
+    lines = [f"✅ **Phase selection recorded** by {by} — {how}."]
     skips = [s for s in selection.skips if s not in not_changed]
     lines.append(f"Skipped by {by}: {_names(skips)}." if skips else "Skipped: none.")
     offered = [n.id for n in checklist_rows(graph).opt_in]
@@ -537,7 +554,7 @@ def post_phase_selection(ctx: HookContext) -> HookResult:
 
 
 def _notify_pending(ctx: HookContext, checklist: Comment | None) -> None:
-    # The Slack card mirrors the checklist (issue 4 §3); a notice never gates. Queued after
+    # The chat surface's card mirrors the checklist (issue 4 §3); a notice never gates. Queued after
     # the checklist's post, so its URL is filled in when the notice is sent.
     safe_notify(
         ctx,
@@ -691,8 +708,9 @@ def _choose_selection(ctx: HookContext, reply: Comment) -> tuple[Selection, str]
             selection, via = from_checklist, "checklist"
         else:
             selection, via = DEFAULT_SELECTION, "default"
-    if ctx.event.get("via") == "slack":
-        via = "slack"
+    chat_via = str(ctx.event.get("via") or "")
+    if chat_via and chat_via != "reply":  # a legacy chat event's comments
+        via = chat_via
     if in_reply.unknown and not in_reply.readable:  # the reply's stray rows are still reported
         unknown = list(dict.fromkeys([*in_reply.unknown, *selection.unknown]))
         selection = replace(selection, unknown=unknown)
@@ -701,16 +719,18 @@ def _choose_selection(ctx: HookContext, reply: Comment) -> tuple[Selection, str]
 
 def _selection_decision(
     ctx: HookContext,
-    reply: Comment,
+    answer: tuple[str, str, int],
     via: str,
     selection: Selection,
     skips: Mapping[str, Any],
     opt_ins: Mapping[str, Any],
 ) -> SelectionDecision:
+    # answer: (author, comment URL, comment id); a chat selection has ("login", "", 0).
+    author, url, comment_id = answer
     skipped = (trusted_skipped_ids(ctx.graph, ctx.state) - set(opt_ins)) | set(skips)
     return SelectionDecision(
-        by=at_login(reply.author), via=via, at=ctx.now_iso(), comment=reply.url,
-        comment_id=reply.id, skips=list(skips), opt_ins=list(opt_ins),
+        by=at_login(author), via=via, at=ctx.now_iso(), comment=url,
+        comment_id=comment_id, skips=list(skips), opt_ins=list(opt_ins),
         refused=list(selection.refused),
         explainer=bool(ctx.graph.has_skip_set(EXPLAINER_SET) and selection.explainer_on),
         frozen_graph=frozen_graph(ctx.graph, ctx.ref, skipped, opt_ins),
@@ -749,6 +769,9 @@ def classify_phase_selection(ctx: HookContext) -> HookResult:
         pass with outcome ``selected`` and data ``skips``, ``optIns``, ``refused``,
         ``decision``; or wait naming what is awaited.
     """
+    chat = ctx.event.get("selection")
+    if isinstance(chat, ChatSelection):
+        return _chat_selection(ctx, chat)
     keyword = ctx.settings.execute_keyword.strip().lower()
     others = [c for c in event_comments(ctx) if not is_self_authored(c, ctx.settings)]
     decisive = [
@@ -775,15 +798,33 @@ def classify_phase_selection(ctx: HookContext) -> HookResult:
             f"reply `{ctx.settings.execute_keyword}` again once the tracker answers",
             unverified=True,
         )
+    return _selected(ctx, (reply.author, reply.url, reply.id), selection, via)
+
+
+def _chat_selection(ctx: HookContext, chat: ChatSelection) -> HookResult:
+    """A selection made on a chat surface (issue 20 §1): the rows as ticked there, by the
+    clicker's linked login, recorded with the surface's ``via``; only an authorized user's
+    counts (the rule of the ``execute`` reply)."""
+    if chat.node != ctx.node.id or not ctx.settings.is_authorized(chat.by):
+        keyword = ctx.settings.execute_keyword.strip().lower()
+        return HookResult.wait(_wait_reason(ctx, [], keyword))
+    selection = ticked_selection(ctx.graph, chat.skips, chat.opt_ins, chat.explainer_on)
+    return _selected(ctx, (chat.by, "", 0), selection, chat.via)
+
+
+def _selected(ctx: HookContext, answer: tuple[str, str, int], selection: Selection,
+              via: str) -> HookResult:
+    # The gate passes with ``selection`` made by answer = (author, comment URL, id).
+    author = answer[0]
     touched = [*selection.skipped_nodes(ctx.graph), *selection.opt_ins]
     not_changed = [n for n in touched if node_entered(ctx.state, n)]
-    skips, opt_ins = selection_records(selection, ctx.graph, reply.author, exclude=not_changed)
-    decision = _selection_decision(ctx, reply, via, selection, skips, opt_ins)
+    skips, opt_ins = selection_records(selection, ctx.graph, author, exclude=not_changed)
+    decision = _selection_decision(ctx, answer, via, selection, skips, opt_ins)
     confirmation = confirmation_text(
-        ctx.graph, selection, reply.author, via=via, not_changed=not_changed
+        ctx.graph, selection, author, via=via, not_changed=not_changed
     )
     _post_confirmation(ctx, confirmation)
-    # A selection made on GitHub (or Slack) rewrites the Slack card (issue 4 §3).
+    # A selection made on the thread (or a chat surface) rewrites the chat card (issue 4 §3).
     safe_notify(
         ctx,
         "classify-phase-selection",
@@ -791,7 +832,7 @@ def classify_phase_selection(ctx: HookContext) -> HookResult:
         {"node": ctx.node.id, "decision": decision.to_json(), "confirmation": confirmation},
     )
     return HookResult.passed(
-        f"selected by {at_login(reply.author)} via {via}",
+        f"selected by {at_login(author)} via {via}",
         outcome=SELECTED,
         skips=skips,
         optIns=opt_ins,

@@ -13,11 +13,13 @@ from typing import Any
 
 import pytest
 
+from bot import approvals
 from bot.blocks import ids
 from bot.home import home_rows, publish_home
+from bot.listeners.actions import approve as approve_listener
 from bot.listeners.actions.approve import on_approve, on_open_modal
 from bot.listeners.views.decision import on_decision_submit
-from engine.hooks.slack_decision import slack_decision_marker
+from engine.hooks.chat_decision import decision_marker as slack_decision_marker
 from engine.ports import TrackerError
 from tests.bot.conftest import (
     REF,
@@ -300,50 +302,48 @@ def test_a_failed_team_lookup_refuses_a_slack_click_fail_closed(
     assert world.comments(MIRROR) == []
 
 
-def test_a_team_lookup_that_fails_at_the_gate_after_the_precheck_refuses_and_says_so(
+def test_one_click_applies_the_gates_rule_once_and_asks_github_once(
         make_world: Callable[..., SlackWorld]) -> None:
-    # The pre-check is advice; the gate decides again when the reply arrives. A lookup that
-    # fails there (GitHub went away between the two) must leave the gate waiting.
-    world = make_world(gates={GATE: {"approvers": ["acme/reviewers"]}})
+    # Issue 20 §1: a click is no longer pre-checked and then decided again, so GitHub cannot
+    # answer the two differently: the team lookup and the authorship read happen once.
+    world = make_world(gates={GATE: {"approvers": ["acme/reviewers"],
+                                     "preventSelfApproval": True}})
     world.tracker.set_team("acme/reviewers", ["bob"])
     ts, value = _posted(world)
-    answers = iter([True])
-    real = world.tracker.team_membership
+    since = len(world.tracker.calls)
+    real_decide = approvals.decide
+    during: list[list[str]] = []
 
-    def flaky(org: str, team: str, login: str) -> bool:
-        if next(answers, None) is None:
-            raise TrackerError("GET /orgs/acme/teams/reviewers/memberships/bob: 502")
-        return real(org, team, login)
+    def decide(*args: Any, **kwargs: Any) -> Any:
+        mark = len(world.tracker.calls)
+        try:
+            return real_decide(*args, **kwargs)
+        finally:
+            during.append([name for name, _ in world.tracker.calls[mark:]])
 
-    world.tracker.team_membership = flaky  # type: ignore[method-assign]
-
-    _approve(world, "UBOB", value, ts)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(approve_listener, "decide", decide)
+        _approve(world, "UBOB", value, ts)
 
     state = world.state()
-    assert state.current_node == GATE
-    assert GATE not in state.decisions
-    assert state.surface["approvals"][GATE]["approvals"] == []
-    [refusal] = state.surface["approvals"][GATE]["refused"]
-    assert (refusal["by"], refusal["via"]) == ("bob", "slack")
-    assert "the membership lookup failed for acme/reviewers" in refusal["reason"]
-    assert world.comments(MIRROR) == []
-    [said] = world.comments(REFUSED)
-    assert said.body.startswith(f"🚫 **Not counted — `{GATE}`**: the decision by @bob (Slack) "
-                                "does not count: @bob is not among the approvers")
-    assert _ephemerals(world, "UBOB") == [
-        f"`{GATE}` did not count your answer: @bob is not among the approvers of this gate "
-        "(@acme/reviewers); the membership lookup failed for acme/reviewers (GET /orgs/acme/"
-        "teams/reviewers/memberships/bob: 502). Nothing was decided."]
+    assert state.current_node == "design"
+    assert state.decisions[GATE]["by"] == "@bob"
+    [reads] = during
+    assert reads.count("issue_info") == 1  # whose work it is, read once
+    assert reads.count("team_membership") == 1
+    made = [name for name, _ in world.tracker.calls[since:]]
+    assert made.count("team_membership") == 1
+    assert len(world.comments(MIRROR)) == 1
 
 
 def test_a_click_whose_author_cannot_be_read_at_the_gate_is_not_taken_and_says_try_again(
         make_world: Callable[..., SlackWorld]) -> None:
-    # preventSelfApproval needs whose work it is; the pre-check read it, then GitHub failed
-    # before the gate read it again. The gate waits unverified (fail closed) and nobody
+    # preventSelfApproval needs whose work it is; GitHub fails when the gate reads it (the
+    # one read of the click, issue 20 §1). The gate waits unverified (fail closed) and nobody
     # replays a Slack click, so the clicker must not hear that their answer was taken.
     world = make_world(gates={GATE: {"preventSelfApproval": True}})
     ts, value = _posted(world)
-    reads = iter([True])
+    reads: Iterator[bool] = iter([])
     real = world.tracker.issue_info
 
     def flaky(ref: Any) -> Any:

@@ -13,7 +13,7 @@ import pytest
 from bot.blocks import ids
 from bot.listeners.actions.approve import on_approve, on_open_modal
 from bot.listeners.views.decision import on_decision_submit
-from engine.hooks.slack_decision import slack_decision_marker
+from engine.hooks.chat_decision import decision_marker as slack_decision_marker
 from tests.bot.conftest import (
     CHANNEL,
     REF,

@@ -7,7 +7,7 @@ import json
 from typing import Any
 
 from bot.blocks import ids
-from engine.hooks.slack_decision import slack_decision_marker
+from engine.hooks.chat_decision import decision_marker as slack_decision_marker
 from tests.bot.conftest import SECRET, SlackWorld, Waiter, approval_click, view_submission
 from tests.bot.test_slack_http import http  # noqa: F401 - the signed-HTTP fixture
 from tests.fakes.slack import interaction_body, signed_post

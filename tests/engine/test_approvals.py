@@ -339,7 +339,7 @@ def test_merge_gate_after_complete_counts_a_walk_not_a_force() -> None:
 
 def test_the_slack_precheck_says_what_the_gate_will_say() -> None:
     # Issue 12's Slack click calls the same functions before it hands the event over.
-    from engine.approvals import VIA_SLACK, recorded_approvals
+    from engine.approvals import recorded_approvals
     from engine.hooks.common import people_for, rule_for
 
     tracker = MemoryTracker()
@@ -351,10 +351,10 @@ def test_the_slack_precheck_says_what_the_gate_will_say() -> None:
     people = people_for(tracker, REF, "human-approval", rule, runtime.settings)
     recorded = recorded_approvals(state, "human-approval")
     assert [a.by for a in recorded] == ["bob"]
-    own = evaluate(rule, recorded, Approval("alice", "approved", "t", VIA_SLACK),
+    own = evaluate(rule, recorded, Approval("alice", "approved", "t", "slack"),
                    authorized_users=USERS, people=people)
     assert not own.verdict.allowed and "opened this work item" in own.verdict.reason
-    carol = evaluate(rule, recorded, Approval("carol", "approved", "t", VIA_SLACK),
+    carol = evaluate(rule, recorded, Approval("carol", "approved", "t", "slack"),
                      authorized_users=USERS, people=people)
     assert carol.verdict.allowed and carol.tally.passed
     assert carol.tally.summary() == "2 of 2 approvals: @bob, @carol"

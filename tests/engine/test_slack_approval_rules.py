@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 from engine.approvals import ApprovalRule
 from engine.graph.compiler import shipped_graph
-from engine.hooks.slack_decision import slack_decision_marker, slack_reply_body
+from engine.hooks.chat_decision import decision_body as slack_reply_body
+from engine.hooks.chat_decision import decision_marker as slack_decision_marker
 from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
 from engine.ports import Comment, Ports, TrackerError
 from engine.refs import WorkItemRef

@@ -1,8 +1,9 @@
 """The Execute button of the phase-selection card (issue 4 §3).
 
 Ack at once; then read the selection from the message state, map the clicker to a GitHub
-login and feed the gate exactly as a GitHub reply by that login carrying the execute
-keyword and the checklist (``via: slack``). The engine posts its confirmation comment on
+login and hand the gate a typed :class:`engine.events.Selection` (the rows as ticked, by
+that login, ``via: slack``; issue 20 §1), which the gate records as it records a reply
+carrying the execute keyword and the checklist. The engine posts its confirmation comment on
 the issue; the card is rewritten into the read-only confirmation. A clicker who is not
 linked or not authorized selects nothing (ephemeral refusal + ``slack.execute_refused``
 in the item's event log); a second click, or a click after someone answered on GitHub,
@@ -17,6 +18,7 @@ from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
+from bot.approvals import VIA
 from bot.blocks import ids
 from bot.blocks.card import phase_selection_node_id, selection_from_state, status_card
 from bot.blocks.escaping import slack_text
@@ -24,10 +26,10 @@ from bot.blocks.mirror import initial_state
 from bot.click_lock import item_lock
 from bot.identity import resolve_login
 from bot.notifier import load_thread, save_thread
+from engine import events as ev
 from engine.checksummary import details_page
 from engine.errors import WorkItemRefError
-from engine.hooks.phase_selection import reply_body
-from engine.ports import Comment, IssueInfo, TrackerError
+from engine.ports import IssueInfo, TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
 
@@ -184,21 +186,20 @@ def _decide(services: Any, click: Click) -> ExecuteOutcome:
     if stale:
         return ExecuteOutcome("stale-card", stale, login=login)
     selection = selection_from_state(services.graph, click.values)
-    text = reply_body(services.graph, services.settings, selection)
-    reply = Comment(id=0, author=login, body=text)
-    # expectNode: a GitHub reply handled since the load above must not be answered twice.
-    after = services.runtime.advance(
-        ref, {"comments": [reply], "via": "slack", "expectNode": node_id}
-    )
-    decision = after.decisions.get(node_id)
-    if not decision:
-        reason = str(after.parked.get("reason") or "no reason was given")
-        return ExecuteOutcome("not-accepted", f"The gate did not take the selection: {reason}.",
-                              login=login)
-    if normalize_login(str(decision.get("by") or "")) != login:
+    # Bound to node_id: a GitHub reply handled since the load above is not answered twice.
+    result = services.runtime.advance(ref, ev.Selection(
+        node_id, login, tuple(selection.skips), tuple(selection.opt_ins),
+        selection.explainer_on, via=VIA))
+    made = result.visit.decision if isinstance(result, ev.Moved) and result.visit else None
+    if made is not None and normalize_login(made.by) == login:
+        log.info("phase selection of %s executed from Slack by @%s (%s)", ref, login,
+                 click.user)
+        return ExecuteOutcome("selected", "", made.to_json(), login)
+    decision = result.state.decisions.get(node_id)
+    if decision:  # someone else's answer was first (a GitHub reply handled meanwhile)
         return _already(ref, decision)
-    log.info("phase selection of %s executed from Slack by @%s (%s)", ref, login, click.user)
-    return ExecuteOutcome("selected", "", decision, login)
+    return ExecuteOutcome("not-accepted", "The gate did not take the selection: "
+                          f"{result.reason or 'no reason was given'}.", login=login)
 
 
 def _stale_card(services: Any, click: Click) -> str:

@@ -1,9 +1,10 @@
 """The Confirm button of an operator request (issue 19 §5).
 
-The click is acked at once (platform facts C1); then it becomes what a GitHub reply
-``the-loop confirm <id>`` is, written by the clicker's linked GitHub login and fed to
-``Runtime.advance`` with ``via: slack`` — so the runtime's one rule authorizes it (each
-gate's approvers, teams, ``preventSelfApproval``) and records who confirmed and how. An
+The click is acked at once (platform facts C1); then it becomes a typed
+:class:`engine.events.Confirmation` by the clicker's linked GitHub login (``via: slack``)
+handed to ``Runtime.advance`` (issue 20 §1) — so the runtime's one rule authorizes it, as
+it does a ``the-loop confirm <id>`` reply (each gate's approvers, teams,
+``preventSelfApproval``), and records who confirmed and how. An
 unlinked clicker, an unknown or settled request and a refused confirmation each get one
 ephemeral line; a confirmation rewrites the message read-only.
 """
@@ -14,13 +15,13 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from bot.approvals import VIA
 from bot.blocks.escaping import slack_text
 from bot.blocks.operator import does, operator_confirmed_message, parse_request_value
 from bot.click_lock import item_lock
 from bot.identity import resolve_login
+from engine import events as ev
 from engine import operator
-from engine.approvals import VIA_SLACK
-from engine.ports import Comment
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
 
@@ -57,8 +58,7 @@ def confirm(services: Any, ref: WorkItemRef, request_id: str,
         if state is None or request_id not in operator.pending_requests(state):
             return ("unknown-request", f"Operator request {request_id} on {ref} is not "
                     "pending (already confirmed, or unknown); nothing changed.", {})
-        reply = Comment(id=0, author=login, body=f"the-loop confirm {request_id}")
-        after = services.runtime.advance(ref, {"comments": [reply], "via": VIA_SLACK})
+        after = services.runtime.advance(ref, ev.Confirmation(request_id, login, VIA)).state
     request = dict((after.surface.get(operator.SURFACE_KEY) or {}).get(request_id) or {})
     confirmed = request.get("confirmed") or {}
     if request.get("status") == operator.CONFIRMED and \
