@@ -34,9 +34,12 @@ def _excluded(ctx: HookContext, pull_authors: dict[str, int], rule: Any) -> dict
         author = ctx.ports.tracker.issue_info(ctx.ref).author
         if author:
             out[author] = "opened this work item (preventSelfApproval)"
-        who = dispatcher(ctx.graph, ctx.state)
+        # The dispatcher is an author only for a rule with agentAuthored (the opt-in of
+        # issue 24 §2, as engine.hooks.common.people_for reads it).
+        who = dispatcher(ctx.graph, ctx.state) if rule.agent_approvals else ""
         if who:
-            out[who] = "dispatched the agent (the-loop execute; preventSelfApproval)"
+            out.setdefault(who, "dispatched the agent (the-loop execute; "
+                                "preventSelfApproval)")
     for login, number in pull_authors.items():
         out[login] = f"opened #{number}: GitHub does not ask a pull request's author"
     return out
