@@ -220,15 +220,17 @@ def author_update_notice(ref: WorkItemRef, data: Mapping[str, Any], *, title: st
     visit = int(data.get("visit") or 1)
     again = f" (visit {visit})" if visit > 1 else ""
     what = escape(str(data.get("what") or "passed"))
-    line = (f"✅ Your {escape(gate_words(node))} (`{escape(node)}`) on {item} is {what}"
-            f"{_by(str(data.get('by') or ''))}{again}.")
+    gate = f"{escape(gate_words(node))} (`{escape(node)}`)"
+    passed = f"is {what}{_by(str(data.get('by') or ''))}{again}"
+    if data.get("complete"):  # the last gate: one DM says both (no second follows)
+        line = f"🏁 Your work item {item} is complete: its {gate} {passed}."
+        return f"{ref} is complete", [SectionBlock(text=MarkdownTextObject(text=line))]
+    line = f"✅ Your {gate} on {item} {passed}."
     after = str(data.get("nextNode") or "")
-    if data.get("complete"):
-        nxt = "The work item is complete 🏁"
-    elif after:
+    if after:
         about = str(data.get("nextDescription") or "")
         nxt = (f"{escape(gate_words(after)).capitalize()} (`{escape(after)}`) is unblocked"
-               + (f": {escape(truncate(about, 300))}" if about else "."))
+               + (f": {escape(truncate(about, 300)).rstrip('.')}." if about else "."))
     else:
         nxt = ""
     text = f"{ref}: your {gate_words(node)} is {data.get('what') or 'passed'}"
