@@ -169,3 +169,23 @@ def test_the_last_gate_tells_the_author_the_item_is_complete_in_one_notice() -> 
         {"kind": "gate-passed", "node": "human-approval", "visit": 1, "what": "approved",
          "by": "@alice", "nextNode": "complete", "nextDescription": "the work item is done",
          "complete": True}]
+
+
+def test_the_loopgate_checks_summary_says_who_was_asked() -> None:
+    from engine.checksummary import waiting_on
+
+    walk = Walk()
+    walk.runtime.force(REF, "human-approval", "test: to the last gate", "t")
+    state = walk.runtime.store.load(REF)
+    assert state is not None
+    state.surface["reviewRequests"] = {"human-approval": {
+        "visit": 1, "status": "sent", "asked": [{"pull": 12, "reviewers": ["carol"],
+                                                 "teams": ["web"]}],
+        "refused": [{"pull": 12, "name": "mallory", "kind": "user", "why": "no access"}],
+        "leftOut": [{"name": "bob", "why": "opened #12: GitHub does not ask a pull "
+                                           "request's author"}]}}
+    lines = waiting_on(walk.runtime.graph, state, walk.runtime.settings)
+    assert lines[-3:] == [  # md(): written literally (a "#" would link)
+        "- review requested on \\#12: @carol, @acme/web",
+        "- review request refused on \\#12 for mallory: no access",
+        "- not asked: bob (opened \\#12: GitHub does not ask a pull request's author)"]
