@@ -61,13 +61,16 @@ def ask_for_reviews(ctx: HookContext) -> dict[str, Any]:
 
     Returns:
         ``{"reviewRequests": {...}}`` to merge into the surface (``{}`` when the gate
-        covers no pull request, review requests are off, or this visit already asked):
+        covers no pull request, review requests are off, the tracker cannot ask (the
+        offline thread), or this visit already asked):
         ``surface.reviewRequests[node] = {visit, enteredAt, pulls, reviewers, teams,
         leftOut: [{name, why}], status: queued | nobody | failed, error}``.
     """
     node, settings = ctx.node.id, ctx.settings
     if not settings.review_requests or not covers_pull_request(node, settings):
         return {}
+    if getattr(ctx.ports.tracker, "request_reviewers", None) is None:
+        return {}  # the offline thread: no pull requests, nobody to ask
     visit = ctx.state.visit(node)
     number = visit.number if visit is not None else 1
     entered = visit.entered_at if visit is not None else ""
