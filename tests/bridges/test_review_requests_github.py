@@ -26,14 +26,16 @@ def _configure(world: GitHubWorld, rule: dict[str, Any], requests: dict[str, Any
     world.restart()
 
 
-def _to_gate(world: GitHubWorld, *, pr_author: str = "bob", executor: str = "alice"
-             ) -> tuple[WorkItemRef, int]:
-    """An item by alice with an open pull request by ``pr_author``; ``executor`` declares
-    every skippable node away, so the walk goes straight to human-approval (its entry
-    chain runs)."""
+def _to_gate(world: GitHubWorld, *, pr_author: str = "bob", executor: str = "alice",
+             files: dict[str, str] | None = None) -> tuple[WorkItemRef, int]:
+    """An item by alice with an open pull request by ``pr_author`` changing ``files``;
+    ``executor`` declares every skippable node away, so the walk goes straight to
+    human-approval (its entry chain runs)."""
     ref = world.issue(author="alice")
     pull = world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number],
                               author=pr_author)
+    for path, text in (files or {}).items():
+        world.fake.put_file(REPO, path, text, ref=f"issue-{ref.number}")
     world.comment(ref, "the-loop start")
     world.poll()
     skippable = [n.id for n in shipped_graph().ordered() if n.skippable] + ["explainer"]
@@ -185,6 +187,16 @@ def test_the_pull_request_author_is_refused_by_github_as_by_the_fake(
     else:
         raise AssertionError("GitHub refuses to ask a pull request's author")
     assert world.fake.requested_reviewers(REPO, pull) == ([], [])
+
+
+def test_a_codeowners_rule_asks_the_owners_of_the_changed_files(world: GitHubWorld) -> None:
+    _teams(world)
+    world.fake.put_file(REPO, ".github/CODEOWNERS", "*  @lead\n/web/  @acme/reviewers\n")
+    _configure(world, {"approvers": ["codeowners", "carol"]}, {})
+    ref, pull = _to_gate(world, files={"web/app.ts": "export {}\n", "README.md": "hi\n"})
+    assert world.fake.requested_reviewers(REPO, pull) == (["lead", "carol"], ["reviewers"])
+    entry = world.state(ref).surface["reviewRequests"][GATE]
+    assert (entry["reviewers"], entry["teams"]) == (["lead", "carol"], ["reviewers"])
 
 
 def test_review_requests_can_be_turned_off(world: GitHubWorld) -> None:
