@@ -106,6 +106,10 @@ class Config:
             merge_gate_vouching=tuple(str(n) for n in
                                       self.section("mergeGate").get("vouching") or ()),
             public_url=str(self.section("server").get("publicUrl") or "").rstrip("/"),
+            review_requests=bool(self.section("reviewRequests").get("enabled", True)),
+            review_unavailable=tuple(str(n) for n in
+                                     self.section("reviewRequests").get("unavailable") or ()),
+            review_cap=int(self.section("reviewRequests").get("max") or 15),
         )
 
     def unwatched(self, owner: str, repo: str) -> str:

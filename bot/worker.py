@@ -41,6 +41,7 @@ from bot.blocks.card import phase_selection_card, phase_selection_node_id, statu
 from bot.blocks.escaping import slack_text
 from bot.blocks.mirror import with_selection
 from bot.blocks.notices import (
+    author_update_notice,
     comment_urls,
     event_line,
     quiz_attested_notice,
@@ -65,6 +66,7 @@ from engine.operator import NOTICE as OPERATOR_NOTICE
 from engine.ports import IssueInfo, SystemClock
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
+from engine.story import AUTHOR_NOTICE
 
 __all__ = ["SlackWorker", "PACE_ENV", "MAX_ATTEMPTS"]
 
@@ -356,6 +358,8 @@ class SlackWorker:
             self._quiz_update(ref, event, data)
         elif event == OPERATOR_NOTICE:
             self._operator_request(ref, data)
+        elif event == AUTHOR_NOTICE:  # before the approval gates: its node is one
+            self._author_update(ref, data)
         elif is_approval_gate(self.services.graph, str(data.get("node") or "")):
             self._approval_pending(ref, event, data)
         else:
@@ -604,11 +608,37 @@ class SlackWorker:
             self._save_message(ref, node, "thread", "", thread["channel"], str(reply["ts"]), 0,
                                key)
 
+    # -- the author's DMs (issue 24 §3) --------------------------------------------------
+    def _author_update(self, ref: WorkItemRef, data: Mapping[str, Any]) -> None:
+        """DM the work item's author (every Slack user linked to the issue author's login)
+        that a gate passed or the item is complete; once per gate visit and Slack user (a
+        retried notice skips whom it reached). An unlinked author gets nothing (debug log)."""
+        info = self._info(ref)  # a TrackerError is retried from the outbox
+        login = normalize_login(info.author)
+        users = slack_users_for_login(self.services, login) if login else []
+        if not users:
+            log.debug("slack: no author DM for %s: @%s is not linked to a Slack user", ref,
+                      login or "?")
+            return
+        # Kept apart from the node's quiz DMs, which a quiz-stale rewrites.
+        node = f"author:{data.get('node') or ''}"
+        key = {"event": AUTHOR_NOTICE, "kind": str(data.get("kind") or ""),
+               "visit": int(data.get("visit") or 1)}
+        text, blocks = author_update_notice(ref, data, title=info.title, item_url=info.url)
+        for user in users:
+            if self._same_message(ref, node, "author", user, key) or not self._reachable(user):
+                continue
+            opened = self._call("conversations_open", users=user)
+            channel = str(opened["channel"]["id"])
+            reply = self._call("chat_postMessage", channel=channel, text=text,
+                               blocks=_dicts(blocks), unfurl_links=False)
+            self._save_message(ref, node, "author", user, channel, str(reply["ts"]), 0, key)
+
     def _reachable(self, user: str) -> bool:
         # users.info: a deactivated account or a bot gets no DM (it would fail or be lost).
         info = self._call("users_info", user=user).get("user") or {}
         if info.get("deleted") or info.get("is_bot"):
-            log.info("slack: no quiz DM to %s (deactivated or a bot)", user)
+            log.info("slack: no DM to %s (deactivated or a bot)", user)
             return False
         return True
 

@@ -114,6 +114,7 @@ def waiting_on(graph: Graph, state: ItemState, settings: EngineSettings) -> list
     """
     from engine.approvals import recorded_approvals, tally  # approvals imports settings only
     from engine.hooks.common import rule_for
+    from engine.reviewers import summary_lines
 
     node_id = state.current_node
     if not node_id or not graph.has_node(node_id) or graph.node(node_id).terminal:
@@ -134,6 +135,8 @@ def waiting_on(graph: Graph, state: ItemState, settings: EngineSettings) -> list
         if rule.prevent_self_approval:
             lines.append("- preventSelfApproval: the authors of the work item and of the "
                          "delivering pull requests cannot approve")
+        lines += [f"- {md(line)}" for line in  # issue 24 §3: who was asked on GitHub
+                  summary_lines(state.surface, node_id, state.ref.owner)]
     elif "quiz-attested" in hooks:
         rule = rule_for(graph, settings, node_id)
         lines.append(f"- may attest: {md(rule.who(settings.authorized_users))}"

@@ -17,6 +17,9 @@ The effect kinds:
 * :class:`PublishGate` — publish the ``loopgate`` check (issue 11 §1) on the head commit of
   every open pull request delivering the item; the verdicts are read from the store when
   it is carried out, so the newest state lands on the newest head. Idempotent by nature.
+* :class:`RequestReviews` — ask GitHub for reviews on the delivering pull requests from the
+  approvers an approval gate waits on (issue 24 §3): emitted once per gate visit, a
+  courtesy that never passes or holds the gate (:mod:`engine.reviewers`).
 
 Exactly once across crashes: every row has a random ``key``; a posted comment carries
 :func:`effect_marker` of it, and before posting the performer looks for that marker on
@@ -39,6 +42,7 @@ __all__ = [
     "Notify",
     "PublishGate",
     "PublishMergeGroup",
+    "RequestReviews",
     "Effect",
     "EffectRow",
     "PENDING",
@@ -171,7 +175,33 @@ class PublishMergeGroup:
     kind: str = field(default="publish-merge-group", init=False)
 
 
-Effect = PostComment | AddLabel | RemoveLabel | Notify | PublishGate | PublishMergeGroup
+@dataclass(frozen=True)
+class RequestReviews:
+    """Request reviews on ``target``'s delivering pull requests (issue 24 §3).
+
+    ``POST /repos/{owner}/{repo}/pulls/{n}/requested_reviewers`` per pull request; the
+    people and teams were chosen when the gate opened (:func:`engine.reviewers.plan`).
+
+    Attributes:
+        target: the work item.
+        node: the approval gate whose visit asks.
+        visit: that gate's visit number (a new visit asks again; this one asks once).
+        pulls: the open delivering pull request numbers.
+        reviewers: logins (no ``@``), at most the configured cap together with ``teams``.
+        teams: team slugs of the repository's organization (no ``org/``).
+    """
+
+    target: WorkItemRef
+    node: str
+    visit: int
+    pulls: tuple[int, ...]
+    reviewers: tuple[str, ...] = ()
+    teams: tuple[str, ...] = ()
+    kind: str = field(default="request-reviews", init=False)
+
+
+Effect = (PostComment | AddLabel | RemoveLabel | Notify | PublishGate | PublishMergeGroup
+          | RequestReviews)
 
 
 @dataclass(frozen=True)
@@ -217,6 +247,8 @@ class EffectRow:
             what += " (pull " + ", ".join(f"#{n}" for n in effect.pulls) + ")"
         if isinstance(effect, PublishMergeGroup):
             what += f" (group {effect.head_sha[:7]})"
+        if isinstance(effect, RequestReviews):
+            what += f" {effect.node} (visit {effect.visit})"
         return f"{what} on {effect.target}"
 
 
@@ -245,6 +277,9 @@ def effect_to_json(effect: Effect) -> dict[str, Any]:
         doc["pulls"] = list(effect.pulls)
     elif isinstance(effect, PublishMergeGroup):
         doc.update(headSha=effect.head_sha, baseSha=effect.base_sha, headRef=effect.head_ref)
+    elif isinstance(effect, RequestReviews):
+        doc.update(node=effect.node, visit=effect.visit, pulls=list(effect.pulls),
+                   reviewers=list(effect.reviewers), teamReviewers=list(effect.teams))
     else:
         doc.update(event=effect.event, data=dict(effect.data), links=effect.links)
     return doc
@@ -269,6 +304,11 @@ def effect_from_json(doc: Mapping[str, Any]) -> Effect:
     if kind == "publish-merge-group":
         return PublishMergeGroup(target, str(doc.get("headSha") or ""),
                                  str(doc.get("baseSha") or ""), str(doc.get("headRef") or ""))
+    if kind == "request-reviews":
+        return RequestReviews(target, str(doc.get("node") or ""), int(doc.get("visit") or 1),
+                              tuple(int(n) for n in doc.get("pulls") or ()),
+                              tuple(str(r) for r in doc.get("reviewers") or ()),
+                              tuple(str(t) for t in doc.get("teamReviewers") or ()))
     if kind == "notify":
         return Notify(target, str(doc.get("event") or ""), dict(doc.get("data") or {}),
                       str(doc.get("links") or ""))

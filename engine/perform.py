@@ -41,6 +41,7 @@ from engine.effects import (
     PublishGate,
     PublishMergeGroup,
     RemoveLabel,
+    RequestReviews,
     effect_marker,
 )
 from engine.hooks.common import posted_by_loopgate
@@ -56,6 +57,8 @@ from engine.mergegate import (
 )
 from engine.ports import SELF_MARKER, Comment, Ports, PullRequest, TrackerError
 from engine.refs import WorkItemRef
+from engine.reviewers import record_result as record_reviews
+from engine.reviewers import send as send_reviews
 from engine.settings import EngineSettings
 from engine.store.base import Store
 
@@ -265,6 +268,8 @@ def carry_out(row: EffectRow, ports: Ports, settings: EngineSettings,
             return _publish(row, effect, ports, store)
         if isinstance(effect, PublishMergeGroup):
             return _publish_group(effect, ports, store)
+        if isinstance(effect, RequestReviews):  # issue 24 §3: refusals are recorded
+            return Outcome(DONE_OUTCOME, send_reviews(effect, ports.tracker))
         if isinstance(effect, AddLabel):
             ports.tracker.add_label(effect.target, effect.label)
         elif isinstance(effect, RemoveLabel):
@@ -290,6 +295,9 @@ def apply_result(surface: dict[str, Any], row: EffectRow, outcome: Outcome) -> N
     comment joins ``quiz[node].comments`` and leaves ``posting``, or ``postFailed`` says
     why it could not be posted."""
     effect = row.effect
+    if isinstance(effect, RequestReviews):
+        record_reviews(surface, effect, outcome.result, outcome.error)
+        return
     if not isinstance(effect, PostComment) or not effect.record:
         return
     if effect.record == RECORD_CHECKLIST:
@@ -355,6 +363,8 @@ def record(store: Store, row: EffectRow, outcome: Outcome, ports: Ports, at: str
         apply_result(surface, row, outcome)
         if tx.state is not None and outcome.kind == DONE_OUTCOME:
             _reword_posted_quiz_wait(tx.state, row, ports)
+        if isinstance(row.effect, RequestReviews):
+            _log_reviews(tx, row.effect, outcome, at)
         if outcome.kind == DONE_OUTCOME and isinstance(row.effect, Notify):
             ports.notifier.send(row.effect.target, row.effect.event,
                                 notice_data(row.effect, surface))
@@ -371,6 +381,18 @@ def record(store: Store, row: EffectRow, outcome: Outcome, ports: Ports, at: str
     if outcome.kind == FAILED_OUTCOME:
         logger.warning("effect failed for good: %s (row %d): %s", row.describe(), row.id,
                        outcome.error)
+
+
+def _log_reviews(tx: Any, effect: RequestReviews, outcome: Outcome, at: str) -> None:
+    # Issue 24 §3: who GitHub refused is logged and visible (check), never a gate matter.
+    refused = [{"pull": p["pull"], **r} for p in outcome.result.get("pulls") or ()
+               for r in p.get("refused") or ()]
+    if refused or outcome.result.get("error"):
+        tx.log("graph.review_request_refused",  # type: ignore[call-arg]
+               {"node": effect.node, "visit": effect.visit, "refused": refused,
+                "error": str(outcome.result.get("error") or "")}, at=at)
+        logger.warning("review requests of %s %s (visit %d): refused %s %s", effect.target,
+                       effect.node, effect.visit, refused, outcome.result.get("error") or "")
 
 
 def claim_row(store: Store, row: EffectRow, owner: str, now: datetime) -> bool:

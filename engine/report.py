@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 from engine.effects import FAILED, PENDING, RUNNING, EffectRow
 from engine.graph.model import Graph, Node
 from engine.outcomes import SKIPPED
+from engine.reviewers import summary_lines
 from engine.runtime import ESCALATED_NODE, NOT_SELECTED, declared_skips, is_selected
 from engine.state import STATE_VERSION, ItemState, ItemStatus
 from engine.visits import Visit, visits_to_json
@@ -453,7 +454,18 @@ def _table_footer(report: Mapping[str, Any]) -> list[str]:
     for effect in report.get("effects") or ():
         lines.append(_effect_line(effect))
     lines.extend(_request_line(r) for r in report.get("operatorRequests") or ())
+    lines.extend(_review_lines(report))
     return lines
+
+
+def _review_lines(report: Mapping[str, Any]) -> list[str]:
+    # Issue 24 §3: what the current gate visit asked on GitHub, and who was refused or
+    # left out (a courtesy, never a gate matter; kept in surface.reviewRequests).
+    document = report.get("document") or {}
+    surface = document.get("surface") or {}
+    node = str(report.get("currentNode") or "")
+    owner = str(report.get("workItem") or "").partition("/")[0]
+    return summary_lines(surface, node, owner) if node else []
 
 
 def _effect_line(effect: Mapping[str, Any]) -> str:

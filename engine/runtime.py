@@ -82,6 +82,8 @@ from engine.store.memory import StoreTransaction
 from engine.story import (
     SELF_CONFIRMING_HOOKS,
     announces,
+    author_completed,
+    author_passed,
     completed_comment,
     gate_passed_comment,
 )
@@ -1131,6 +1133,7 @@ class Runtime:
         w.log("graph.completed", {"node": node.id})
         if not w.said_complete:  # issue 23 §2: the thread says it
             w.emit(PostComment(w.state.ref, completed_comment(w.state.ref)))
+            w.emit(author_completed(w.state.ref, node.id))  # issue 24 §3: the author's DM
 
     def _evaluate(self, w: _Walk, node: Node, event: Mapping[str, Any]) -> str | None:
         """Run the exit chain; returns the node to move to, or None to stay."""
@@ -1175,18 +1178,25 @@ class Runtime:
         step, complete = self._next_step(w.state, node, outcome)
         w.said_complete = w.said_complete or complete
         w.emit(PostComment(w.state.ref, gate_passed_comment(node.id, visit, step)))
+        after = self._next_node(w.state, node, outcome)  # issue 24 §3: the author's DM
+        w.emit(author_passed(w.state.ref, node.id, visit, after.id if after else "",
+                             after.description if after else "", complete))
 
-    def _next_step(self, state: ItemState, node: Node, outcome: str) -> tuple[str, bool]:
-        # Where the walk goes from ``node`` on ``outcome``, past nodes declared skipped.
+    def _next_node(self, state: ItemState, node: Node, outcome: str) -> Node | None:
+        # The node the walk goes to from ``node`` on ``outcome``, past declared skips.
         edge = self.graph.route(node.id, outcome)
         skips = self.declared_skips(state)
         for _ in range(len(self.graph.nodes)):
             if edge is None or edge.target not in skips:
                 break
             edge = self.graph.route(edge.target, SKIPPED)
-        if edge is None:
+        return self.graph.node(edge.target) if edge is not None else None
+
+    def _next_step(self, state: ItemState, node: Node, outcome: str) -> tuple[str, bool]:
+        # Where the walk goes from ``node`` on ``outcome``, past nodes declared skipped.
+        target = self._next_node(state, node, outcome)
+        if target is None:
             return "", False
-        target = self.graph.node(edge.target)
         if target.terminal:
             if target.id == ESCALATED_NODE:
                 return "The item goes to a person (escalated).", False

@@ -58,6 +58,12 @@ class EngineSettings:
         public_url: where people reach ``loopgate serve`` (``server.publicUrl``, no
             trailing slash needed); the ``loopgate`` check links an item's details page
             ``<public_url>/items/<owner>/<repo>/<n>`` (issue 22 §1); "" = no link.
+        review_requests: ask an approval gate's approvers for reviews on the delivering
+            pull requests when it opens (``reviewRequests.enabled``, issue 24 §3).
+        review_unavailable: logins and ``org/team`` names never asked
+            (``reviewRequests.unavailable``); they may still approve.
+        review_cap: at most this many names asked per gate visit
+            (``reviewRequests.max``; default 15, :data:`engine.reviewers.DEFAULT_CAP`).
     """
 
     authorized_users: tuple[str, ...] = ()
@@ -73,6 +79,9 @@ class EngineSettings:
     merge_gate_after: str = "human-approval"
     merge_gate_vouching: tuple[str, ...] = ()
     public_url: str = ""
+    review_requests: bool = True
+    review_unavailable: tuple[str, ...] = ()
+    review_cap: int = 15
 
     @property
     def bot(self) -> Actor:

@@ -13,13 +13,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from engine.effects import Notify
 from engine.hooks.markers import with_self_marker
 from engine.outcomes import APPROVED, APPROVED_WITH_COMMENTS, CHANGES_REQUESTED, SELECTED
 from engine.refs import WorkItemRef
 from engine.visits import Visit
 
 __all__ = ["announces", "gate_passed_marker", "gate_passed_comment", "COMPLETED_MARKER",
-           "completed_comment", "SELF_CONFIRMING_HOOKS"]
+           "completed_comment", "SELF_CONFIRMING_HOOKS", "AUTHOR_NOTICE", "author_passed",
+           "author_completed"]
+
+#: The notifier event that DMs the work item's author (issue 24 §3): a gate passed, or
+#: the item is complete. Emitted with the thread's story line, so once per visit.
+AUTHOR_NOTICE = "author-update"
 
 #: Exit hooks that post their own confirmation when their gate passes (the phase
 #: selection's "✅ Phase selection recorded by …"): their gates get no second line.
@@ -74,3 +80,32 @@ def completed_comment(ref: WorkItemRef) -> str:
     """The line for a completed item, markers included."""
     return with_self_marker(f"🏁 {ref} is complete: every gate on its walk passed.",
                             COMPLETED_MARKER)
+
+
+def author_passed(ref: WorkItemRef, node_id: str, visit: Visit, next_node: str,
+                  next_description: str, complete: bool) -> Notify:
+    """The author's DM for a passed gate (issue 24 §3).
+
+    Args:
+        ref: the work item.
+        node_id: the gate that passed.
+        visit: its visit that passed (with the decision).
+        next_node: the node the walk goes to ("" when none).
+        next_description: that node's description.
+        complete: the walk ends there (the DM also says the item is complete; no second
+            one follows).
+
+    Returns:
+        A :class:`~engine.effects.Notify` of :data:`AUTHOR_NOTICE` with data ``{kind:
+        "gate-passed", node, visit, what, by, nextNode, nextDescription, complete}``.
+    """
+    who = visit.decision.by if visit.decision is not None else ""
+    return Notify(ref, AUTHOR_NOTICE, {
+        "kind": "gate-passed", "node": node_id, "visit": visit.number, "what": _what(visit),
+        "by": who, "nextNode": next_node, "nextDescription": next_description,
+        "complete": complete})
+
+
+def author_completed(ref: WorkItemRef, node_id: str) -> Notify:
+    """The author's DM for a completed item (``{kind: "complete", node, visit: 1}``)."""
+    return Notify(ref, AUTHOR_NOTICE, {"kind": "complete", "node": node_id, "visit": 1})

@@ -37,6 +37,9 @@ REST = {
     "/repos/{}/compare/{}...{}": [("contents", "read")],
     # Issue 24 §1: a pull request's changed files, for code owners as approvers.
     "/repos/{}/pulls/{}/files": [("pull_requests", "read")],
+    # Issue 24 §3: review requests ("Pull requests" repository permissions (write),
+    # docs.github.com/en/rest/pulls/review-requests).
+    "/repos/{}/pulls/{}/requested_reviewers": [("pull_requests", "write")],
 }
 #: Organization paths (issue 11 §2: teams named in approval rules) -> permission.
 ORGS = {

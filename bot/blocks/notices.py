@@ -31,6 +31,8 @@ __all__ = [
     "quiz_attested_notice",
     "quiz_stale_notice",
     "event_line",
+    "gate_words",
+    "author_update_notice",
 ]
 
 _QUIZ_NAMES = {"spec-quiz": "Spec quiz", "code-quiz": "Code quiz"}
@@ -184,3 +186,52 @@ def event_line(
         note = MarkdownTextObject(text=escape(truncate(reason, 2900)))
         blocks.append(ContextBlock(elements=[note]))
     return text, blocks
+
+
+def gate_words(node: str) -> str:
+    """A node in plain words: ``spec quiz`` for ``spec-quiz``."""
+    return node.replace("-", " ").replace("_", " ").strip() or node
+
+
+def _by(login: str) -> str:
+    return f" by @{escape(login.strip().lstrip('@'))}" if login.strip() else ""
+
+
+def author_update_notice(ref: WorkItemRef, data: Mapping[str, Any], *, title: str = "",
+                         item_url: str = "") -> tuple[str, list[Block]]:
+    """The DM to a work item's author (issue 24 §3): a gate passed ("your spec quiz is
+    attested by @alice. Next: tasks breakdown — …") or the item is complete.
+
+    Args:
+        ref: the work item.
+        data: the ``author-update`` notice's data (:func:`engine.story.author_passed`,
+            :func:`engine.story.author_completed`).
+        title: the issue's title.
+        item_url: the issue's link.
+
+    Returns:
+        ``(text, blocks)``; what people wrote (title, descriptions) is escaped.
+    """
+    item = _item(ref, item_url) + (f" “{escape(truncate(title, 150))}”" if title else "")
+    if data.get("kind") == "complete":
+        line = f"🏁 Your work item {item} is complete: every gate on its walk passed."
+        return f"{ref} is complete", [SectionBlock(text=MarkdownTextObject(text=line))]
+    node = str(data.get("node") or "")
+    visit = int(data.get("visit") or 1)
+    again = f" (visit {visit})" if visit > 1 else ""
+    what = escape(str(data.get("what") or "passed"))
+    gate = f"{escape(gate_words(node))} (`{escape(node)}`)"
+    passed = f"is {what}{_by(str(data.get('by') or ''))}{again}"
+    if data.get("complete"):  # the last gate: one DM says both (no second follows)
+        line = f"🏁 Your work item {item} is complete: its {gate} {passed}."
+        return f"{ref} is complete", [SectionBlock(text=MarkdownTextObject(text=line))]
+    line = f"✅ Your {gate} on {item} {passed}."
+    after = str(data.get("nextNode") or "")
+    if after:
+        about = str(data.get("nextDescription") or "")
+        nxt = (f"{escape(gate_words(after)).capitalize()} (`{escape(after)}`) is unblocked"
+               + (f": {escape(truncate(about, 300)).rstrip('.')}." if about else "."))
+    else:
+        nxt = ""
+    text = f"{ref}: your {gate_words(node)} is {data.get('what') or 'passed'}"
+    return text, [SectionBlock(text=MarkdownTextObject(text=f"{line} {nxt}".strip()))]

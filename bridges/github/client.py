@@ -569,6 +569,17 @@ class GitHubClient:
                            f"/repos/{owner}/{repo}/check-runs/{run_id}", body,
                            f"{owner}/{repo}")
 
+    def request_reviewers(self, owner: str, repo: str, number: int,
+                          reviewers: list[str], teams: list[str]) -> dict[str, Any]:
+        """``POST /repos/{o}/{r}/pulls/{n}/requested_reviewers`` with ``reviewers`` (logins)
+        and ``team_reviewers`` (slugs): issue 24 §3. GitHub answers 201 and the pull
+        request, or 422 for the whole request when it refuses one name (the author,
+        someone without access; docs.github.com/en/rest/pulls/review-requests)."""
+        return self._write(f"review request on {owner}/{repo}#{number}", "POST",
+                           f"/repos/{owner}/{repo}/pulls/{number}/requested_reviewers",
+                           {"reviewers": list(reviewers), "team_reviewers": list(teams)},
+                           f"{owner}/{repo}")
+
     def team(self, org: str, team: str) -> dict[str, Any]:
         """``GET /orgs/{org}/teams/{team_slug}`` (404: unknown, or hidden from us)."""
         _, _, data = self._raw(f"read team {org}/{team}",

@@ -32,7 +32,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Any
 
-from engine.effects import EffectRow, Notify, PublishGate
+from engine.effects import EffectRow, Notify, PublishGate, RequestReviews
 from engine.perform import RETRY, Outcome, claim_row, iso, perform_row
 from engine.ports import Ports
 from engine.refs import WorkItemRef
@@ -158,10 +158,13 @@ class EffectWorker:
         # The budget counts GitHub writes: a comment or a label is one; a loopgate check
         # is one per pull request it was published on (none before a pull request exists).
         gate = isinstance(row.effect, PublishGate)
-        if _is_write(row) and not gate:
+        asks = isinstance(row.effect, RequestReviews)  # one write per request it made
+        if _is_write(row) and not gate and not asks:
             self.budget.spend(self._monotonic())
         outcome = perform_row(self.store, row, self.ports, self.settings, now)
         for _ in (outcome.result.get("published") or ()) if gate else ():
+            self.budget.spend(self._monotonic())
+        for _ in range(int(outcome.result.get("sent") or 0) if asks else 0):
             self.budget.spend(self._monotonic())
         return outcome
 

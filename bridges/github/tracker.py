@@ -511,6 +511,24 @@ class GitHubTracker:
         with repository_scope(f"{owner}/{repo}"):
             return self._guarded(f"CODEOWNERS of {owner}/{repo}", find)
 
+    def request_reviewers(self, pull: WorkItemRef, reviewers: Sequence[str],
+                          teams: Sequence[str]) -> dict[str, Any]:
+        """Ask ``reviewers`` (logins) and ``teams`` (slugs) to review pull request ``pull``
+        (issue 24 §3); returns who GitHub says is requested now (``{reviewers, teams}``).
+
+        Raises:
+            TrackerError: ``permanent`` for a refusal (GitHub's 422: the author or someone
+                without access was named; a 403), else transient.
+        """
+        with repository_scope(f"{pull.owner}/{pull.repo}"):
+            data = self._guarded(f"request reviews on {pull}", lambda: self.client.
+                                 request_reviewers(pull.owner, pull.repo, pull.number,
+                                                   list(reviewers), list(teams)))
+        return {"reviewers": [str((u or {}).get("login") or "")
+                              for u in data.get("requested_reviewers") or ()],
+                "teams": [str((t or {}).get("slug") or "")
+                          for t in data.get("requested_teams") or ()]}
+
     def changed_files(self, pull: WorkItemRef) -> list[str]:
         """The paths pull request ``pull`` changes (``filename`` of each entry of
         ``GET /pulls/{n}/files``; a rename also names its ``previous_filename``).

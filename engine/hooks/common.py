@@ -616,10 +616,18 @@ def request_review(ctx: HookContext) -> HookResult:
     It sends no notice of its own: the graph says which event a gate announces with an
     explicit ``notify`` hook (``phase-approval-pending`` at the approval gates,
     ``pr-review-pending`` at human-approval), so each gate entry is announced once.
+
+    At a gate that covers a pull request it also asks the approvers for reviews on GitHub,
+    once per visit (issue 24 §3, :mod:`engine.hooks.review_requests`).
     """
+    from engine.hooks.review_requests import ask_for_reviews  # it imports this module
+
     marker = review_marker(ctx.node.id, _entered_at(ctx), _visit_number(ctx))
-    return _post_once(ctx, "request-review", marker, review_prefix(ctx.node.id),
-                      review_text(ctx))
+    posted = _post_once(ctx, "request-review", marker, review_prefix(ctx.node.id),
+                        review_text(ctx))
+    surface = ask_for_reviews(ctx)
+    return HookResult(posted.kind, posted.reason, {**posted.data, "surface": surface}) \
+        if surface else posted
 
 
 # -- notify -----------------------------------------------------------------------------

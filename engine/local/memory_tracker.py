@@ -76,6 +76,9 @@ class MemoryTracker:
         #: request's changed files.
         self.repo_files: dict[str, dict[str, str]] = {}
         self.pull_files: dict[WorkItemRef, list[str]] = {}
+        #: Issue 24 §3: review requests per pull request, and logins refused (lower case).
+        self.review_requests: dict[WorkItemRef, list[tuple[tuple[str, ...], ...]]] = {}
+        self.refuse_reviewers: set[str] = set()
         self._next_id = 1001
         self._tick = 0
         self._lock = threading.RLock()
@@ -199,6 +202,20 @@ class MemoryTracker:
         with self._lock:
             self._enter("changed_files", pull)
             return list(self.pull_files.get(pull, ()))
+
+    # -- review requests (issue 24 §3) ---------------------------------------------------
+    def request_reviewers(self, pull: WorkItemRef, reviewers: Sequence[str],
+                          teams: Sequence[str]) -> dict[str, list[str]]:
+        """Record the request in :attr:`review_requests` (``pull -> [(reviewers, teams)]``);
+        a request naming a login in :attr:`refuse_reviewers` raises a permanent
+        :class:`TrackerError` for the whole request, as GitHub's 422 does."""
+        with self._lock:
+            self._enter("request_reviewers", pull)
+            refused = [r for r in reviewers if r.lower() in self.refuse_reviewers]
+            if refused:
+                raise TrackerError(f"422: cannot request {', '.join(refused)}", permanent=True)
+            self.review_requests.setdefault(pull, []).append((tuple(reviewers), tuple(teams)))
+            return {"reviewers": list(reviewers), "teams": list(teams)}
 
     def set_file(self, repo: str, path: str, text: str) -> None:
         """A file of repository ``owner/name`` on its default branch (CODEOWNERS)."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from bridges.github.effects_worker import EffectWorker, WriteBudget
-from engine.effects import AddLabel, Notify
+from engine.effects import AddLabel, Notify, RequestReviews
 from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
 from engine.ports import Ports
 from engine.refs import WorkItemRef
@@ -72,4 +72,24 @@ def test_a_worker_waiting_out_a_spent_budget_stops_at_once(tmp_path: Path) -> No
     stop.set()
     thread.join(5)
     assert not thread.is_alive()
+    store.close()
+
+
+def test_a_review_request_spends_one_write_per_request_it_made(tmp_path: Path) -> None:
+    # Issue 24 §3: a refused request (GitHub's 422) asks each name alone: each is a write.
+    store = SqliteStore(tmp_path / "loopgate.db")
+    ref = WorkItemRef("acme", "widgets", 1)
+    with store.transaction(ref) as tx:
+        tx.create("mini")
+        tx.enqueue("reviews", RequestReviews(ref, "human-approval", 1, (12,),
+                                             ("carol", "mallory"), ("web",)))
+    tracker = MemoryTracker()
+    tracker.refuse_reviewers = {"mallory"}
+    budget, clock = WriteBudget(per_minute=10, per_hour=100), _Monotonic()
+    worker = EffectWorker(store, Ports(tracker, MemoryArtifactStore(), RecordingNotifier()),
+                          EngineSettings(), budget=budget, monotonic=clock)
+    assert worker.drain() == 1
+    assert len(budget._sent) == 4  # the refused request, then carol, mallory and the team
+    assert tracker.review_requests[WorkItemRef("acme", "widgets", 12)] == [
+        (("carol",), ()), ((), ("web",))]
     store.close()

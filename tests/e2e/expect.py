@@ -267,7 +267,14 @@ def no_duplicates(walk: Walk, markers: Counter[str] = EXPECTED_MARKERS) -> None:
     assert walk.posted_markers() == markers
     posts = walk.slack_posts()
     assert [key for key, n in posts.items() if n > 1] == []
-    assert sum(1 for channel, _ in posts if channel == DM_CHANNEL) == 2  # one per quiz
+    dms = [text for channel, text in posts if channel == DM_CHANNEL]
+    assert sum(1 for text in dms if text.startswith("🎓")) == 2  # one per quiz
+    # Issue 24 §3: and one to the author per gate that passed (as the thread's lines say).
+    passed = sorted(k.split(" ", 1)[1].replace("-", " ") for k in markers
+                    if k.startswith("gate-passed "))
+    told = sorted(text.split(": your ", 1)[1].rsplit(" is ", 1)[0] for text in dms
+                  if not text.startswith("🎓"))
+    assert told == passed
 
 
 # -- the whole journey -------------------------------------------------------------------

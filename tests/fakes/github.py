@@ -226,6 +226,8 @@ class FakeIssue:
     closes: list[int] = field(default_factory=list)
     head_sha: str = ""  # a pull request's head commit (changes on push)
     head_repo: str = ""  # a fork's full name ("" = the base repository)
+    requested_reviewers: list[str] = field(default_factory=list)  # logins (issue 24 §3)
+    requested_teams: list[str] = field(default_factory=list)  # team slugs
 
 
 @dataclass
@@ -242,6 +244,11 @@ class FakeRepo:
     #: among ``readers`` (lower-cased logins): GitHub answers 404 (platform-facts F6).
     private: bool = False
     readers: set[str] = field(default_factory=set)
+    #: Who may be asked for a review (read access or more): None = anyone; a set
+    #: (lower-case logins) = only they (:meth:`FakeGitHub.set_access`, issue 24 §3).
+    collaborators: set[str] | None = None
+    #: Team slugs with access (lower case); None = every team of the owner organization.
+    collaborator_teams: set[str] | None = None
 
     @property
     def full_name(self) -> str:
@@ -312,6 +319,10 @@ def _routes() -> list[_Route]:
         ("GET", "pull", rf"/repos/{seg}/pulls/(?P<number>\d+)"),
         # Issue 24: a pull request's changed files (GET /repos/{o}/{r}/pulls/{n}/files).
         ("GET", "pull-files", rf"/repos/{seg}/pulls/(?P<number>\d+)/files"),
+        # Issue 24 §3: review requests (POST/GET /repos/{o}/{r}/pulls/{n}/requested_reviewers).
+        ("POST", "review-request", rf"/repos/{seg}/pulls/(?P<number>\d+)/requested_reviewers"),
+        ("GET", "requested-reviewers",
+         rf"/repos/{seg}/pulls/(?P<number>\d+)/requested_reviewers"),
         ("GET", "contents", rf"/repos/{seg}/contents(?:/(?P<path>.*))?"),
         # Issue 11: commit statuses, check runs, team membership (GitHub REST shapes).
         ("POST", "status-create", rf"/repos/{seg}/statuses/(?P<sha>[0-9a-fA-F]+)"),
@@ -522,6 +533,21 @@ class FakeGitHub(LoopbackServer):
             states = {m.lower(): "active" for m in members}
             states.update({m.lower(): "pending" for m in pending})
             self.teams[(org.lower(), slug.lower())] = {"members": states, "visible": visible}
+
+    def set_access(self, repo: str, users: Iterable[str] | None = None,
+                   teams: Iterable[str] | None = None) -> None:
+        """Who has access to ``repo`` (None: anyone, any team of its organization); a
+        review request naming anyone else is refused with GitHub's 422 (issue 24 §3)."""
+        with self.lock:
+            r = self.create_repo(repo)
+            r.collaborators = None if users is None else {u.lower() for u in users}
+            r.collaborator_teams = None if teams is None else {t.lower() for t in teams}
+
+    def requested_reviewers(self, repo: str, number: int) -> tuple[list[str], list[str]]:
+        """Pull request ``number``'s requested reviewers: ``(logins, team slugs)``."""
+        with self.lock:
+            pr = self._repo(repo).issues[number]
+            return list(pr.requested_reviewers), list(pr.requested_teams)
 
     def commit_state(self, repo: str, sha: str, context: str = "loopgate") -> str | None:
         """The latest state of ``context`` on ``sha``: a commit status's ``state``, or a
@@ -1060,6 +1086,8 @@ class FakeGitHub(LoopbackServer):
                 "html_url": f"{HTML_BASE}/{repo.full_name}/pull/{pr.number}",
                 "user": self._user(pr.author), "created_at": pr.created_at,
                 "updated_at": pr.updated_at, "merged_at": None, "draft": False,
+                "requested_reviewers": [self._user(u) for u in pr.requested_reviewers],
+                "requested_teams": [self._team_json(repo.owner, t) for t in pr.requested_teams],
                 "head": {"ref": pr.head_branch, "sha": head_sha,
                          "label": f"{(pr.head_repo or repo.full_name).split('/')[0]}:"
                                   f"{pr.head_branch}", "repo": head_repo},
@@ -1287,6 +1315,65 @@ class FakeGitHub(LoopbackServer):
                         "contents_url": f"{self.api_url}/repos/{repo.full_name}/contents/"
                                         f"{quote(name)}?ref={issue.head_branch}"})
         return self._page(out[:3000], q, self._full_path(h))
+
+    # -- review requests (issue 24 §3) ------------------------------------------------------
+    def _team_json(self, org: str, slug: str) -> dict[str, Any]:
+        return {"id": _account_id(f"{org}/{slug}", "Team"), "slug": slug, "name": slug,
+                "url": f"{self.api_url}/orgs/{org}/teams/{slug}"}
+
+    def _refusal(self, repo: FakeRepo, pr: FakeIssue, users: list[str],
+                 teams: list[str]) -> str:
+        # GitHub refuses the WHOLE request (nobody is added) with 422 when it names the pull
+        # request's author ("Review cannot be requested from pull request author.", observed:
+        # peter-evans/create-pull-request#1835, Madrapps/add-reviewers#5) or a user or team
+        # without access ("Reviews may only be requested from collaborators. One or more of
+        # the users or teams you specified is not a collaborator of the <repo> repository.";
+        # docs.github.com/en/rest/pulls/review-requests: 422 "Unprocessable Entity if user
+        # is not a collaborator"). The message does not name who.
+        if any(u.lower() == pr.author.lower() for u in users):
+            return "Review cannot be requested from pull request author."
+        known = {slug for (org, slug), team in self.teams.items()
+                 if org == repo.owner.lower() and team["visible"]}
+        outsider = any(repo.collaborators is not None and u.lower() not in repo.collaborators
+                       for u in users)
+        outsider = outsider or any(t.lower() not in known or (
+            repo.collaborator_teams is not None and t.lower() not in repo.collaborator_teams)
+            for t in teams)
+        if outsider:
+            return ("Reviews may only be requested from collaborators. One or more of the "
+                    "users or teams you specified is not a collaborator of the "
+                    f"{repo.full_name} repository.")
+        return ""
+
+    def _r_review_request(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                          h: Any) -> _Response:
+        repo, pr = self._issue(p)
+        if not pr.is_pr:
+            raise _NotFound(p["number"])
+        data = json.loads(body or b"{}")
+        users = [str(u) for u in data.get("reviewers") or ()]
+        teams = [str(t) for t in data.get("team_reviewers") or ()]
+        refused = self._refusal(repo, pr, users, teams)
+        if refused:
+            return _Response(422, {"message": refused, "documentation_url":
+                                   "https://docs.github.com/rest/pulls/review-requests"
+                                   "#request-reviewers-for-a-pull-request"})
+        for login in users:  # asking again is no error and adds nobody twice
+            if login.lower() not in {r.lower() for r in pr.requested_reviewers}:
+                pr.requested_reviewers.append(login)
+        for slug in teams:
+            if slug.lower() not in {t.lower() for t in pr.requested_teams}:
+                pr.requested_teams.append(slug.lower())
+        return _Response(201, self._pull_json(repo, pr))
+
+    def _r_requested_reviewers(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                               h: Any) -> _Response:
+        repo, pr = self._issue(p)
+        if not pr.is_pr:
+            raise _NotFound(p["number"])
+        return _Response(200, {"users": [self._user(u) for u in pr.requested_reviewers],
+                               "teams": [self._team_json(repo.owner, t)
+                                         for t in pr.requested_teams]})
 
     # -- commit statuses and check runs (issue 11 §1) -------------------------------------
     def _known_sha(self, repo: FakeRepo, ref: str) -> str:

@@ -1,0 +1,105 @@
+"""The ``request-review`` hook's GitHub side (issue 24 §3): when an approval gate that
+covers a pull request opens, ask the approvers it waits on for reviews on the delivering
+pull requests (:mod:`engine.reviewers` says whom, and why others are left out).
+
+Called by :func:`engine.hooks.common.request_review` on every entry of the gate (each
+visit); it emits one :class:`~engine.effects.RequestReviews` and returns the
+``surface.reviewRequests`` update the hook passes on. Never gates: a failed read is logged
+(``graph.hook_degraded``), kept in the surface, and the gate waits for its answer as ever.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engine.dispatch import dispatcher
+from engine.effects import RequestReviews
+from engine.hooks.base import HookContext
+from engine.hooks.common import code_owners_for, covers_pull_request, degrade, gate_rule
+from engine.ports import TrackerError
+from engine.reviewers import SURFACE_KEY, ReviewPlan, plan
+
+__all__ = ["ask_for_reviews"]
+
+HOOK = "request-review"
+
+
+def _excluded(ctx: HookContext, pull_authors: dict[str, int], rule: Any) -> dict[str, str]:
+    # Who is never asked, and why (engine.reviewers explains each rule).
+    out: dict[str, str] = {}
+    if ctx.settings.bot_login:
+        out[ctx.settings.bot_login] = "loopgate itself"
+        out[ctx.settings.bot_login.removesuffix("[bot]")] = "loopgate itself"
+    if rule.prevent_self_approval:
+        author = ctx.ports.tracker.issue_info(ctx.ref).author
+        if author:
+            out[author] = "opened this work item (preventSelfApproval)"
+        # The dispatcher is an author only for a rule with agentAuthored (the opt-in of
+        # issue 24 §2, as engine.hooks.common.people_for reads it).
+        who = dispatcher(ctx.graph, ctx.state) if rule.agent_approvals else ""
+        if who:
+            out.setdefault(who, "dispatched the agent (the-loop execute; "
+                                "preventSelfApproval)")
+    for login, number in pull_authors.items():
+        out[login] = f"opened #{number}: GitHub does not ask a pull request's author"
+    return out
+
+
+def _plan(ctx: HookContext, pulls: list[Any]) -> ReviewPlan:
+    rule = gate_rule(ctx)
+    authors = {p.author: p.number for p in pulls if p.author}
+    owners = code_owners_for(ctx.ports.tracker, ctx.ref, ctx.node.id, ctx.settings) \
+        if rule.codeowners else None
+    return plan(rule.approvers or ctx.settings.authorized_users, owner=ctx.ref.owner,
+                excluded=_excluded(ctx, authors, rule),
+                unavailable=ctx.settings.review_unavailable, cap=ctx.settings.review_cap,
+                owners=owners)
+
+
+def ask_for_reviews(ctx: HookContext) -> dict[str, Any]:
+    """Emit this gate visit's :class:`~engine.effects.RequestReviews`, once.
+
+    Returns:
+        ``{"reviewRequests": {...}}`` to merge into the surface (``{}`` when the gate
+        covers no pull request, review requests are off, the tracker cannot ask (the
+        offline thread), or this visit already asked):
+        ``surface.reviewRequests[node] = {visit, enteredAt, pulls, reviewers, teams,
+        leftOut: [{name, why}], status: queued | nobody | failed, error}``.
+    """
+    node, settings = ctx.node.id, ctx.settings
+    if not settings.review_requests or not covers_pull_request(node, settings):
+        return {}
+    if getattr(ctx.ports.tracker, "request_reviewers", None) is None:
+        return {}  # the offline thread: no pull requests, nobody to ask
+    visit = ctx.state.visit(node)
+    number = visit.number if visit is not None else 1
+    entered = visit.entered_at if visit is not None else ""
+    entries = dict(ctx.state.surface.get(SURFACE_KEY) or {})
+    done = entries.get(node) or {}
+    if done.get("visit") == number and done.get("enteredAt") == entered:
+        return {}  # this visit asked already
+    entry: dict[str, Any] = {"visit": number, "enteredAt": entered}
+    try:
+        pulls = [p for p in ctx.ports.tracker.delivering_pull_requests(ctx.ref)
+                 if p.state == "open"]
+        chosen = _plan(ctx, pulls) if pulls else ReviewPlan()
+    except TrackerError as exc:
+        degrade(ctx, HOOK, f"review requests not sent: {exc}")
+        entries[node] = {**entry, "status": "failed", "error": str(exc)[:300]}
+        return {SURFACE_KEY: entries}
+    entry.update(pulls=[p.number for p in pulls], reviewers=list(chosen.reviewers),
+                 teams=list(chosen.teams), leftOut=chosen.left_out_json())
+    if not pulls:
+        entry.update(status="nobody", error="no open pull request delivers this work item")
+    elif chosen.empty:
+        entry["status"] = "nobody"
+    else:
+        entry["status"] = "queued"
+        ctx.emit(RequestReviews(ctx.ref, node, number, tuple(entry["pulls"]),
+                                chosen.reviewers, chosen.teams))
+        ctx.log("graph.reviews_requested", {"node": node, "visit": number,
+                                            "pulls": entry["pulls"],
+                                            "reviewers": entry["reviewers"],
+                                            "teams": entry["teams"]})
+    entries[node] = entry
+    return {SURFACE_KEY: entries}
