@@ -58,6 +58,8 @@ class EngineSettings:
         public_url: where people reach ``loopgate serve`` (``server.publicUrl``, no
             trailing slash needed); the ``loopgate`` check links an item's details page
             ``<public_url>/items/<owner>/<repo>/<n>`` (issue 22 §1); "" = no link.
+        agents: loopgate.yaml's ``agents`` as an :class:`engine.dispatch.AgentConfig`
+            (issue 24 §2); None = its defaults.
     """
 
     authorized_users: tuple[str, ...] = ()
@@ -73,6 +75,7 @@ class EngineSettings:
     merge_gate_after: str = "human-approval"
     merge_gate_vouching: tuple[str, ...] = ()
     public_url: str = ""
+    agents: Any = None
 
     @property
     def bot(self) -> Actor:

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from engine.ports import (
     Comment,
@@ -76,6 +77,8 @@ class MemoryTracker:
         #: request's changed files.
         self.repo_files: dict[str, dict[str, str]] = {}
         self.pull_files: dict[WorkItemRef, list[str]] = {}
+        #: Issue 24 §2: a pull request's commits (:meth:`set_pull_commits`).
+        self.commits: dict[WorkItemRef, list[Any]] = {}
         self._next_id = 1001
         self._tick = 0
         self._lock = threading.RLock()
@@ -209,6 +212,18 @@ class MemoryTracker:
         """The files pull request ``pull`` changes."""
         with self._lock:
             self.pull_files[pull] = list(paths)
+
+    def pull_commits(self, pull: WorkItemRef, head_sha: str = "") -> list[Any]:
+        """The :class:`~engine.dispatch.PullCommit` list set with :meth:`set_pull_commits`
+        for ``pull`` (none by default), oldest first."""
+        with self._lock:
+            self._enter("pull_commits", pull)
+            return list(self.commits.get(pull, ()))
+
+    def set_pull_commits(self, pull: WorkItemRef, commits: Sequence[Any]) -> None:
+        """The commits of pull request ``pull`` (:class:`~engine.dispatch.PullCommit`)."""
+        with self._lock:
+            self.commits[pull] = list(commits)
 
     def set_team(self, team: str, members: Sequence[str]) -> None:
         """Declare team ``org/team`` with ``members`` (logins)."""
