@@ -111,6 +111,10 @@ def check_gates(config: Config, graph: Graph) -> dict[str, tuple[tuple[str, str]
         problems.append(f"mergeGate.after: {after!r} is not a node of {graph.name}"
                         + did_you_mean(after, [n.id for n in graph.ordered()]))
     problems += _vouching_problems(config, graph)
+    try:  # issue 24 §2: an unknown agent mapping is a config error naming its path
+        config.agent_config()
+    except ConfigError as exc:
+        problems.append(str(exc))
     if problems:
         raise ConfigError("\n".join(problems))
     teams = {f"gates.{n}.approvers": r.teams() for n, r in rules.items() if r.teams()}

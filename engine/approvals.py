@@ -260,6 +260,8 @@ class People:
         agent_authored: why the work is agent-authored, "" when it is not (or not read).
         requesters: who asked an agent bot for its delivering pull request
             (``agents.requesters``, issue 24 §2); authors under ``preventSelfApproval``.
+        agent_signals: each reason the work is agent-authored (``agent_authored`` is
+            them joined), recorded for ``check`` (``surface.agent``).
     """
 
     item_author: str = ""
@@ -269,6 +271,7 @@ class People:
     dispatcher: str = ""
     agent_authored: str = ""
     requesters: tuple[str, ...] = ()
+    agent_signals: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

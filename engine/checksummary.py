@@ -30,7 +30,7 @@ from engine.state import ItemState
 
 __all__ = ["MAX_SUMMARY", "MAX_TITLE", "CUT_NOTE", "details_page", "item_summary",
            "fit", "path_picture", "waiting_on", "decision_lines", "invalidated_lines",
-           "md", "rehead", "join_sections"]
+           "md", "rehead", "join_sections", "agent_line"]
 
 #: GitHub's limit on ``output.summary`` (and ``output.text``), counted here in UTF-8 bytes.
 MAX_SUMMARY = 65535
@@ -241,14 +241,27 @@ def item_summary(graph: Graph, state: ItemState, headline: str, settings: Engine
     from engine.report import build_report  # report imports the runtime
 
     page = details_page(settings.public_url, state.ref)
-    parts = [f"**{md(state.ref)}** — {md(headline)}", "", *path_picture(build_report(graph, state))]
-    for section in (waiting_on(graph, state, settings), decision_lines(graph, state),
+    report = build_report(graph, state)
+    parts = [f"**{md(state.ref)}** — {md(headline)}", "", *path_picture(report)]
+    for section in (agent_line(report.get("agent") or {}),
+                    waiting_on(graph, state, settings), decision_lines(graph, state),
                     invalidated_lines(invalidated), _links(state)):
         if section:
             parts += ["", *section]
     if page:
         parts += ["", f"Details: {page}"]
     return fit("\n".join(parts), page)
+
+
+def agent_line(agent: Mapping[str, Any]) -> list[str]:
+    """One line when the work is agent-authored (issue 24 §2): ``**Agent-authored**: <why>;
+    dispatched by @login``; ``[]`` otherwise (the report's ``agent``)."""
+    if not agent.get("authored"):
+        return []
+    line = "**Agent-authored**: " + md("; ".join(agent.get("signals") or ()))
+    if agent.get("dispatcher"):
+        line += f" — dispatched by @{md(agent['dispatcher'])}"
+    return [line]
 
 
 def _links(state: ItemState) -> list[str]:

@@ -30,7 +30,7 @@ from engine.settings import normalize_login
 __all__ = ["SELECTION_HOOK", "DEFAULT_AGENT_LOGINS", "DEFAULT_AGENT_EMAILS", "CO_AUTHOR",
            "MAX_PULL_COMMITS", "PullCommit", "AgentConfig", "Authorship", "dispatcher",
            "agent_authored", "co_authors", "noreply_login", "walk_signals",
-           "commit_signals", "requesters_of"]
+           "commit_signals", "requesters_of", "read_authorship", "record", "report"]
 
 SELECTION_HOOK = "classify-phase-selection"
 
@@ -408,8 +408,35 @@ def read_authorship(tracker: Any, ref: Any, graph: Graph, state: Any,
         if pr.author and agents.is_agent(pr.author):
             found, notes = requesters_of(pr.author, commits, agents)
             requesters += found
+            signals += [f"@{who} asked @{pr.author} for {name} (agents.requesters)"
+                        for who in found]
             signals += [f"{name}: {n}" for n in notes]
     executor = dispatcher(graph, state)
     asked = tuple(r for r in dict.fromkeys(requesters) if r != executor)
     return Authorship(executor or (asked[0] if asked else ""), asked,
                       tuple(dict.fromkeys(signals)))
+
+
+def record(people: Any) -> dict[str, Any]:
+    """``surface.agent`` as a gate with ``agentAuthored`` last read it (``people``: the
+    :class:`~engine.approvals.People` it decided with): ``{dispatcher, requesters,
+    signals}`` (no time: an idle re-evaluation that found the same leaves the state as
+    it was)."""
+    return {"dispatcher": people.dispatcher, "requesters": list(people.requesters),
+            "signals": list(people.agent_signals)}
+
+
+def report(graph: Graph, state: Any) -> dict[str, Any]:
+    """The ``check`` report's ``agent`` (issue 24 §2; the details page renders it):
+    ``{dispatcher: str|None, authored: bool, signals: [str, ...]}``. The walk's own
+    signals (an agent node claimed) are read now; what the pull requests said is the
+    latest a gate with ``agentAuthored`` recorded (``surface.agent``), since ``check``
+    reads no tracker. The dispatcher is whose ``the-loop execute`` dispatched the walk,
+    else a requester ``agents.requesters`` named."""
+    stored = state.surface.get("agent")
+    stored = stored if isinstance(stored, Mapping) else {}
+    signals = walk_signals(graph, state)
+    signals += [str(s) for s in stored.get("signals") or () if str(s) not in signals]
+    asked = [str(r) for r in stored.get("requesters") or () if r]
+    who = dispatcher(graph, state) or (asked[0] if asked else "")
+    return {"dispatcher": who or None, "authored": bool(signals), "signals": signals}

@@ -37,6 +37,8 @@ REST = {
     "/repos/{}/compare/{}...{}": [("contents", "read")],
     # Issue 24 §1: a pull request's changed files, for code owners as approvers.
     "/repos/{}/pulls/{}/files": [("pull_requests", "read")],
+    # Issue 24 §2: a pull request's commits, for agent authorship.
+    "/repos/{}/pulls/{}/commits": [("pull_requests", "read")],
 }
 #: Organization paths (issue 11 §2: teams named in approval rules) -> permission.
 ORGS = {

@@ -519,6 +519,12 @@ class GitHubClient:
         return self._all_pages(f"files of pull {owner}/{repo}#{number}",
                                f"/repos/{owner}/{repo}/pulls/{number}/files", {})
 
+    def pull_commits(self, owner: str, repo: str, number: int) -> list[dict[str, Any]]:
+        """``GET /repos/{o}/{r}/pulls/{n}/commits``, every page: the pull request's commits,
+        oldest first (GitHub lists at most 250; issue 24 §2, agent authorship)."""
+        return self._all_pages(f"commits of pull {owner}/{repo}#{number}",
+                               f"/repos/{owner}/{repo}/pulls/{number}/commits", {})
+
     # -- the loopgate check (issue 11 §1) and teams (§2) ---------------------------------
     def _write(self, what: str, method: str, path: str, body: Mapping[str, Any],
                repo: str) -> dict[str, Any]:

@@ -190,16 +190,17 @@ def people_for(tracker: Any, ref: WorkItemRef, node_id: str, rule: ApprovalRule,
     owners = code_owners_for(tracker, ref, node_id, settings) if rule.codeowners else None
     dispatched = agent = ""
     asked: tuple[str, ...] = ()
+    signals: tuple[str, ...] = ()
     if state is not None and graph is not None and not attesting and rule.agent_approvals:
         # Opt-in (a rule with agentAuthored): an executor approving was allowed before.
         found = read_authorship(tracker, ref, graph, state, settings.agents)
-        agent = found.reason
+        agent, signals = found.reason, found.signals
         if rule.prevent_self_approval:
             dispatched, asked = found.dispatcher, found.requesters
     needs_item = rule.prevent_self_approval or (attesting and rule.attester != "any")
     if not needs_item:
         return People(code_owners=owners, dispatcher=dispatched, agent_authored=agent,
-                      requesters=asked)
+                      requesters=asked, agent_signals=signals)
     info = tracker.issue_info(ref)
     pulls: tuple[tuple[str, str], ...] = ()
     merge_gate = node_id in {settings.merge_gate_after, "human-approval"}
@@ -207,7 +208,7 @@ def people_for(tracker: Any, ref: WorkItemRef, node_id: str, rule: ApprovalRule,
         pulls = tuple((pr.author, f"{ref.owner}/{ref.repo}#{pr.number}")
                       for pr in tracker.delivering_pull_requests(ref) if pr.author)
     return People(info.author, tuple(getattr(info, "assignees", ()) or ()), pulls, owners,
-                  dispatched, agent, asked)
+                  dispatched, agent, asked, signals)
 
 
 def covers_pull_request(node_id: str, settings: EngineSettings) -> bool:

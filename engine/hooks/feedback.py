@@ -28,11 +28,13 @@ from engine.approvals import (
     VIA_REPLY,
     VIA_SLACK,
     Approval,
+    People,
     Refusal,
     Tally,
     evaluate,
     tally,
 )
+from engine.dispatch import record as agent_record
 from engine.effects import PostComment
 from engine.hooks.base import HookContext, HookResult, hook
 from engine.hooks.common import (
@@ -181,6 +183,7 @@ class GateCount:
     unverified: str = ""
     counted_now: list[Approval] = field(default_factory=list)
     earlier: list[dict[str, Any]] = field(default_factory=list)
+    people: People | None = None  # whose work it is, when it was read
 
 
 def _seen(entry: Mapping[str, Any], decision: Approval) -> bool:
@@ -243,7 +246,7 @@ def _gate_tally(ctx: HookContext) -> GateCount:
     membership = team_lookup(ctx)
     if not decisions:  # issue 24: the owned files and the authorship may differ now
         return GateCount(tally(rule, approvals, people=people, membership=membership),
-                         entry, refused)
+                         entry, refused, people=people)
     for decision in decisions:
         result = evaluate(rule, approvals, decision, authorized_users=ctx.settings.authorized_users,
                           people=people, membership=membership)
@@ -256,7 +259,7 @@ def _gate_tally(ctx: HookContext) -> GateCount:
     entry["approvals"] = [a.to_json() for a in approvals]
     entry["refused"] = [*entry["refused"], *(r.to_json() for r in refused)]
     return GateCount(tally(rule, approvals, changes, people=people, membership=membership),
-                     entry, refused, counted_now=counted)
+                     entry, refused, counted_now=counted, people=people)
 
 
 def _this_visit(ctx: HookContext, entry: dict[str, Any],
@@ -414,6 +417,9 @@ def classify_feedback(ctx: HookContext) -> HookResult:
     _mirror_slack(ctx, count.counted_now)
     surface = {"approvals": {**(ctx.state.surface.get("approvals") or {}),
                              ctx.node.id: count.entry}}
+    if count.people is not None and gate_rule(ctx).agent_approvals:
+        # Issue 24 §2: what the pull requests said, for `check` and the details page.
+        surface["agent"] = agent_record(count.people)
     if not count.tally.passed:
         return HookResult.wait(_waiting_reason(ctx, count) + note, surface=surface)
     done = dict(count.entry, approvals=[] if count.tally.changes else count.entry["approvals"])

@@ -307,6 +307,8 @@ def _routes() -> list[_Route]:
         ("GET", "pull", rf"/repos/{seg}/pulls/(?P<number>\d+)"),
         # Issue 24: a pull request's changed files (GET /repos/{o}/{r}/pulls/{n}/files).
         ("GET", "pull-files", rf"/repos/{seg}/pulls/(?P<number>\d+)/files"),
+        # Issue 24 §2: a pull request's commits (GET /repos/{o}/{r}/pulls/{n}/commits).
+        ("GET", "pull-commits", rf"/repos/{seg}/pulls/(?P<number>\d+)/commits"),
         ("GET", "contents", rf"/repos/{seg}/contents(?:/(?P<path>.*))?"),
         # Issue 11: commit statuses, check runs, team membership (GitHub REST shapes).
         ("POST", "status-create", rf"/repos/{seg}/statuses/(?P<sha>[0-9a-fA-F]+)"),
@@ -400,6 +402,8 @@ class FakeGitHub(LoopbackServer):
         self.teams: dict[tuple[str, str], dict[str, Any]] = {}
         self._next_check_run = 4_000_000_000
         self._old_commits: dict[str, set[str]] = {}
+        #: Issue 24 §2: ``(repo, pull number) -> [commit]`` added by :meth:`commit`.
+        self.pull_commit_log: dict[tuple[str, int], list[dict[str, Any]]] = {}
         #: Issue 19 §4: merge groups by head sha (:meth:`queue`).
         self.merge_groups: dict[str, dict[str, Any]] = {}
         self._server: _Server | None = None
@@ -501,6 +505,24 @@ class FakeGitHub(LoopbackServer):
             pr.head_sha = hashlib.sha1(f"{old}:next".encode()).hexdigest()
             pr.updated_at = _iso(self.now())
             return pr.head_sha
+
+    def commit(self, repo: str, number: int, *, author: tuple[str, str],
+               committer: tuple[str, str] | None = None, message: str = "Change",
+               author_login: str | None = None, author_type: str = "User",
+               committer_login: str | None = None, committer_type: str = "User") -> str:
+        """Push a commit to pull request ``number`` (a new head, as :meth:`push`) with a
+        git ``author`` and ``committer`` ``(name, email)`` and ``message`` (trailers
+        included); ``author_login``/``committer_login``: the accounts GitHub links to
+        them (None: no account, as for an e-mail GitHub does not know). Returns its SHA.
+        """
+        sha = self.push(repo, number)
+        with self.lock:
+            self.pull_commit_log.setdefault((repo, number), []).append({
+                "sha": sha, "message": message, "author": author,
+                "committer": committer or author, "author_login": author_login,
+                "author_type": author_type, "committer_login": committer_login,
+                "committer_type": committer_type})
+        return sha
 
     def set_fork(self, repo: str, number: int, fork: str) -> None:
         """Make pull request ``number`` come from the fork ``fork`` (``owner/name``)."""
@@ -1227,6 +1249,51 @@ class FakeGitHub(LoopbackServer):
                         "contents_url": f"{self.api_url}/repos/{repo.full_name}/contents/"
                                         f"{quote(name)}?ref={issue.head_branch}"})
         return self._page(out[:3000], q, self._full_path(h))
+
+    def _r_pull_commits(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                        h: Any) -> _Response:
+        # GitHub's "List commits on a pull request": oldest first, 30 a page by default
+        # (100 at most), at most 250 commits in all (docs.github.com
+        # rest/pulls/pulls#list-commits-on-a-pull-request). Each entry is the OpenAPI
+        # ``commit``: sha, commit {author, committer: {name, email, date}, message}, and
+        # top-level author/committer = the linked GitHub accounts, null when none. A pull
+        # request nobody pushed to through :meth:`commit` has one commit by its author.
+        repo, issue = self._issue(p)
+        if not issue.is_pr:
+            raise _NotFound(p["number"])
+        log = self.pull_commit_log.get((repo.full_name, issue.number)) or [{
+            "sha": self.head_sha(repo.full_name, issue.number), "message": issue.title,
+            "author": (issue.author, self._noreply(issue.author)), "committer": None,
+            "author_login": issue.author, "author_type": "User", "committer_login": None,
+            "committer_type": "User"}]
+        out = [self._commit_json(repo, c) for c in log]
+        return self._page(out[:250], q, self._full_path(h))
+
+    def _noreply(self, login: str, kind: str = "User") -> str:
+        # GitHub's no-reply commit e-mail: ID+LOGIN@users.noreply.github.com.
+        return f"{_account_id(login, kind)}+{login}@users.noreply.github.com"
+
+    def _commit_json(self, repo: FakeRepo, c: dict[str, Any]) -> dict[str, Any]:
+        now = _iso(self.now())
+        author = c["author"]
+        committer = c["committer"] or ("GitHub", "noreply@github.com")
+        base = f"{self.api_url}/repos/{repo.full_name}"
+        return {"sha": c["sha"], "node_id": _node_id("Commit", int(c["sha"][:8], 16)),
+                "url": f"{base}/commits/{c['sha']}",
+                "html_url": f"{HTML_BASE}/{repo.full_name}/commit/{c['sha']}",
+                "comments_url": f"{base}/commits/{c['sha']}/comments",
+                "commit": {"url": f"{base}/git/commits/{c['sha']}",
+                           "author": {"name": author[0], "email": author[1], "date": now},
+                           "committer": {"name": committer[0], "email": committer[1],
+                                         "date": now},
+                           "message": c["message"], "comment_count": 0,
+                           "tree": {"sha": hashlib.sha1(c["sha"].encode()).hexdigest(),
+                                    "url": f"{base}/git/trees/{c['sha']}"},
+                           "verification": {"verified": False, "reason": "unsigned",
+                                            "signature": None, "payload": None}},
+                "author": self._user(c["author_login"], c["author_type"]),
+                "committer": self._user(c["committer_login"], c["committer_type"]),
+                "parents": []}
 
     # -- commit statuses and check runs (issue 11 §1) -------------------------------------
     def _known_sha(self, repo: FakeRepo, ref: str) -> str:
