@@ -287,11 +287,13 @@ class Authorship:
         requesters: the people ``agents.requesters`` names for the bots whose pull
             requests deliver the item (each an author under ``preventSelfApproval``).
         signals: one line per reason the work is agent-authored, in the order found.
+        executor: whose ``the-loop execute`` dispatched the walk ("" when none).
     """
 
     dispatcher: str = ""
     requesters: tuple[str, ...] = ()
     signals: tuple[str, ...] = ()
+    executor: str = ""
 
     @property
     def authored(self) -> bool:
@@ -414,7 +416,7 @@ def read_authorship(tracker: Any, ref: Any, graph: Graph, state: Any,
     executor = dispatcher(graph, state)
     asked = tuple(r for r in dict.fromkeys(requesters) if r != executor)
     return Authorship(executor or (asked[0] if asked else ""), asked,
-                      tuple(dict.fromkeys(signals)))
+                      tuple(dict.fromkeys(signals)), executor)
 
 
 def record(people: Any) -> dict[str, Any]:

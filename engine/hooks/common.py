@@ -196,7 +196,7 @@ def people_for(tracker: Any, ref: WorkItemRef, node_id: str, rule: ApprovalRule,
         found = read_authorship(tracker, ref, graph, state, settings.agents)
         agent, signals = found.reason, found.signals
         if rule.prevent_self_approval:
-            dispatched, asked = found.dispatcher, found.requesters
+            dispatched, asked = found.executor, found.requesters
     needs_item = rule.prevent_self_approval or (attesting and rule.attester != "any")
     if not needs_item:
         return People(code_owners=owners, dispatcher=dispatched, agent_authored=agent,
