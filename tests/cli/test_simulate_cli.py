@@ -85,7 +85,10 @@ def test_simulate_says_what_would_happen_and_writes_nothing(home: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("--as", "bob"), "loopgate: give either --as LOGIN --approve NODE, or --push PULL=SHA"),
+    (("--as", "bob"), "loopgate: give either --as LOGIN --approve NODE, or --push PULL=SHA, "
+                      "or --codeowners-change FILE"),
+    ((), "loopgate: give either --as LOGIN --approve NODE, or --push PULL=SHA, "
+         "or --codeowners-change FILE"),
     (("--as", "bob", "--approve", "desgin"),
      "loopgate: --approve: 'desgin' is not a node of pdlc-work-item-loop (unknown-node) — "
      "did you mean `design`?"),
