@@ -178,11 +178,14 @@ class CodeOwnersView:
     problem: str = ""
     approvers: str = ""
     in_rule: bool = False
+    skipped: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        """``{node, files: {path: [owner]}, problem, approvers, inRule}``."""
+        """``{node, files: {path: [owner]}, problem, approvers, inRule, skipped}``
+        (``skipped``: the CODEOWNERS lines GitHub would skip, ``path:line: reason: text``)."""
         return {"node": self.node, "files": {p: list(o) for p, o in self.files},
-                "problem": self.problem, "approvers": self.approvers, "inRule": self.in_rule}
+                "problem": self.problem, "approvers": self.approvers, "inRule": self.in_rule,
+                "skipped": list(self.skipped)}
 
 
 def _runtime(graph: Graph, state: ItemState, ports: Ports, settings: EngineSettings,
@@ -270,7 +273,8 @@ def _owners_view(graph: Graph, settings: EngineSettings, tracker: DryTracker,
         return CodeOwnersView(node, problem=str(exc), approvers=rule.who(
             settings.authorized_users), in_rule=bool(rule.codeowners))
     return CodeOwnersView(node, found.files, found.problem,
-                          rule.who(settings.authorized_users, found), bool(rule.codeowners))
+                          rule.who(settings.authorized_users, found), bool(rule.codeowners),
+                          tuple(found.errors))
 
 
 def simulate_decision(graph: Graph, store: Store, ports: Ports, settings: EngineSettings,
@@ -426,6 +430,7 @@ def owner_lines(sim: Simulation) -> list[str]:
     for path, owners in view.files:
         mark = " (added)" if path in added else ""
         lines.append(f"  {path}{mark}: " + (", ".join(owners) or "no owner"))
+    lines.extend(f"  skipped as GitHub skips it: {line}" for line in view.skipped)
     if view.in_rule:
         lines.append(f"may approve at {view.node}: {view.approvers}")
     else:

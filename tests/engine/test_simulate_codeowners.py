@@ -146,3 +146,16 @@ def test_an_unreadable_codeowners_file_is_said() -> None:
     assert sim.owners is not None and "could not be read" in sim.owners.problem
     assert "  none: CODEOWNERS or the changed files of acme/widgets could not be read" in (
         "\n".join(render(sim)))
+
+
+def test_a_codeowners_line_github_rejects_is_named_and_ignored() -> None:
+    runtime, tracker = _walk({"approvers": ["codeowners"]})
+    tracker.set_file("acme/widgets", ".github/CODEOWNERS", OWNERS + "[a-z]/ @mallory\n")
+    sim = simulate_changes(runtime.graph, runtime.store, runtime.ports, runtime.settings, REF,
+                           ["lib/core.py"])
+    assert ("  skipped as GitHub skips it: .github/CODEOWNERS:4: character ranges ([ ]) are "
+            "not supported in CODEOWNERS: [a-z]/ @mallory") in render(sim)
+    assert sim.to_json()["codeOwners"]["skipped"] == [
+        ".github/CODEOWNERS:4: character ranges ([ ]) are not supported in CODEOWNERS: "
+        "[a-z]/ @mallory"]
+    assert "@mallory" not in sim.owners.approvers.split(";")[0]  # the line is ignored
