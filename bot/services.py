@@ -272,6 +272,41 @@ def verify_teams(config: Config, graph: Graph, tracker: Any = None) -> list[str]
     return lines
 
 
+def verify_agents(config: Config, tracker: Any = None) -> list[str]:
+    """Ask GitHub for every account ``agents.requesters`` names, the bots and the people
+    (issue 24 §2, bad input): a mapping naming an account GitHub does not have could never
+    apply, so the person who asked could approve their own bot's work.
+
+    Returns:
+        One ``account <login>`` line per account checked ([] offline or without a mapping).
+
+    Raises:
+        ConfigError: naming the key path (``agents.requesters.<bot>``) and the account.
+    """
+    from engine.dispatch import CO_AUTHOR
+    from engine.errors import ConfigError
+
+    agents = config.agent_config()
+    if not agents.requesters or not config.has("github"):
+        return []
+    if tracker is None:
+        from bridges.github.tracker import GitHubTracker
+
+        tracker = GitHubTracker.from_config(config)
+    raw = {str(k).strip().lstrip("@").lower(): str(k)
+           for k in (config.data.get("agents") or {}).get("requesters") or {}}
+    lines = []
+    for bot, requester in agents.requesters.items():
+        for login in (bot, requester):
+            if login == CO_AUTHOR:
+                continue
+            problem = tracker.check_user(login)
+            if problem:
+                raise ConfigError(f"agents.requesters.{raw.get(bot, bot)}: {problem}")
+            lines.append(f"account {login}")
+    return list(dict.fromkeys(lines))
+
+
 def _tracker(config: Config, store: Any, credentials: Any) -> Tracker:
     if config.has("github"):
         from bridges.github.tracker import GitHubTracker

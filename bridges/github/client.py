@@ -427,6 +427,11 @@ class GitHubClient:
         _, _, user = self._raw("read the token's owner", "/user")
         return Actor.from_rest(user)
 
+    def user(self, login: str) -> dict[str, Any]:
+        """``GET /users/{username}``: the account (404 when no account has that login)."""
+        _, _, data = self._raw(f"read the account {login}", f"/users/{quote(login)}")
+        return data if isinstance(data, dict) else {}
+
     def _repo(self, owner: str, repo: str) -> Any:
         return self._gh.get_repo(f"{owner}/{repo}")
 

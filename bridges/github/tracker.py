@@ -434,6 +434,20 @@ class GitHubTracker:
             return f"team {org}/{team} could not be read: {exc}"
         return ""
 
+    def check_user(self, login: str) -> str:
+        """"" when GitHub has an account ``login``, else why not (for ``config check``:
+        ``agents.requesters`` must name real accounts, issue 24 §2, bad input)."""
+        try:
+            with repository_scope(self.repos[0] if self.repos else ""):
+                self.client.user(login)
+        except GitHubApiError as exc:
+            if exc.status == 404:
+                return f"GitHub has no account {login} (GitHub answered 404)"
+            return f"the account {login} could not be read: {exc}"
+        except BridgeError as exc:
+            return f"the account {login} could not be read: {exc}"
+        return ""
+
     def _repo_in(self, org: str) -> str:
         # A GitHub App reads an organisation's teams with that organisation's installation:
         # the one of a watched repository it owns ("" = the default installation).

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from bot.cli import cli
@@ -227,3 +228,38 @@ def test_check_and_the_check_summary_show_the_agent(world: GitHubWorld) -> None:
     text = CliRunner().invoke(cli, argv[:-2])
     assert f"agent-authored: {why[0]}\nagent-authored: {why[1]}\n" in text.output
     assert "dispatched by @alice" in text.output
+
+
+# -- config check: agents.requesters name real accounts ---------------------------------------
+def _config_check(tmp: Path, fake: FakeGitHub, requesters: dict[str, str],
+                  monkeypatch: pytest.MonkeyPatch) -> Any:
+    for name in ("LOOPGATE_DB", "LOOPGATE_CONFIG", "GITHUB_WEBHOOK_SECRET"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("GITHUB_TOKEN", fake.token)
+    fake.create_repo(REPO)
+    config = {"authorizedUsers": ["alice"], "agents": {"requesters": requesters},
+              "github": {"repos": [REPO], "apiUrl": fake.api_url, "botLogin": "loopgate-bot",
+                         "graphqlUrl": fake.graphql_url, "pollIntervalSeconds": 0}}
+    (tmp / "loopgate.yaml").write_text(yaml.safe_dump(config))
+    argv = ["--db", str(tmp / "loopgate.db"), "--config", str(tmp / "loopgate.yaml"),
+            "config", "check"]
+    return CliRunner().invoke(cli, argv, catch_exceptions=False)
+
+
+def test_config_check_refuses_a_requester_github_does_not_know(
+        tmp_path: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake.missing_users.add("carl")
+    result = _config_check(tmp_path, fake, {"acme-agent[bot]": "carl"}, monkeypatch)
+    assert result.exit_code == 2
+    assert ("agents.requesters.acme-agent[bot]: GitHub has no account carl (GitHub answered "
+            "404)") in result.output
+
+
+def test_config_check_reads_every_mapped_account(
+        tmp_path: Path, fake: FakeGitHub, monkeypatch: pytest.MonkeyPatch) -> None:
+    result = _config_check(tmp_path, fake, {"acme-agent[bot]": "carol",
+                                            "Copilot": "co-author"}, monkeypatch)
+    assert result.exit_code == 0, result.output
+    for login in ("acme-agent[bot]", "carol", "copilot"):
+        assert f"ok: github account {login}\n" in result.output
+    assert fake.count(route="user-by-login") == 3

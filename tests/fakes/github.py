@@ -402,6 +402,8 @@ class FakeGitHub(LoopbackServer):
         self.teams: dict[tuple[str, str], dict[str, Any]] = {}
         self._next_check_run = 4_000_000_000
         self._old_commits: dict[str, set[str]] = {}
+        #: Issue 24 §2: logins no GitHub account has (``GET /users/{login}`` answers 404).
+        self.missing_users: set[str] = set()
         #: Issue 24 §2: ``(repo, pull number) -> [commit]`` added by :meth:`commit`.
         self.pull_commit_log: dict[tuple[str, int], list[dict[str, Any]]] = {}
         #: Issue 19 §4: merge groups by head sha (:meth:`queue`).
@@ -1080,6 +1082,15 @@ class FakeGitHub(LoopbackServer):
         return _Response(200, self._user(login, "Bot" if login.endswith("[bot]") else "User"))
 
     # -- REST routes ---------------------------------------------------------------------
+    def _r_user_by_login(self, params: dict[str, str], query: dict[str, str], body: bytes,
+                         h: BaseHTTPRequestHandler) -> _Response:
+        # GET /users/{username} ("Get a user"): any account, 404 "Not Found" for a login no
+        # account has (:attr:`missing_users`); an App's bot answers as name[bot], type Bot.
+        login = unquote(params["login"])
+        if login.lower() in self.missing_users:
+            raise _NotFound(login)
+        return _Response(200, self._user(login, "Bot" if login.endswith("[bot]") else "User"))
+
     def _r_user(self, params: dict[str, str], query: dict[str, str], body: bytes,
                 h: BaseHTTPRequestHandler) -> _Response:
         # GET /user: the token's owner, which is who loopgate posts as.
