@@ -263,3 +263,24 @@ def test_config_check_reads_every_mapped_account(
     for login in ("acme-agent[bot]", "carol", "copilot"):
         assert f"ok: github account {login}\n" in result.output
     assert fake.count(route="user-by-login") == 3
+
+
+# -- an operator request: the dispatcher may not confirm a move past their agent's gate ------
+def test_the_dispatcher_cannot_confirm_a_force_past_an_agent_aware_gate(
+        world: GitHubWorld) -> None:
+    from tests.bridges.test_dispatcher import comment_delivery
+
+    ref = _dispatched_by_alice(world)
+    _agent_opened(world, ref)
+    result = world.services.runtime.operator_force(ref, "complete", "ship it", "cli")
+    assert result.request is not None and GATE in result.request["nodes"]
+    rid = result.request["id"]
+    alice = world.comment(ref, f"the-loop confirm {rid}")
+    world.dispatcher.handle(comment_delivery(ref, alice))
+    refusal = world.state(ref).surface["operatorRequests"][rid]["refused"][0]
+    assert (refusal["by"], refusal["reason"]) == ("alice", (
+        "@alice dispatched the agent that did this work (the-loop execute), and this gate "
+        f"has preventSelfApproval: who asked for the work cannot approve it (at {GATE})"))
+    bob = world.comment(ref, f"the-loop confirm {rid}", as_user="bob")
+    world.dispatcher.handle(comment_delivery(ref, bob))
+    assert world.state(ref).current_node == "complete"
