@@ -225,14 +225,11 @@ def _effect_name(row: Any) -> str:
 
 def _summary(ref: WorkItemRef, node: str, login: str, before: ItemState, after: ItemState,
              copy: MemoryStore, counted: bool, reason: str, graph: Graph | None = None,
-             settings: EngineSettings | None = None) -> Simulation:
+             settings: EngineSettings | None = None,
+             tracker: DryTracker | None = None) -> Simulation:
     approvals = ""
     if node and after.current_node == node and graph is not None and settings is not None:
-        from engine.approvals import tally
-        from engine.hooks.common import rule_for
-
-        approvals = tally(rule_for(graph, settings, node),
-                          recorded_approvals(after, node)).summary()
+        approvals = _tally(graph, settings, tracker, ref, node, after)
     gate = after.surface.get("mergeGate") or {}
     check = ({k: gate[k] for k in ("state", "description") if k in gate}
              if isinstance(gate, Mapping) else {})
@@ -240,6 +237,26 @@ def _summary(ref: WorkItemRef, node: str, login: str, before: ItemState, after: 
     return Simulation(ref, node, login, counted, reason, before.current_node,
                       after.current_node, str(after.status), approvals, wait, check,
                       _effects(copy, ref))
+
+
+def _tally(graph: Graph, settings: EngineSettings, tracker: DryTracker | None,
+           ref: WorkItemRef, node: str, after: ItemState) -> str:
+    """The gate's tally after, as the gate counts it: with whose work it is when the rule
+    needs it (``agentAuthored``, ``codeowners: all-files``), read through the dry tracker;
+    a failed read leaves the plain count (the wait then says why)."""
+    from engine.approvals import tally
+    from engine.hooks.common import people_for, rule_for
+
+    rule = rule_for(graph, settings, node)
+    people = None
+    if tracker is not None and (rule.agent_approvals or rule.codeowners):
+        try:
+            people = people_for(tracker, ref, node, rule, settings, state=after, graph=graph)
+        except TrackerError:
+            people = None
+    membership = getattr(tracker, "team_membership", None) if tracker is not None else None
+    return tally(rule, recorded_approvals(after, node), people=people,
+                 membership=membership).summary()
 
 
 def _refusals(state: ItemState, node: str, login: str) -> list[str]:
@@ -317,7 +334,7 @@ def simulate_decision(graph: Graph, store: Store, ports: Ports, settings: Engine
     after = runtime.advance(ref, {"comments": [reply], "via": VIA_SLACK, "expectNode": node})
     counted, reason = _verdict(node, name, before, after)
     return replace(_summary(ref, node, name, before, after, copy, counted, reason, graph,
-                            settings), **extra)
+                            settings, dry), **extra)
 
 
 def simulate_changes(graph: Graph, store: Store, ports: Ports, settings: EngineSettings,
@@ -338,8 +355,8 @@ def simulate_changes(graph: Graph, store: Store, ports: Ports, settings: EngineS
     runtime, copy, dry = _runtime(graph, before, ports, settings, None, changes)
     owners = _owners_view(graph, settings, dry, ref, node, changes)
     after = runtime.advance(ref, {"expectNode": node})
-    return replace(_summary(ref, node, "", before, after, copy, False, "", graph, settings),
-                   changes=tuple(changes), owners=owners)
+    return replace(_summary(ref, node, "", before, after, copy, False, "", graph, settings,
+                            dry), changes=tuple(changes), owners=owners)
 
 
 def _verdict(node: str, name: str, before: ItemState, after: ItemState) -> tuple[bool, str]:

@@ -284,3 +284,23 @@ def test_the_dispatcher_cannot_confirm_a_force_past_an_agent_aware_gate(
     bob = world.comment(ref, f"the-loop confirm {rid}", as_user="bob")
     world.dispatcher.handle(comment_delivery(ref, bob))
     assert world.state(ref).current_node == "complete"
+
+
+# -- simulate reads the commits too and agrees with the walk ---------------------------------
+def test_simulate_reads_the_commits_and_agrees_with_the_walk(world: GitHubWorld) -> None:
+    from engine.simulate import simulate_decision
+
+    ref = _dispatched_by_alice(world)
+    _agent_committed(world, ref)
+    _to_gate(world, ref)
+    s = world.services
+    world.fake.reset_log()
+    sim = simulate_decision(s.graph, s.store, s.ports, s.runtime.settings, ref, "alice", GATE)
+    assert [r.method for r in world.fake.requests if r.route != "graphql"] == \
+        ["GET"] * len([r for r in world.fake.requests if r.route != "graphql"])
+    assert world.fake.count(route="pull-commits") == 1
+    assert not sim.counted
+    assert _refusal(_answer(world, ref, "alice")) == sim.reason
+    sim = simulate_decision(s.graph, s.store, s.ports, s.runtime.settings, ref, "bob", GATE)
+    assert (sim.counted, sim.tally) == (True, "1 of 2 approvals (agent-authored): @bob")
+    assert _answer(world, ref, "bob").parked["reason"] == sim.wait

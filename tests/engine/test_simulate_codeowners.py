@@ -76,7 +76,8 @@ def test_the_code_owners_are_recomputed_and_shown() -> None:
     assert render(sim) == [
         "acme/widgets#7: if its pull requests also changed lib/core.py",
         f"stays at {GATE} (parked): {sim.wait}",
-        "approvals: 0 of 1 approval",
+        "approvals: 0 of 1 approval; no code owner approved docs/guide.md, lib/core.py, "
+        "web/app.ts yet (codeowners: all-files)",
         "code owners at human-approval, with lib/core.py changed:",
         "  docs/guide.md: @writer",
         "  lib/core.py (added): @lead, @acme/core",
