@@ -1,6 +1,7 @@
 """Who dispatched the agent, and whether the work is agent-authored (issue 24 §2).
 
-Pure: reads an item's state and what the tracker said of its pull requests.
+Reads an item's state and, through the tracker port only (:func:`read_authorship`), its
+delivering pull requests and their commits.
 
 * **The dispatcher** is the person whose ``the-loop execute`` reply (or Slack Execute
   click) answered the phase selection: the gate's recorded decision (``by`` of the
@@ -10,9 +11,19 @@ Pure: reads an item's state and what the tracker said of its pull requests.
   approval does not count — with ``preventSelfApproval`` the dispatcher is one of the
   work's authors (:func:`engine.approvals.authorize`).
 * **Agent-authored**: an agent node of the graph was claimed complete in this walk (not
-  moved past by ``force``, not skipped), or a delivering pull request was opened by a bot
-  account (REST spells an App's bot ``<slug>[bot]``, platform-facts identity notes). A
-  rule's ``agentAuthored: {approvals: N}`` then asks for N approvals.
+  moved past by ``force``, not skipped), or a delivering pull request says so: opened by
+  an agent account, or a commit (``GET /pulls/{n}/commits``) whose author or committer is
+  an agent account or e-mail, or whose ``Co-authored-by:`` trailer names one
+  (:class:`AgentConfig`: any ``[bot]`` login or ``Bot`` account, plus loopgate.yaml's
+  ``agents.logins``/``emails`` and GitHub Copilot's coding agent by default). A rule's
+  ``agentAuthored: {approvals: N}`` then asks for N approvals.
+* **Requesters**: ``agents.requesters`` maps a bot to who asked it for its pull request (a
+  login, or ``co-author``: the people its commits name, as GitHub documents for its coding
+  agent); under ``preventSelfApproval`` they are authors too.
+* **Fail closed**: when the pull requests or their commits cannot be read the gate waits
+  (``TrackerError``), rather than applying the stricter count: the count alone would still
+  let an unknown requester's approval count. A pull request longer than GitHub lists (250
+  commits) counts as agent-authored, since the rest can never be read.
 """
 
 from __future__ import annotations
