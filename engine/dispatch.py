@@ -363,6 +363,8 @@ def requesters_of(bot: str, commits: Sequence[PullCommit], config: AgentConfig
     Returns:
         ``(logins, notes)``: the requesters (lower-cased), and a note per co-author whose
         e-mail names no GitHub login (a no-reply address is needed to know the account).
+        With ``co-author`` only the commits an agent authored are read (GitHub: the
+        coding agent's commits are co-authored by whoever asked for the change).
     """
     form = config.requesters.get(normalize_login(bot), "")
     if not form:
@@ -372,6 +374,9 @@ def requesters_of(bot: str, commits: Sequence[PullCommit], config: AgentConfig
     logins: list[str] = []
     notes: list[str] = []
     for c in commits:
+        if not (config.is_agent(c.author_login, c.author_kind)
+                or config.is_agent_email(c.author_email)):
+            continue  # a person's own commit names their pair, not who asked the agent
         for name, email in co_authors(c.message):
             login = noreply_login(email)
             if config.is_agent_email(email) or (login and config.is_agent(login)):

@@ -143,8 +143,11 @@ def test_co_author_requesters_are_the_humans_on_the_bots_commits() -> None:
                                                    "acme-agent[bot]": "carol"}})
     commits = [PullCommit("a" * 40, "x\n\nCo-authored-by: Bob <7+bob@users.noreply.github.com>"
                           "\nCo-authored-by: Copilot <198982749+Copilot@users.noreply.github.com>"
-                          "\nCo-authored-by: Eve <eve@example.com>")]
+                          "\nCo-authored-by: Eve <eve@example.com>", author_login="Copilot",
+                          author_kind="Bot"),
+               PullCommit("b" * 40, "y\n\nCo-authored-by: Pat <9+pat@users.noreply.github.com>",
+                          author_name="Dave", author_email="dave@example.com")]
     assert requesters_of("Copilot", commits, agents) == (
-        ["bob"], ["co-author Eve <eve@example.com> names no GitHub login"])
+        ["bob"], ["co-author Eve <eve@example.com> names no GitHub login"])  # not dave's pair
     assert requesters_of("acme-agent[bot]", commits, agents) == (["carol"], [])
     assert requesters_of("other[bot]", commits, agents) == ([], [])
