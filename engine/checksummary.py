@@ -30,7 +30,7 @@ from engine.state import ItemState
 
 __all__ = ["MAX_SUMMARY", "MAX_TITLE", "CUT_NOTE", "details_page", "item_summary",
            "fit", "path_picture", "waiting_on", "decision_lines", "invalidated_lines",
-           "md", "rehead", "join_sections", "agent_line"]
+           "md", "rehead", "join_sections", "agent_line", "agent_people"]
 
 #: GitHub's limit on ``output.summary`` (and ``output.text``), counted here in UTF-8 bytes.
 MAX_SUMMARY = 65535
@@ -129,11 +129,12 @@ def waiting_on(graph: Graph, state: ItemState, settings: EngineSettings) -> list
     if "classify-feedback" in hooks:
         rule = rule_for(graph, settings, node_id)
         counted = recorded_approvals(state, node_id)
-        lines.append(f"- approvals: {md(tally(rule, counted).summary())}")
+        agent = agent_people(graph, state, rule)
+        lines.append(f"- approvals: {md(tally(rule, counted, people=agent).summary())}")
         lines.append(f"- may still approve: {_still(rule, counted, settings)}")
         if rule.prevent_self_approval:
             lines.append("- preventSelfApproval: the authors of the work item and of the "
-                         "delivering pull requests cannot approve")
+                         "delivering pull requests cannot approve" + _askers(agent))
     elif "quiz-attested" in hooks:
         rule = rule_for(graph, settings, node_id)
         lines.append(f"- may attest: {md(rule.who(settings.authorized_users))}"
@@ -142,6 +143,32 @@ def waiting_on(graph: Graph, state: ItemState, settings: EngineSettings) -> list
     elif node.actor == "agent":
         lines.append(f"- waits on the agent working {_code(node_id)} (its `complete` claim)")
     return lines
+
+
+def agent_people(graph: Graph, state: ItemState, rule: Any) -> Any:
+    """For an agent-aware rule (``agentAuthored``, issue 24 §2): the
+    :class:`~engine.approvals.People` the gate last decided with, as ``surface.agent``
+    and the walk say (the count it needs, who dispatched the agent); None otherwise."""
+    from engine.approvals import People
+    from engine.dispatch import report
+
+    if not rule.agent_approvals:
+        return None
+    found = report(graph, state)
+    stored = state.surface.get("agent")
+    asked = tuple(str(r) for r in (stored.get("requesters") or ())
+                  ) if isinstance(stored, Mapping) else ()
+    dispatcher = str(found["dispatcher"] or "") if rule.prevent_self_approval else ""
+    return People(dispatcher=dispatcher, agent_authored="; ".join(found["signals"]),
+                  requesters=asked if rule.prevent_self_approval else ())
+
+
+def _askers(people: Any) -> str:
+    names = [n for n in (people.dispatcher, *people.requesters) if n] if people else []
+    if not names:
+        return ""
+    return ", nor who asked for the agent's work (" + md(", ".join(
+        f"@{n}" for n in dict.fromkeys(names))) + ")"
 
 
 def _still(rule: Any, counted: Sequence[Any], settings: EngineSettings) -> str:

@@ -219,6 +219,9 @@ def test_check_and_the_check_summary_show_the_agent(world: GitHubWorld) -> None:
     assert ("**Agent-authored**: acme/widgets\\#2 was opened by the agent @Copilot; commit "
             in summary)
     assert "as its author — dispatched by @alice\n" in summary
+    assert "- approvals: 1 of 2 approvals (agent-authored): @bob\n" in summary
+    assert ("- preventSelfApproval: the authors of the work item and of the delivering pull "
+            "requests cannot approve, nor who asked for the agent's work (@alice)") in summary
 
     argv = ["--db", str(world.tmp / "loopgate.db"), "check", str(ref), "--format", "json"]
     shown = CliRunner().invoke(cli, argv)
