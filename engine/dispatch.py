@@ -41,7 +41,8 @@ from engine.settings import normalize_login
 __all__ = ["SELECTION_HOOK", "DEFAULT_AGENT_LOGINS", "DEFAULT_AGENT_EMAILS", "CO_AUTHOR",
            "MAX_PULL_COMMITS", "PullCommit", "AgentConfig", "Authorship", "dispatcher",
            "agent_authored", "co_authors", "noreply_login", "walk_signals",
-           "commit_signals", "requesters_of", "read_authorship", "record", "report"]
+           "commit_signals", "requesters_of", "read_authorship", "record", "report",
+           "rest_login"]
 
 SELECTION_HOOK = "classify-phase-selection"
 
@@ -388,6 +389,20 @@ def requesters_of(bot: str, commits: Sequence[PullCommit], config: AgentConfig
     return list(dict.fromkeys(logins)), list(dict.fromkeys(notes))
 
 
+def rest_login(login: str, kind: str, config: AgentConfig) -> str:
+    """``login`` as REST spells it: GraphQL names an App's bot without the ``[bot]`` REST
+    adds (platform-facts identity notes), so a ``Bot`` login without it gains it, unless
+    the account is known under that name (``agents.logins``/``requesters``: GitHub's
+    ``Copilot`` is ``Copilot`` in both)."""
+    name = (login or "").strip()
+    bare = normalize_login(name)
+    if kind != "Bot" or not bare or bare.endswith("[bot]"):
+        return name
+    if bare in config.logins or bare in config.requesters:
+        return name
+    return f"{name}[bot]"
+
+
 def read_authorship(tracker: Any, ref: Any, graph: Graph, state: Any,
                     config: AgentConfig | None = None) -> Authorship:
     """Who dispatched the agent and why the work is agent-authored, from the walk and
@@ -419,14 +434,16 @@ def read_authorship(tracker: Any, ref: Any, graph: Graph, state: Any,
         raise TrackerError("this tracker cannot read a pull request's commits")
     for pr in pulls:
         name = f"{ref.owner}/{ref.repo}#{pr.number}"
-        if agents.is_agent(pr.author):
-            signals.append(f"{name} was opened by the agent @{pr.author}")
+        kind = getattr(pr, "author_kind", "")
+        author = rest_login(pr.author, kind, agents)
+        if agents.is_agent(author, kind):
+            signals.append(f"{name} was opened by the agent @{author}")
         commits = list(read(WorkItemRef(ref.owner, ref.repo, pr.number), pr.head_sha))
         signals += commit_signals(name, commits, agents)
-        if pr.author and agents.is_agent(pr.author):
-            found, notes = requesters_of(pr.author, commits, agents)
+        if author and agents.is_agent(author, kind):
+            found, notes = requesters_of(author, commits, agents)
             requesters += found
-            signals += [f"@{who} asked @{pr.author} for {name} (agents.requesters)"
+            signals += [f"@{who} asked @{author} for {name} (agents.requesters)"
                         for who in found]
             signals += [f"{name}: {n}" for n in notes]
     executor = dispatcher(graph, state)

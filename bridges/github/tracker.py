@@ -391,7 +391,8 @@ class GitHubTracker:
                     str((raw.get("head") or {}).get("ref") or branch),
                     str(raw.get("state") or "open"),
                     str((raw.get("user") or {}).get("login") or ""),
-                    str((raw.get("head") or {}).get("sha") or "")))
+                    str((raw.get("head") or {}).get("sha") or ""),
+                    str((raw.get("user") or {}).get("type") or "")))
         return [found[n] for n in sorted(found)]
 
     # -- teams (issue 11 §2) ---------------------------------------------------------------

@@ -286,13 +286,15 @@ class MemoryTracker:
 
     def add_pull_request(
         self, ref: WorkItemRef, number: int, head_branch: str = "", state: str = "open",
-        author: str = "", head_sha: str = "",
+        author: str = "", head_sha: str = "", author_kind: str = "",
     ) -> PullRequest:
-        """Register a pull request delivering ``ref`` (opened by ``author``; its head
-        ``head_sha``, default a made-up 40-hex sha of the pull request)."""
+        """Register a pull request delivering ``ref`` (opened by ``author``, an account of
+        type ``author_kind``; its head ``head_sha``, default a made-up 40-hex sha of the
+        pull request)."""
         url = f"https://github.com/{ref.owner}/{ref.repo}/pull/{number}"
         sha = head_sha or hashlib.sha1(f"{ref.owner}/{ref.repo}#{number}".encode()).hexdigest()
-        pr = PullRequest(number, url, head_branch or f"issue-{ref.number}", state, author, sha)
+        pr = PullRequest(number, url, head_branch or f"issue-{ref.number}", state, author, sha,
+                         author_kind)
         with self._lock:
             self._prs.setdefault(ref, []).append(pr)
         return pr

@@ -60,7 +60,10 @@ def _dispatched_by_alice(world: GitHubWorld) -> WorkItemRef:
 
 
 def _pull(world: GitHubWorld, ref: WorkItemRef, author: str) -> int:
-    return world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number], author=author)
+    # GitHub's Copilot coding agent: REST login Copilot, type Bot (no [bot] suffix).
+    kind = "Bot" if author == "Copilot" else ""
+    return world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number], author=author,
+                              author_type=kind)
 
 
 def _to_gate(world: GitHubWorld, ref: WorkItemRef) -> None:

@@ -151,3 +151,14 @@ def test_co_author_requesters_are_the_humans_on_the_bots_commits() -> None:
         ["bob"], ["co-author Eve <eve@example.com> names no GitHub login"])  # not dave's pair
     assert requesters_of("acme-agent[bot]", commits, agents) == (["carol"], [])
     assert requesters_of("other[bot]", commits, agents) == ([], [])
+
+
+def test_a_bots_graphql_login_is_read_as_rest_spells_it() -> None:
+    from engine.dispatch import rest_login
+
+    agents = AgentConfig.from_json({"requesters": {"acme-agent[bot]": "carol"}})
+    assert rest_login("acme-agent", "Bot", agents) == "acme-agent[bot]"  # GraphQL's spelling
+    assert rest_login("acme-agent[bot]", "Bot", agents) == "acme-agent[bot]"
+    assert rest_login("Copilot", "Bot", agents) == "Copilot"  # the same in REST and GraphQL
+    assert rest_login("dave", "User", agents) == "dave"
+    assert rest_login("", "", agents) == ""

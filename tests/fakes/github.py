@@ -225,6 +225,7 @@ class FakeIssue:
     closes: list[int] = field(default_factory=list)
     head_sha: str = ""  # a pull request's head commit (changes on push)
     head_repo: str = ""  # a fork's full name ("" = the base repository)
+    author_type: str = "User"  # the author's account type (User, Bot)
 
 
 @dataclass
@@ -477,8 +478,11 @@ class FakeGitHub(LoopbackServer):
             return number
 
     def open_pr(self, repo: str, head_branch: str, *, closes: Iterable[int] = (),
-                title: str = "", author: str = "octocat", state: str = "open") -> int:
-        """Open a pull request from ``head_branch``; ``closes`` = closing references."""
+                title: str = "", author: str = "octocat", state: str = "open",
+                author_type: str = "") -> int:
+        """Open a pull request from ``head_branch``; ``closes`` = closing references;
+        ``author_type``: the author's account type (default ``Bot`` for a ``[bot]``
+        login, else ``User``; GitHub's Copilot coding agent is ``Copilot``, type ``Bot``)."""
         with self.lock:
             r = self.create_repo(repo)
             number = self._new_number(r)
@@ -487,7 +491,8 @@ class FakeGitHub(LoopbackServer):
             r.issues[number] = FakeIssue(number, _node_id("PullRequest", r.id * 100000 + number),
                                          title or f"Work on {head_branch}", body, author, now, now,
                                          state=state, is_pr=True, head_branch=head_branch,
-                                         closes=list(closes))
+                                         closes=list(closes), author_type=author_type or (
+                                             "Bot" if author.endswith("[bot]") else "User"))
             r.files.setdefault(head_branch, dict(r.files.get(r.default_branch, {})))
             return number
 
@@ -1024,7 +1029,7 @@ class FakeGitHub(LoopbackServer):
                 "state": pr.state, "title": pr.title, "body": pr.body,
                 "url": f"{self.api_url}/repos/{repo.full_name}/pulls/{pr.number}",
                 "html_url": f"{HTML_BASE}/{repo.full_name}/pull/{pr.number}",
-                "user": self._user(pr.author), "created_at": pr.created_at,
+                "user": self._user(pr.author, pr.author_type), "created_at": pr.created_at,
                 "updated_at": pr.updated_at, "merged_at": None, "draft": False,
                 "head": {"ref": pr.head_branch, "sha": head_sha,
                          "label": f"{(pr.head_repo or repo.full_name).split('/')[0]}:"
@@ -1274,9 +1279,9 @@ class FakeGitHub(LoopbackServer):
             raise _NotFound(p["number"])
         log = self.pull_commit_log.get((repo.full_name, issue.number)) or [{
             "sha": self.head_sha(repo.full_name, issue.number), "message": issue.title,
-            "author": (issue.author, self._noreply(issue.author)), "committer": None,
-            "author_login": issue.author, "author_type": "User", "committer_login": None,
-            "committer_type": "User"}]
+            "author": (issue.author, self._noreply(issue.author, issue.author_type)),
+            "committer": None, "author_login": issue.author, "author_type": issue.author_type,
+            "committer_login": None, "committer_type": "User"}]
         out = [self._commit_json(repo, c) for c in log]
         return self._page(out[:250], q, self._full_path(h))
 
@@ -1644,7 +1649,7 @@ class FakeGitHub(LoopbackServer):
                 "url": f"{HTML_BASE}/{repo.full_name}/pull/{pr.number}",
                 "headRefName": pr.head_branch, "baseRefName": repo.default_branch,
                 "headRefOid": self.head_sha(repo.full_name, pr.number),
-                "author": self._actor(pr.author, "User"),
+                "author": self._actor(pr.author, pr.author_type),
                 "state": pr.state.upper(), "title": pr.title, "createdAt": pr.created_at,
                 "closed": pr.state != "open", "merged": False,
                 "closingIssuesReferences": lambda info, **_: self._connection(
