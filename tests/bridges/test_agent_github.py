@@ -310,3 +310,31 @@ def test_simulate_reads_the_commits_and_agrees_with_the_walk(world: GitHubWorld)
     sim = simulate_decision(s.graph, s.store, s.ports, s.runtime.settings, ref, "bob", GATE)
     assert (sim.counted, sim.tally) == (True, "1 of 2 approvals (agent-authored): @bob")
     assert _answer(world, ref, "bob").parked["reason"] == sim.wait
+
+
+# -- the tracker's read ------------------------------------------------------------------------
+def test_pull_commits_reads_every_page_as_github_lists_them(world: GitHubWorld) -> None:
+    from bridges.github.tracker import GitHubTracker
+    from engine.dispatch import PullCommit
+
+    ref = world.issue()
+    pr = _pull(world, ref, "dave")
+    shas = [world.fake.commit(REPO, pr, author=("Dave", "dave@example.com"),
+                              author_login="dave", message=f"step {i}") for i in range(104)]
+    last = world.fake.commit(REPO, pr, author=("copilot-swe-agent[bot]",
+                                               "198982749+Copilot@users.noreply.github.com"),
+                             author_login="Copilot", author_type="Bot",
+                             committer=("GitHub", "noreply@github.com"),
+                             committer_login="web-flow", message="Fix\n\nCo-authored-by: x <y>")
+    tracker = world.services.ports.tracker
+    assert isinstance(tracker, GitHubTracker)
+    world.fake.reset_log()
+    commits = tracker.pull_commits(WorkItemRef("acme", "widgets", pr))
+    assert [c.sha for c in commits] == [*shas, last]
+    assert world.fake.count(route="pull-commits") == 2  # 100 a page
+    assert commits[-1] == PullCommit(
+        last, "Fix\n\nCo-authored-by: x <y>", "copilot-swe-agent[bot]",
+        "198982749+Copilot@users.noreply.github.com", "GitHub", "noreply@github.com",
+        "Copilot", "web-flow", "Bot", "User")
+    assert tracker.pull_commits(WorkItemRef("acme", "widgets", pr), last) == commits
+    assert world.fake.count(route="pull-commits") == 2  # the same head: kept
