@@ -462,7 +462,10 @@ def _table_footer(report: Mapping[str, Any]) -> list[str]:
 
 def agent_lines(agent: Mapping[str, Any]) -> list[str]:
     """``check``'s lines for the report's ``agent`` (issue 24 §2): ``agent-authored: …``
-    per signal and ``dispatched by @login``; none when neither is known."""
+    per signal and ``dispatched by @login``; none when the work is not agent-authored (the
+    ``phase selection: by …`` line already names who executed it)."""
+    if not agent.get("authored"):
+        return []
     lines = [f"agent-authored: {signal}" for signal in agent.get("signals") or ()]
     if agent.get("dispatcher"):
         lines.append(f"dispatched by @{agent['dispatcher']}")

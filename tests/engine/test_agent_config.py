@@ -162,3 +162,13 @@ def test_a_bots_graphql_login_is_read_as_rest_spells_it() -> None:
     assert rest_login("Copilot", "Bot", agents) == "Copilot"  # the same in REST and GraphQL
     assert rest_login("dave", "User", agents) == "dave"
     assert rest_login("", "", agents) == ""
+
+
+def test_checks_text_lines_for_the_agent() -> None:
+    from engine.report import agent_lines
+
+    assert agent_lines({"dispatcher": "alice", "authored": False, "signals": []}) == []
+    assert agent_lines({"dispatcher": "alice", "authored": True,
+                        "signals": ["an agent claimed design complete"]}) == [
+        "agent-authored: an agent claimed design complete", "dispatched by @alice"]
+    assert agent_lines({}) == []
