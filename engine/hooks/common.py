@@ -180,12 +180,14 @@ def people_for(tracker: Any, ref: WorkItemRef, node_id: str, rule: ApprovalRule,
     ``codeowners`` approver entry also reads who owns the changed files
     (:func:`code_owners_for`, issue 24 §1). Given the item's ``state`` and ``graph``, a
     ``preventSelfApproval`` rule also names the agent's dispatcher, and an
-    ``agentAuthored`` rule whether the work is agent-authored (issue 24 §2,
-    :mod:`engine.dispatch`).
+    ``agentAuthored`` rule whether the work is agent-authored, from the walk and the
+    delivering pull requests' authors and commits, and who asked an agent bot for its pull
+    request (``agents.requesters``; issue 24 §2, :func:`engine.dispatch.read_authorship`).
 
     Raises:
-        TrackerError: the item, its pull requests, CODEOWNERS or the changed files could
-            not be read (callers fail closed: the decision does not count yet).
+        TrackerError: the item, its pull requests, their commits, CODEOWNERS or the
+            changed files could not be read (callers fail closed: the decision does not
+            count yet).
     """
     owners = code_owners_for(tracker, ref, node_id, settings) if rule.codeowners else None
     dispatched = agent = ""
