@@ -22,6 +22,7 @@ import yaml
 
 from bot.config_errors import Problem, describe, positions, render, yaml_error
 from engine.approvals import ApprovalRule
+from engine.dispatch import AgentConfig
 from engine.errors import ConfigError
 from engine.settings import EngineSettings
 
@@ -110,6 +111,7 @@ class Config:
             review_unavailable=tuple(str(n) for n in
                                      self.section("reviewRequests").get("unavailable") or ()),
             review_cap=int(self.section("reviewRequests").get("max") or 15),
+            agents=self.agent_config(),
         )
 
     def unwatched(self, owner: str, repo: str) -> str:
@@ -123,6 +125,15 @@ class Config:
             return ""
         return (f"{owner}/{repo} is not a watched repository (github.repos: "
                 f"{', '.join(repos) or 'none'}): nothing would ever advance its work items")
+
+    def agent_config(self) -> AgentConfig:
+        """``agents`` as an :class:`~engine.dispatch.AgentConfig` (issue 24 §2).
+
+        Raises:
+            ConfigError: a value that does not read; the message names its key path
+                (``agents.requesters.<bot>``).
+        """
+        return AgentConfig.from_json(self.data.get("agents"), "agents")
 
     def gate_rules(self) -> dict[str, ApprovalRule]:
         """``gates`` as node id -> :class:`~engine.approvals.ApprovalRule` (issue 11 §2).

@@ -111,6 +111,10 @@ def check_gates(config: Config, graph: Graph) -> dict[str, tuple[tuple[str, str]
         problems.append(f"mergeGate.after: {after!r} is not a node of {graph.name}"
                         + did_you_mean(after, [n.id for n in graph.ordered()]))
     problems += _vouching_problems(config, graph)
+    try:  # issue 24 §2: an unknown agent mapping is a config error naming its path
+        config.agent_config()
+    except ConfigError as exc:
+        problems.append(str(exc))
     if problems:
         raise ConfigError("\n".join(problems))
     teams = {f"gates.{n}.approvers": r.teams() for n, r in rules.items() if r.teams()}
@@ -266,6 +270,41 @@ def verify_teams(config: Config, graph: Graph, tracker: Any = None) -> list[str]
                 raise ConfigError(f"{path}: {problem}")
             lines.append(f"team {org}/{team}")
     return lines
+
+
+def verify_agents(config: Config, tracker: Any = None) -> list[str]:
+    """Ask GitHub for every account ``agents.requesters`` names, the bots and the people
+    (issue 24 §2, bad input): a mapping naming an account GitHub does not have could never
+    apply, so the person who asked could approve their own bot's work.
+
+    Returns:
+        One ``account <login>`` line per account checked ([] offline or without a mapping).
+
+    Raises:
+        ConfigError: naming the key path (``agents.requesters.<bot>``) and the account.
+    """
+    from engine.dispatch import CO_AUTHOR
+    from engine.errors import ConfigError
+
+    agents = config.agent_config()
+    if not agents.requesters or not config.has("github"):
+        return []
+    if tracker is None:
+        from bridges.github.tracker import GitHubTracker
+
+        tracker = GitHubTracker.from_config(config)
+    raw = {str(k).strip().lstrip("@").lower(): str(k)
+           for k in (config.data.get("agents") or {}).get("requesters") or {}}
+    lines = []
+    for bot, requester in agents.requesters.items():
+        for login in (bot, requester):
+            if login == CO_AUTHOR:
+                continue
+            problem = tracker.check_user(login)
+            if problem:
+                raise ConfigError(f"agents.requesters.{raw.get(bot, bot)}: {problem}")
+            lines.append(f"account {login}")
+    return list(dict.fromkeys(lines))
 
 
 def _tracker(config: Config, store: Any, credentials: Any) -> Tracker:

@@ -259,6 +259,10 @@ class People:
         dispatcher: who dispatched the agent (``the-loop execute``), "" when unknown or
             not read (issue 24 §2).
         agent_authored: why the work is agent-authored, "" when it is not (or not read).
+        requesters: who asked an agent bot for its delivering pull request
+            (``agents.requesters``, issue 24 §2); authors under ``preventSelfApproval``.
+        agent_signals: each reason the work is agent-authored (``agent_authored`` is
+            them joined), recorded for ``check`` (``surface.agent``).
     """
 
     item_author: str = ""
@@ -267,6 +271,8 @@ class People:
     code_owners: Ownership | None = None
     dispatcher: str = ""
     agent_authored: str = ""
+    requesters: tuple[str, ...] = ()
+    agent_signals: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -290,6 +296,10 @@ def _self_reason(login: str, people: People) -> str:
         # Issue 24 §2, platform-facts F4: who asked the agent for the work is its author.
         return (f"@{login} dispatched the agent that did this work (the-loop execute), and "
                 "this gate has preventSelfApproval: who asked for the work cannot approve it")
+    if login in {normalize_login(r) for r in people.requesters}:
+        return (f"@{login} asked the agent for the pull request that delivers this work "
+                "(agents.requesters), and this gate has preventSelfApproval: who asked for "
+                "the work cannot approve it")
     return ""
 
 

@@ -30,7 +30,7 @@ from engine.state import ItemState
 
 __all__ = ["MAX_SUMMARY", "MAX_TITLE", "CUT_NOTE", "details_page", "item_summary",
            "fit", "path_picture", "waiting_on", "decision_lines", "invalidated_lines",
-           "md", "rehead", "join_sections"]
+           "md", "rehead", "join_sections", "agent_line", "agent_people"]
 
 #: GitHub's limit on ``output.summary`` (and ``output.text``), counted here in UTF-8 bytes.
 MAX_SUMMARY = 65535
@@ -130,11 +130,12 @@ def waiting_on(graph: Graph, state: ItemState, settings: EngineSettings) -> list
     if "classify-feedback" in hooks:
         rule = rule_for(graph, settings, node_id)
         counted = recorded_approvals(state, node_id)
-        lines.append(f"- approvals: {md(tally(rule, counted).summary())}")
+        agent = agent_people(graph, state, rule)
+        lines.append(f"- approvals: {md(tally(rule, counted, people=agent).summary())}")
         lines.append(f"- may still approve: {_still(rule, counted, settings)}")
         if rule.prevent_self_approval:
             lines.append("- preventSelfApproval: the authors of the work item and of the "
-                         "delivering pull requests cannot approve")
+                         "delivering pull requests cannot approve" + _askers(agent))
         lines += [f"- {md(line)}" for line in  # issue 24 §3: who was asked on GitHub
                   summary_lines(state.surface, node_id, state.ref.owner)]
     elif "quiz-attested" in hooks:
@@ -145,6 +146,32 @@ def waiting_on(graph: Graph, state: ItemState, settings: EngineSettings) -> list
     elif node.actor == "agent":
         lines.append(f"- waits on the agent working {_code(node_id)} (its `complete` claim)")
     return lines
+
+
+def agent_people(graph: Graph, state: ItemState, rule: Any) -> Any:
+    """For an agent-aware rule (``agentAuthored``, issue 24 §2): the
+    :class:`~engine.approvals.People` the gate last decided with, as ``surface.agent``
+    and the walk say (the count it needs, who dispatched the agent); None otherwise."""
+    from engine.approvals import People
+    from engine.dispatch import report
+
+    if not rule.agent_approvals:
+        return None
+    found = report(graph, state)
+    stored = state.surface.get("agent")
+    asked = tuple(str(r) for r in (stored.get("requesters") or ())
+                  ) if isinstance(stored, Mapping) else ()
+    dispatcher = str(found["dispatcher"] or "") if rule.prevent_self_approval else ""
+    return People(dispatcher=dispatcher, agent_authored="; ".join(found["signals"]),
+                  requesters=asked if rule.prevent_self_approval else ())
+
+
+def _askers(people: Any) -> str:
+    names = [n for n in (people.dispatcher, *people.requesters) if n] if people else []
+    if not names:
+        return ""
+    return ", nor who asked for the agent's work (" + md(", ".join(
+        f"@{n}" for n in dict.fromkeys(names))) + ")"
 
 
 def _still(rule: Any, counted: Sequence[Any], settings: EngineSettings) -> str:
@@ -244,14 +271,27 @@ def item_summary(graph: Graph, state: ItemState, headline: str, settings: Engine
     from engine.report import build_report  # report imports the runtime
 
     page = details_page(settings.public_url, state.ref)
-    parts = [f"**{md(state.ref)}** — {md(headline)}", "", *path_picture(build_report(graph, state))]
-    for section in (waiting_on(graph, state, settings), decision_lines(graph, state),
+    report = build_report(graph, state)
+    parts = [f"**{md(state.ref)}** — {md(headline)}", "", *path_picture(report)]
+    for section in (agent_line(report.get("agent") or {}),
+                    waiting_on(graph, state, settings), decision_lines(graph, state),
                     invalidated_lines(invalidated), _links(state)):
         if section:
             parts += ["", *section]
     if page:
         parts += ["", f"Details: {page}"]
     return fit("\n".join(parts), page)
+
+
+def agent_line(agent: Mapping[str, Any]) -> list[str]:
+    """One line when the work is agent-authored (issue 24 §2): ``**Agent-authored**: <why>;
+    dispatched by @login``; ``[]`` otherwise (the report's ``agent``)."""
+    if not agent.get("authored"):
+        return []
+    line = "**Agent-authored**: " + md("; ".join(agent.get("signals") or ()))
+    if agent.get("dispatcher"):
+        line += f" — dispatched by @{md(agent['dispatcher'])}"
+    return [line]
 
 
 def _links(state: ItemState) -> list[str]:

@@ -255,12 +255,23 @@ class Ownership:
         return tuple(dict.fromkeys(o for _, owners in self.files for o in owners))
 
     def describe(self) -> str:
-        """For people: ``the code owners of the changed files (@a, @acme/web)``."""
+        """For people: ``the code owners of the changed files (@a, @acme/web)``; the
+        CODEOWNERS lines skipped as GitHub skips them are named after the owners (``;
+        skipped as GitHub skips it: .github/CODEOWNERS:5: reason: text``), at most two and
+        how many more, so a refusal or a wait shows why someone expected is no owner."""
         if self.problem:
             return f"the code owners of the changed files ({self.problem})"
-        if not self.owners:
-            return "the code owners of the changed files (none own them)"
-        return "the code owners of the changed files (" + ", ".join(self.owners) + ")"
+        owners = ", ".join(self.owners) if self.owners else "none own them"
+        return f"the code owners of the changed files ({owners}{self.skipped_note()})"
+
+    def skipped_note(self) -> str:
+        """``; skipped as GitHub skips it: <path>:<line>: …`` ("" when no line was)."""
+        if not self.errors:
+            return ""
+        more = len(self.errors) - 2
+        verb = "them" if len(self.errors) > 1 else "it"
+        return (f"; skipped as GitHub skips {verb}: " + "; ".join(self.errors[:2])
+                + (f" and {more} more" if more > 0 else ""))
 
 
 def ownership(owners: CodeOwners | None, changed: Iterable[str]) -> Ownership:

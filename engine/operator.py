@@ -243,7 +243,8 @@ def authorize_confirmation(graph: Graph, settings: EngineSettings, tracker: Any,
     for node_id in request.get("nodes") or ():
         rule = rule_for(graph, settings, node_id)
         try:
-            people = people_for(tracker, state.ref, node_id, rule, settings)
+            people = people_for(tracker, state.ref, node_id, rule, settings, state=state,
+                                graph=graph)  # issue 24 §2: the dispatcher is an author
         except TrackerError as exc:
             return Verdict(False, f"could not read who authored the work ({exc})")
         verdict = authorize(login, rule, authorized_users=settings.authorized_users,

@@ -198,7 +198,9 @@ class IssueInfo:
 @dataclass(frozen=True)
 class PullRequest:
     """A pull request delivering a work item (``author``: who opened it, "" when
-    unknown; ``head_sha``: its head commit when the tracker said)."""
+    unknown; ``head_sha``: its head commit when the tracker said; ``author_kind``: the
+    account's type, ``User`` or ``Bot``, "" when unknown — GraphQL spells a bot's login
+    without REST's ``[bot]``, so the type is what tells, issue 24 §2)."""
 
     number: int
     url: str
@@ -206,6 +208,7 @@ class PullRequest:
     state: str = "open"
     author: str = ""
     head_sha: str = ""
+    author_kind: str = ""
 
 
 @runtime_checkable

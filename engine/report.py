@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
+from engine.dispatch import report as agent_report
 from engine.effects import FAILED, PENDING, RUNNING, EffectRow
 from engine.graph.model import Graph, Node
 from engine.outcomes import SKIPPED
@@ -310,13 +311,14 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
     Returns:
         ``{workItem, loop, currentNode, status, ok, recompute, unmet, nodes, decisions,
         parked, forced, skips, optIns, invalidSkips, invalidOptIns, attestations,
-        phaseSelection, completions, document}``; ``nodes`` is ``[{id, status, detail,
-        outcome, attempts, forced}]`` in graph order; ``skips`` is the trusted view with
-        a ``provenance`` line per node; ``unmet`` is ``[{node, status}]`` for every
-        non-terminal node that is not passed, skipped or not selected; ``decisions`` is
-        the current visit's decision per node (issue 19 §2); ``ok`` is true only
-        for a complete item with nothing unmet. The report shares the state's containers
-        (see :func:`document_view`): treat it as read-only.
+        phaseSelection, completions, effects, operatorRequests, agent, document}``
+        (``agent``: ``{dispatcher, authored, signals}``, issue 24 §2); ``nodes`` is
+        ``[{id, status, detail, outcome, attempts, forced}]`` in graph order; ``skips`` is
+        the trusted view with a ``provenance`` line per node; ``unmet`` is
+        ``[{node, status}]`` for every non-terminal node that is not passed, skipped or
+        not selected; ``decisions`` is the current visit's decision per node (issue 19
+        §2); ``ok`` is true only for a complete item with nothing unmet. The report shares
+        the state's containers (see :func:`document_view`): treat it as read-only.
     """
     reader = _Reader(graph, state, recompute)
     nodes, unmet = [], []
@@ -354,6 +356,7 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
         "completions": state.completions,
         "effects": effect_lines(effects),
         "operatorRequests": operator_requests(state),
+        "agent": agent_report(graph, state),
         "document": document,
     }
 
@@ -455,6 +458,19 @@ def _table_footer(report: Mapping[str, Any]) -> list[str]:
         lines.append(_effect_line(effect))
     lines.extend(_request_line(r) for r in report.get("operatorRequests") or ())
     lines.extend(_review_lines(report))
+    lines.extend(agent_lines(report.get("agent") or {}))
+    return lines
+
+
+def agent_lines(agent: Mapping[str, Any]) -> list[str]:
+    """``check``'s lines for the report's ``agent`` (issue 24 §2): ``agent-authored: …``
+    per signal and ``dispatched by @login``; none when the work is not agent-authored (the
+    ``phase selection: by …`` line already names who executed it)."""
+    if not agent.get("authored"):
+        return []
+    lines = [f"agent-authored: {signal}" for signal in agent.get("signals") or ()]
+    if agent.get("dispatcher"):
+        lines.append(f"dispatched by @{agent['dispatcher']}")
     return lines
 
 

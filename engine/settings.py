@@ -64,6 +64,8 @@ class EngineSettings:
             (``reviewRequests.unavailable``); they may still approve.
         review_cap: at most this many names asked per gate visit
             (``reviewRequests.max``; default 15, :data:`engine.reviewers.DEFAULT_CAP`).
+        agents: loopgate.yaml's ``agents`` as an :class:`engine.dispatch.AgentConfig`
+            (issue 24 §2); None = its defaults.
     """
 
     authorized_users: tuple[str, ...] = ()
@@ -82,6 +84,7 @@ class EngineSettings:
     review_requests: bool = True
     review_unavailable: tuple[str, ...] = ()
     review_cap: int = 15
+    agents: Any = None
 
     @property
     def bot(self) -> Actor:

@@ -40,6 +40,8 @@ REST = {
     # Issue 24 §3: review requests ("Pull requests" repository permissions (write),
     # docs.github.com/en/rest/pulls/review-requests).
     "/repos/{}/pulls/{}/requested_reviewers": [("pull_requests", "write")],
+    # Issue 24 §2: a pull request's commits, for agent authorship.
+    "/repos/{}/pulls/{}/commits": [("pull_requests", "read")],
 }
 #: Organization paths (issue 11 §2: teams named in approval rules) -> permission.
 ORGS = {

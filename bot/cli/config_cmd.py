@@ -38,7 +38,7 @@ def check(ctx: click.Context) -> None:
     Example:
       loopgate --config loopgate.yaml config check
     """
-    from bot.services import verify_codeowners, verify_github, verify_teams
+    from bot.services import verify_agents, verify_codeowners, verify_github, verify_teams
     from engine.errors import LoopgateError
 
     cfg = _config_or_report_all(ctx)
@@ -52,6 +52,7 @@ def check(ctx: click.Context) -> None:
         installations = verify_github(cfg)
         teams = verify_teams(cfg, graph)
         owners, owner_warnings = verify_codeowners(cfg)  # issue 24 §1
+        owners += verify_agents(cfg)  # issue 24 §2: agents.requesters name real accounts
     except LoopgateError as exc:
         click.echo(f"loopgate: {source}: {exc}", err=True)
         raise SystemExit(2) from None

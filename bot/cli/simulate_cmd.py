@@ -1,8 +1,10 @@
-"""``loopgate simulate ITEM --as LOGIN --approve NODE`` (and ``--push PULL=SHA``): what the
-gate's rules would do, touching nothing (issue 24 §4; :mod:`engine.simulate`).
+"""``loopgate simulate ITEM --as LOGIN --approve NODE`` (and ``--push PULL=SHA``,
+``--codeowners-change FILE``): what the gate's rules would do, touching nothing (issue 24
+§4; :mod:`engine.simulate`).
 
 Exit codes: 0 the simulation ran (whatever it says); 1 the item is not started; 2 bad
-input (an unknown node, a malformed ``--push``, ``--as`` without ``--approve``).
+input (an unknown node, a malformed ``--push`` or ``--codeowners-change``, ``--as``
+without ``--approve``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from engine import simulate
 from engine.errors import ClaimRefused, LoopgateError
 from engine.outcomes import APPROVED
 
-__all__ = ["register", "parse_push"]
+__all__ = ["register", "parse_push", "parse_change"]
 
 
 def parse_push(spec: str) -> tuple[int, str]:
@@ -34,6 +36,21 @@ def parse_push(spec: str) -> tuple[int, str]:
     return int(number), sha
 
 
+def parse_change(path: str) -> str:
+    """A ``--codeowners-change`` path as GitHub lists changed files: repository-relative,
+    ``/``-separated, no leading ``/``.
+
+    Raises:
+        click.BadParameter: empty, a ``..`` or ``.`` segment, or a backslash.
+    """
+    text = path.strip().lstrip("/")
+    parts = text.split("/")
+    if not text or "\\" in text or any(p in ("", ".", "..") for p in parts):
+        raise click.BadParameter(f"{path!r} is not a repository path (like src/app.py)",
+                                 param_hint="--codeowners-change")
+    return text
+
+
 @click.command("simulate")
 @click.argument("item", metavar="ITEM")
 @click.option("--as", "login", metavar="LOGIN", help="Who decides (a GitHub login).")
@@ -42,33 +59,44 @@ def parse_push(spec: str) -> tuple[int, str]:
               default=APPROVED, show_default=True, help="What LOGIN answers at NODE.")
 @click.option("--push", "pushes", multiple=True, metavar="PULL=SHA",
               help="Simulate a new head commit SHA on pull request PULL (repeatable).")
+@click.option("--codeowners-change", "changes", multiple=True, metavar="FILE",
+              help="As if the pull request also changed FILE: the code owners recomputed "
+                   "and shown (repeatable; alone, or with --approve or --push).")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
 @click.pass_obj
 def simulate_command(obj: CliContext, item: str, login: str | None, node: str | None,
-                     outcome: str, pushes: tuple[str, ...], fmt: str) -> None:
-    """Say what would happen if LOGIN approved NODE of ITEM (or PULL got commit SHA):
-    counted or refused and why, where the item would move, what the `loopgate` check
-    would say. Runs the gate's own rules on a copy; writes nothing anywhere.
+                     outcome: str, pushes: tuple[str, ...], changes: tuple[str, ...],
+                     fmt: str) -> None:
+    """Say what would happen if LOGIN approved NODE of ITEM (or PULL got commit SHA, or
+    the pull request also changed FILE): counted or refused and why, where the item would
+    move, what the `loopgate` check would say, who owns the changed files. Runs the gate's
+    own rules on a copy; writes nothing anywhere.
 
     \b
-    Example:
+    Examples:
       loopgate simulate acme/widgets#7 --as bob --approve human-approval
+      loopgate simulate acme/widgets#7 --codeowners-change web/app.ts
     """
     ref = parse_item(item)
-    if bool(login) != bool(node) or bool(node) == bool(pushes):
-        fail("give either --as LOGIN --approve NODE, or --push PULL=SHA")
+    if bool(login) != bool(node) or (node and pushes) or not (node or pushes or changes):
+        fail("give either --as LOGIN --approve NODE, or --push PULL=SHA, "
+             "or --codeowners-change FILE")
     heads = [parse_push(spec) for spec in pushes]
+    paths = tuple(dict.fromkeys(parse_change(p) for p in changes))
     services = obj.services
     try:
         if node:
             known_node(services.graph, node, "--approve")
             result = simulate.simulate_decision(services.graph, services.store,
                                                 services.ports, services.settings, ref,
-                                                str(login), node, outcome)
-        else:
+                                                str(login), node, outcome, paths)
+        elif heads:
             result = simulate.simulate_push(services.graph, services.store, services.ports,
-                                            services.settings, ref, heads)
+                                            services.settings, ref, heads, paths)
+        else:
+            result = simulate.simulate_changes(services.graph, services.store,
+                                               services.ports, services.settings, ref, paths)
     except ClaimRefused as exc:
         click.echo(f"loopgate: refused: {exc} ({exc.code})", err=True)
         raise SystemExit(1) from None

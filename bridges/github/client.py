@@ -427,6 +427,11 @@ class GitHubClient:
         _, _, user = self._raw("read the token's owner", "/user")
         return Actor.from_rest(user)
 
+    def user(self, login: str) -> dict[str, Any]:
+        """``GET /users/{username}``: the account (404 when no account has that login)."""
+        _, _, data = self._raw(f"read the account {login}", f"/users/{quote(login)}")
+        return data if isinstance(data, dict) else {}
+
     def _repo(self, owner: str, repo: str) -> Any:
         return self._gh.get_repo(f"{owner}/{repo}")
 
@@ -518,6 +523,12 @@ class GitHubClient:
         changes (GitHub lists at most 3000; issue 24 §1, code owners)."""
         return self._all_pages(f"files of pull {owner}/{repo}#{number}",
                                f"/repos/{owner}/{repo}/pulls/{number}/files", {})
+
+    def pull_commits(self, owner: str, repo: str, number: int) -> list[dict[str, Any]]:
+        """``GET /repos/{o}/{r}/pulls/{n}/commits``, every page: the pull request's commits,
+        oldest first (GitHub lists at most 250; issue 24 §2, agent authorship)."""
+        return self._all_pages(f"commits of pull {owner}/{repo}#{number}",
+                               f"/repos/{owner}/{repo}/pulls/{number}/commits", {})
 
     # -- the loopgate check (issue 11 §1) and teams (§2) ---------------------------------
     def _write(self, what: str, method: str, path: str, body: Mapping[str, Any],

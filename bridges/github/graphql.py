@@ -361,7 +361,8 @@ class GraphQLClient:
         return [PullRequest(int(n["number"]), str(n.get("url") or ""),
                             str(n.get("headRefName") or ""), str(n.get("state") or "").lower(),
                             str((n.get("author") or {}).get("login") or ""),
-                            str(n.get("headRefOid") or ""))
+                            str(n.get("headRefOid") or ""),
+                            str((n.get("author") or {}).get("__typename") or ""))
                 for n in nodes if isinstance(n, Mapping) and isinstance(n.get("number"), int)]
 
     def pull_request_items(self, owner: str, repo: str, number: int) -> tuple[str, list[int]]:

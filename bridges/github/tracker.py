@@ -43,6 +43,7 @@ from bridges.github.client import GitHubClient
 from bridges.github.errors import BridgeError, CredentialsError, GitHubApiError, RateLimited
 from bridges.github.graphql import GraphQLClient
 from engine.codeowners import LOOKUP as CODEOWNERS_LOOKUP
+from engine.dispatch import PullCommit
 from engine.errors import ConfigError, StartupError
 from engine.identity import Actor
 from engine.mergegate import CHECK_NAME, PENDING, on_head
@@ -61,6 +62,8 @@ WRITE_INTERVAL_ENV = "LOOPGATE_GITHUB_WRITE_INTERVAL"
 #: How long a batch fetched ahead by the poller may serve a gate's lookup (seconds).
 PREFETCH_TTL = 30.0
 _NODE_ID_CAP = 20000
+#: Pull requests whose commits are kept (issue 24 §2), one list per head.
+COMMITS_CACHE = 512
 
 
 def token_from_env(variable: str, what: str = "GitHub token") -> str:
@@ -197,6 +200,9 @@ class GitHubTracker:
         self._prefetched = _Prefetched(PREFETCH_TTL, clock)
         self._pr_items: dict[tuple[str, int], tuple[list[int], float]] = {}
         self._teams: dict[tuple[str, str, str], tuple[bool, float]] = {}
+        #: Issue 24 §2: ``(owner, repo, number) -> (head sha, commits)``, newest last.
+        self._commits: OrderedDict[tuple[str, str, int], tuple[str, list[PullCommit]]] = \
+            OrderedDict()
         self.team_cache_seconds = team_cache_seconds
         self._clock = clock
 
@@ -385,7 +391,8 @@ class GitHubTracker:
                     str((raw.get("head") or {}).get("ref") or branch),
                     str(raw.get("state") or "open"),
                     str((raw.get("user") or {}).get("login") or ""),
-                    str((raw.get("head") or {}).get("sha") or "")))
+                    str((raw.get("head") or {}).get("sha") or ""),
+                    str((raw.get("user") or {}).get("type") or "")))
         return [found[n] for n in sorted(found)]
 
     # -- teams (issue 11 §2) ---------------------------------------------------------------
@@ -426,6 +433,20 @@ class GitHubTracker:
             return f"team {org}/{team} could not be read: {exc}"
         except BridgeError as exc:
             return f"team {org}/{team} could not be read: {exc}"
+        return ""
+
+    def check_user(self, login: str) -> str:
+        """"" when GitHub has an account ``login``, else why not (for ``config check``:
+        ``agents.requesters`` must name real accounts, issue 24 §2, bad input)."""
+        try:
+            with repository_scope(self.repos[0] if self.repos else ""):
+                self.client.user(login)
+        except GitHubApiError as exc:
+            if exc.status == 404:
+                return f"GitHub has no account {login} (GitHub answered 404)"
+            return f"the account {login} could not be read: {exc}"
+        except BridgeError as exc:
+            return f"the account {login} could not be read: {exc}"
         return ""
 
     def _repo_in(self, org: str) -> str:
@@ -545,6 +566,34 @@ class GitHubTracker:
                 if entry.get(key):
                     out.append(str(entry[key]))
         return list(dict.fromkeys(out))
+
+    # -- agent authorship (issue 24 §2) ------------------------------------------------------
+    def pull_commits(self, pull: WorkItemRef, head_sha: str = "") -> list[PullCommit]:
+        """The commits of pull request ``pull``, oldest first (``GET /pulls/{n}/commits``,
+        at most 250: GitHub lists no more), as :class:`~engine.dispatch.PullCommit`.
+        A pull request's commits change only with its head, so the list is kept per head
+        (the last commit GitHub listed): asked again with that ``head_sha``, nothing is
+        read.
+
+        Raises:
+            TrackerError: the list could not be read (the gate waits).
+        """
+        key = (pull.owner.lower(), pull.repo.lower(), pull.number)
+        with self._ids_lock:
+            cached = self._commits.get(key)
+        if head_sha and cached is not None and cached[0] == head_sha:
+            return list(cached[1])
+        with repository_scope(f"{pull.owner}/{pull.repo}"):
+            raw = self._guarded(f"commits of pull request {pull}", lambda: self.client.pull_commits(
+                pull.owner, pull.repo, pull.number))
+        commits = [_pull_commit(c) for c in raw if isinstance(c, dict)]
+        if commits:
+            with self._ids_lock:
+                self._commits[key] = (commits[-1].sha, commits)
+                self._commits.move_to_end(key)
+                while len(self._commits) > COMMITS_CACHE:
+                    self._commits.popitem(last=False)
+        return list(commits)
 
     def _head_sha(self, pull: WorkItemRef) -> str:
         data = self._guarded(f"read pull request {pull}", lambda: self.client.get_pull(
@@ -695,6 +744,23 @@ class GitHubTracker:
             return []
         middle = head[len(before): len(head) - len(after) if after else None]
         return [int(middle)] if middle.isdigit() else []
+
+
+def _pull_commit(raw: dict[str, Any]) -> PullCommit:
+    """One entry of ``GET /pulls/{n}/commits`` (``sha``; ``commit.{author,committer}.{name,
+    email}``, ``commit.message``; top-level ``author``/``committer``: the linked accounts,
+    null when GitHub knows none)."""
+    commit = raw.get("commit") or {}
+    git_author = commit.get("author") or {}
+    git_committer = commit.get("committer") or {}
+    author = raw.get("author") or {}
+    committer = raw.get("committer") or {}
+    return PullCommit(
+        str(raw.get("sha") or ""), str(commit.get("message") or ""),
+        str(git_author.get("name") or ""), str(git_author.get("email") or ""),
+        str(git_committer.get("name") or ""), str(git_committer.get("email") or ""),
+        str(author.get("login") or ""), str(committer.get("login") or ""),
+        str(author.get("type") or ""), str(committer.get("type") or ""))
 
 
 def _link(check: Any) -> str:

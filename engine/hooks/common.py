@@ -17,7 +17,7 @@ from typing import Any
 from engine.approvals import ApprovalRule, People, Verdict, authorize
 from engine.codeowners import Ownership, ownership
 from engine.codeowners import parse as parse_codeowners
-from engine.dispatch import agent_authored, dispatcher
+from engine.dispatch import read_authorship
 from engine.effects import AddLabel, Notify, PostComment, RemoveLabel, quiz_record
 from engine.evidence import assignment_lines, record_kind
 from engine.graph.model import Graph, HookRef, Node
@@ -180,23 +180,29 @@ def people_for(tracker: Any, ref: WorkItemRef, node_id: str, rule: ApprovalRule,
     ``codeowners`` approver entry also reads who owns the changed files
     (:func:`code_owners_for`, issue 24 §1). Given the item's ``state`` and ``graph``, a
     ``preventSelfApproval`` rule also names the agent's dispatcher, and an
-    ``agentAuthored`` rule whether the work is agent-authored (issue 24 §2,
-    :mod:`engine.dispatch`).
+    ``agentAuthored`` rule whether the work is agent-authored, from the walk and the
+    delivering pull requests' authors and commits, and who asked an agent bot for its pull
+    request (``agents.requesters``; issue 24 §2, :func:`engine.dispatch.read_authorship`).
 
     Raises:
-        TrackerError: the item, its pull requests, CODEOWNERS or the changed files could
-            not be read (callers fail closed: the decision does not count yet).
+        TrackerError: the item, its pull requests, their commits, CODEOWNERS or the
+            changed files could not be read (callers fail closed: the decision does not
+            count yet).
     """
     owners = code_owners_for(tracker, ref, node_id, settings) if rule.codeowners else None
     dispatched = agent = ""
-    if state is not None and graph is not None and not attesting:
+    asked: tuple[str, ...] = ()
+    signals: tuple[str, ...] = ()
+    if state is not None and graph is not None and not attesting and rule.agent_approvals:
         # Opt-in (a rule with agentAuthored): an executor approving was allowed before.
-        aware = rule.prevent_self_approval and rule.agent_approvals
-        dispatched = dispatcher(graph, state) if aware else ""
-        agent = _agent(tracker, ref, graph, state) if rule.agent_approvals else ""
+        found = read_authorship(tracker, ref, graph, state, settings.agents)
+        agent, signals = found.reason, found.signals
+        if rule.prevent_self_approval:
+            dispatched, asked = found.executor, found.requesters
     needs_item = rule.prevent_self_approval or (attesting and rule.attester != "any")
     if not needs_item:
-        return People(code_owners=owners, dispatcher=dispatched, agent_authored=agent)
+        return People(code_owners=owners, dispatcher=dispatched, agent_authored=agent,
+                      requesters=asked, agent_signals=signals)
     info = tracker.issue_info(ref)
     pulls: tuple[tuple[str, str], ...] = ()
     merge_gate = node_id in {settings.merge_gate_after, "human-approval"}
@@ -204,13 +210,7 @@ def people_for(tracker: Any, ref: WorkItemRef, node_id: str, rule: ApprovalRule,
         pulls = tuple((pr.author, f"{ref.owner}/{ref.repo}#{pr.number}")
                       for pr in tracker.delivering_pull_requests(ref) if pr.author)
     return People(info.author, tuple(getattr(info, "assignees", ()) or ()), pulls, owners,
-                  dispatched, agent)
-
-
-def _agent(tracker: Any, ref: WorkItemRef, graph: Graph, state: Any) -> str:
-    # The walk answers first; only then are the pull requests' authors read.
-    return agent_authored(graph, state) or agent_authored(
-        graph, state, [p.author for p in tracker.delivering_pull_requests(ref) if p.author])
+                  dispatched, agent, asked, signals)
 
 
 def covers_pull_request(node_id: str, settings: EngineSettings) -> bool:

@@ -28,11 +28,13 @@ from engine.approvals import (
     VIA_REPLY,
     Approval,
     GateApprovals,
+    People,
     Refusal,
     Tally,
     evaluate,
     tally,
 )
+from engine.dispatch import record as agent_record
 from engine.effects import PostComment
 from engine.events import Decision
 from engine.hooks.base import HookContext, HookResult, hook
@@ -192,6 +194,7 @@ class GateCount:
     unverified: str = ""
     counted_now: list[Approval] = field(default_factory=list)
     earlier: list[dict[str, Any]] = field(default_factory=list)
+    people: People | None = None  # whose work it is, when it was read
 
 
 def _seen(entry: GateApprovals, decision: Approval) -> bool:
@@ -252,7 +255,7 @@ def _gate_tally(ctx: HookContext) -> GateCount:
     membership = team_lookup(ctx)
     if not decisions:  # issue 24: the owned files and the authorship may differ now
         return GateCount(tally(rule, approvals, people=people, membership=membership),
-                         entry, refused)
+                         entry, refused, people=people)
     for decision in decisions:
         result = evaluate(rule, approvals, decision, authorized_users=ctx.settings.authorized_users,
                           people=people, membership=membership)
@@ -264,7 +267,7 @@ def _gate_tally(ctx: HookContext) -> GateCount:
         approvals, changes = result.tally.approvals, result.tally.changes
     entry = replace(entry, approvals=tuple(approvals), refused=(*entry.refused, *refused))
     return GateCount(tally(rule, approvals, changes, people=people, membership=membership),
-                     entry, refused, counted_now=counted)
+                     entry, refused, counted_now=counted, people=people)
 
 
 def _this_visit(ctx: HookContext, entry: GateApprovals,
@@ -435,6 +438,9 @@ def classify_feedback(ctx: HookContext) -> HookResult:
     _mirror_chat(ctx, count.counted_now)
     surface = {"approvals": {**(ctx.state.surface.get("approvals") or {}),
                              ctx.node.id: count.entry.to_json()}}
+    if count.people is not None and gate_rule(ctx).agent_approvals:
+        # Issue 24 §2: what the pull requests said, for `check` and the details page.
+        surface["agent"] = agent_record(count.people)
     if not count.tally.passed:
         return HookResult.wait(_waiting_reason(ctx, count) + note, surface=surface)
     # A counted changes-requested resets the count; record-feedback still reads the outcome.

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from engine.ports import (
     Comment,
@@ -79,6 +80,8 @@ class MemoryTracker:
         #: Issue 24 §3: review requests per pull request, and logins refused (lower case).
         self.review_requests: dict[WorkItemRef, list[tuple[tuple[str, ...], ...]]] = {}
         self.refuse_reviewers: set[str] = set()
+        #: Issue 24 §2: a pull request's commits (:meth:`set_pull_commits`).
+        self.commits: dict[WorkItemRef, list[Any]] = {}
         self._next_id = 1001
         self._tick = 0
         self._lock = threading.RLock()
@@ -227,6 +230,18 @@ class MemoryTracker:
         with self._lock:
             self.pull_files[pull] = list(paths)
 
+    def pull_commits(self, pull: WorkItemRef, head_sha: str = "") -> list[Any]:
+        """The :class:`~engine.dispatch.PullCommit` list set with :meth:`set_pull_commits`
+        for ``pull`` (none by default), oldest first."""
+        with self._lock:
+            self._enter("pull_commits", pull)
+            return list(self.commits.get(pull, ()))
+
+    def set_pull_commits(self, pull: WorkItemRef, commits: Sequence[Any]) -> None:
+        """The commits of pull request ``pull`` (:class:`~engine.dispatch.PullCommit`)."""
+        with self._lock:
+            self.commits[pull] = list(commits)
+
     def set_team(self, team: str, members: Sequence[str]) -> None:
         """Declare team ``org/team`` with ``members`` (logins)."""
         self.teams[team.lower()] = {m.lower() for m in members}
@@ -288,13 +303,15 @@ class MemoryTracker:
 
     def add_pull_request(
         self, ref: WorkItemRef, number: int, head_branch: str = "", state: str = "open",
-        author: str = "", head_sha: str = "",
+        author: str = "", head_sha: str = "", author_kind: str = "",
     ) -> PullRequest:
-        """Register a pull request delivering ``ref`` (opened by ``author``; its head
-        ``head_sha``, default a made-up 40-hex sha of the pull request)."""
+        """Register a pull request delivering ``ref`` (opened by ``author``, an account of
+        type ``author_kind``; its head ``head_sha``, default a made-up 40-hex sha of the
+        pull request)."""
         url = f"https://github.com/{ref.owner}/{ref.repo}/pull/{number}"
         sha = head_sha or hashlib.sha1(f"{ref.owner}/{ref.repo}#{number}".encode()).hexdigest()
-        pr = PullRequest(number, url, head_branch or f"issue-{ref.number}", state, author, sha)
+        pr = PullRequest(number, url, head_branch or f"issue-{ref.number}", state, author, sha,
+                         author_kind)
         with self._lock:
             self._prs.setdefault(ref, []).append(pr)
         return pr

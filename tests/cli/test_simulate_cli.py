@@ -85,7 +85,10 @@ def test_simulate_says_what_would_happen_and_writes_nothing(home: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (("--as", "bob"), "loopgate: give either --as LOGIN --approve NODE, or --push PULL=SHA"),
+    (("--as", "bob"), "loopgate: give either --as LOGIN --approve NODE, or --push PULL=SHA, "
+                      "or --codeowners-change FILE"),
+    ((), "loopgate: give either --as LOGIN --approve NODE, or --push PULL=SHA, "
+         "or --codeowners-change FILE"),
     (("--as", "bob", "--approve", "desgin"),
      "loopgate: --approve: 'desgin' is not a node of pdlc-work-item-loop (unknown-node) — "
      "did you mean `design`?"),
@@ -113,3 +116,32 @@ def test_an_item_not_started_is_refused_with_exit_1(home: Path) -> None:
                                       "--as", "bob", "--approve", GATE])
     assert result.exit_code == 1
     assert "not-started" in result.output
+
+
+def test_a_codeowners_change_offline_says_who_owns_what_and_writes_nothing(home: Path) -> None:
+    _at_gate(home)
+    before = _everything(home)
+    result = run(home, "simulate", ITEM, "--codeowners-change", "/web/app.ts",
+                 "--codeowners-change", "web/app.ts")
+    assert result.exit_code == 0, result.output
+    assert result.output.splitlines() == [
+        f"{ITEM}: if its pull requests also changed web/app.ts",
+        f"stays at {GATE} (parked): 0 of 2 approvals — waiting for @alice, @bob to reply on "
+        f"{GATE}: approved, approved with comments, or changes requested",
+        "approvals: 0 of 2 approvals",
+        f"code owners at {GATE}, with web/app.ts changed:",
+        f"  none: {GATE} covers no pull request",
+        f"{GATE}'s rule names no codeowners: these owners approve nothing there",
+        "(simulated: nothing was written)"]
+    shown = json.loads(run(home, "simulate", ITEM, "--as", "bob", "--approve", GATE,
+                           "--codeowners-change", "web/app.ts", "--format", "json").output)
+    assert shown["codeownersChange"] == ["web/app.ts"]
+    assert shown["codeOwners"]["problem"] == f"{GATE} covers no pull request"
+    assert _everything(home) == before
+
+
+@pytest.mark.parametrize("path", ["", "../etc/passwd", "web//app.ts", "web\\app.ts"])
+def test_a_bad_codeowners_change_path_is_a_usage_error(home: Path, path: str) -> None:
+    result = run(home, "simulate", ITEM, "--codeowners-change", path)
+    assert result.exit_code == 2
+    assert f"{path!r} is not a repository path (like src/app.py)" in result.output

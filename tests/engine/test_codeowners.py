@@ -121,3 +121,17 @@ def test_no_file_means_no_owners_and_says_where_it_looked() -> None:
     assert found == Ownership(problem="no CODEOWNERS file in .github/CODEOWNERS, CODEOWNERS, "
                                       "docs/CODEOWNERS", files=(("a.py", ()),))
     assert LOOKUP == (".github/CODEOWNERS", "CODEOWNERS", "docs/CODEOWNERS")
+
+
+def test_describe_names_the_skipped_lines_after_the_owners() -> None:
+    from engine.codeowners import ownership, parse
+
+    owners = parse("* @lead\n!a @x\n[b] @y\nc @bad!owner\n", ".github/CODEOWNERS")
+    text = ownership(owners, ["src/app.py"]).describe()
+    assert text == (
+        "the code owners of the changed files (@lead; skipped as GitHub skips them: "
+        ".github/CODEOWNERS:2: negation (!) is not supported in CODEOWNERS: !a @x; "
+        ".github/CODEOWNERS:3: character ranges ([ ]) are not supported in CODEOWNERS: "
+        "[b] @y and 1 more)")
+    assert ownership(parse("* @lead\n"), ["x"]).describe() == (
+        "the code owners of the changed files (@lead)")

@@ -191,7 +191,7 @@ def test_report_keys() -> None:
     assert set(report) == {
         "workItem", "loop", "currentNode", "status", "ok", "recompute", "unmet", "nodes",
         "decisions", "parked", "forced", "skips", "optIns", "invalidSkips", "invalidOptIns",
-        "attestations", "phaseSelection", "completions", "effects", "operatorRequests",
+        "attestations", "phaseSelection", "completions", "effects", "operatorRequests", "agent",
         "document"}
     assert report["effects"] == []
     assert report["operatorRequests"] == []  # issue 19 §5: none asked

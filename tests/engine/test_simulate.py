@@ -16,7 +16,14 @@ from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
 from engine.ports import Comment, Ports
 from engine.refs import WorkItemRef
 from engine.runtime import Runtime
-from engine.simulate import DryTracker, Simulation, render, simulate_decision, simulate_push
+from engine.simulate import (
+    DryTracker,
+    Simulation,
+    render,
+    simulate_changes,
+    simulate_decision,
+    simulate_push,
+)
 from engine.state import ItemState
 from engine.store.memory import MemoryStore
 
@@ -96,10 +103,18 @@ def test_simulate_writes_nothing_to_the_store_the_outbox_or_the_tracker() -> Non
     counted = _simulate(runtime, "carol")
     refused = _simulate(runtime, "mallory")
     by_team = _simulate(runtime, "dave")
+    # Issue 24 §4: --codeowners-change, alone and with a decision, changes nothing either.
+    files = dict(tracker.pull_files)
+    changed = simulate_changes(runtime.graph, runtime.store, runtime.ports, runtime.settings,
+                               REF, ["web/new.ts"])
+    decided = simulate_decision(runtime.graph, runtime.store, runtime.ports,
+                                runtime.settings, REF, "carol", GATE, changes=["web/new.ts"])
 
     assert (counted.counted, refused.counted, by_team.counted) == (True, False, True)
+    assert changed.changes == decided.changes == ("web/new.ts",)
     assert _snapshot(runtime, tracker) == before
     assert _writes(tracker, calls) == []
+    assert tracker.pull_files == files
     assert counted.effects  # the walk would post and notify: recorded, never sent
 
 

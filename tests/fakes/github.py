@@ -228,6 +228,7 @@ class FakeIssue:
     head_repo: str = ""  # a fork's full name ("" = the base repository)
     requested_reviewers: list[str] = field(default_factory=list)  # logins (issue 24 §3)
     requested_teams: list[str] = field(default_factory=list)  # team slugs
+    author_type: str = "User"  # the author's account type (User, Bot)
 
 
 @dataclass
@@ -323,6 +324,8 @@ def _routes() -> list[_Route]:
         ("POST", "review-request", rf"/repos/{seg}/pulls/(?P<number>\d+)/requested_reviewers"),
         ("GET", "requested-reviewers",
          rf"/repos/{seg}/pulls/(?P<number>\d+)/requested_reviewers"),
+        # Issue 24 §2: a pull request's commits (GET /repos/{o}/{r}/pulls/{n}/commits).
+        ("GET", "pull-commits", rf"/repos/{seg}/pulls/(?P<number>\d+)/commits"),
         ("GET", "contents", rf"/repos/{seg}/contents(?:/(?P<path>.*))?"),
         # Issue 11: commit statuses, check runs, team membership (GitHub REST shapes).
         ("POST", "status-create", rf"/repos/{seg}/statuses/(?P<sha>[0-9a-fA-F]+)"),
@@ -416,6 +419,10 @@ class FakeGitHub(LoopbackServer):
         self.teams: dict[tuple[str, str], dict[str, Any]] = {}
         self._next_check_run = 4_000_000_000
         self._old_commits: dict[str, set[str]] = {}
+        #: Issue 24 §2: logins no GitHub account has (``GET /users/{login}`` answers 404).
+        self.missing_users: set[str] = set()
+        #: Issue 24 §2: ``(repo, pull number) -> [commit]`` added by :meth:`commit`.
+        self.pull_commit_log: dict[tuple[str, int], list[dict[str, Any]]] = {}
         #: Issue 19 §4: merge groups by head sha (:meth:`queue`).
         self.merge_groups: dict[str, dict[str, Any]] = {}
         #: Issue 22 §2, sign in with GitHub (:meth:`add_oauth_client`, :meth:`oauth_as`).
@@ -489,8 +496,11 @@ class FakeGitHub(LoopbackServer):
             return number
 
     def open_pr(self, repo: str, head_branch: str, *, closes: Iterable[int] = (),
-                title: str = "", author: str = "octocat", state: str = "open") -> int:
-        """Open a pull request from ``head_branch``; ``closes`` = closing references."""
+                title: str = "", author: str = "octocat", state: str = "open",
+                author_type: str = "") -> int:
+        """Open a pull request from ``head_branch``; ``closes`` = closing references;
+        ``author_type``: the author's account type (default ``Bot`` for a ``[bot]``
+        login, else ``User``; GitHub's Copilot coding agent is ``Copilot``, type ``Bot``)."""
         with self.lock:
             r = self.create_repo(repo)
             number = self._new_number(r)
@@ -499,7 +509,8 @@ class FakeGitHub(LoopbackServer):
             r.issues[number] = FakeIssue(number, _node_id("PullRequest", r.id * 100000 + number),
                                          title or f"Work on {head_branch}", body, author, now, now,
                                          state=state, is_pr=True, head_branch=head_branch,
-                                         closes=list(closes))
+                                         closes=list(closes), author_type=author_type or (
+                                             "Bot" if author.endswith("[bot]") else "User"))
             r.files.setdefault(head_branch, dict(r.files.get(r.default_branch, {})))
             return number
 
@@ -519,6 +530,24 @@ class FakeGitHub(LoopbackServer):
             pr.head_sha = hashlib.sha1(f"{old}:next".encode()).hexdigest()
             pr.updated_at = _iso(self.now())
             return pr.head_sha
+
+    def commit(self, repo: str, number: int, *, author: tuple[str, str],
+               committer: tuple[str, str] | None = None, message: str = "Change",
+               author_login: str | None = None, author_type: str = "User",
+               committer_login: str | None = None, committer_type: str = "User") -> str:
+        """Push a commit to pull request ``number`` (a new head, as :meth:`push`) with a
+        git ``author`` and ``committer`` ``(name, email)`` and ``message`` (trailers
+        included); ``author_login``/``committer_login``: the accounts GitHub links to
+        them (None: no account, as for an e-mail GitHub does not know). Returns its SHA.
+        """
+        sha = self.push(repo, number)
+        with self.lock:
+            self.pull_commit_log.setdefault((repo, number), []).append({
+                "sha": sha, "message": message, "author": author,
+                "committer": committer or author, "author_login": author_login,
+                "author_type": author_type, "committer_login": committer_login,
+                "committer_type": committer_type})
+        return sha
 
     def set_fork(self, repo: str, number: int, fork: str) -> None:
         """Make pull request ``number`` come from the fork ``fork`` (``owner/name``)."""
@@ -1084,7 +1113,7 @@ class FakeGitHub(LoopbackServer):
                 "state": pr.state, "title": pr.title, "body": pr.body,
                 "url": f"{self.api_url}/repos/{repo.full_name}/pulls/{pr.number}",
                 "html_url": f"{HTML_BASE}/{repo.full_name}/pull/{pr.number}",
-                "user": self._user(pr.author), "created_at": pr.created_at,
+                "user": self._user(pr.author, pr.author_type), "created_at": pr.created_at,
                 "updated_at": pr.updated_at, "merged_at": None, "draft": False,
                 "requested_reviewers": [self._user(u) for u in pr.requested_reviewers],
                 "requested_teams": [self._team_json(repo.owner, t) for t in pr.requested_teams],
@@ -1144,6 +1173,15 @@ class FakeGitHub(LoopbackServer):
         return _Response(200, self._user(login, "Bot" if login.endswith("[bot]") else "User"))
 
     # -- REST routes ---------------------------------------------------------------------
+    def _r_user_by_login(self, params: dict[str, str], query: dict[str, str], body: bytes,
+                         h: BaseHTTPRequestHandler) -> _Response:
+        # GET /users/{username} ("Get a user"): any account, 404 "Not Found" for a login no
+        # account has (:attr:`missing_users`); an App's bot answers as name[bot], type Bot.
+        login = unquote(params["login"])
+        if login.lower() in self.missing_users:
+            raise _NotFound(login)
+        return _Response(200, self._user(login, "Bot" if login.endswith("[bot]") else "User"))
+
     def _r_user(self, params: dict[str, str], query: dict[str, str], body: bytes,
                 h: BaseHTTPRequestHandler) -> _Response:
         # GET /user: the token's owner — loopgate's account for its own token, the person
@@ -1374,6 +1412,50 @@ class FakeGitHub(LoopbackServer):
         return _Response(200, {"users": [self._user(u) for u in pr.requested_reviewers],
                                "teams": [self._team_json(repo.owner, t)
                                          for t in pr.requested_teams]})
+    def _r_pull_commits(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                        h: Any) -> _Response:
+        # GitHub's "List commits on a pull request": oldest first, 30 a page by default
+        # (100 at most), at most 250 commits in all (docs.github.com
+        # rest/pulls/pulls#list-commits-on-a-pull-request). Each entry is the OpenAPI
+        # ``commit``: sha, commit {author, committer: {name, email, date}, message}, and
+        # top-level author/committer = the linked GitHub accounts, null when none. A pull
+        # request nobody pushed to through :meth:`commit` has one commit by its author.
+        repo, issue = self._issue(p)
+        if not issue.is_pr:
+            raise _NotFound(p["number"])
+        log = self.pull_commit_log.get((repo.full_name, issue.number)) or [{
+            "sha": self.head_sha(repo.full_name, issue.number), "message": issue.title,
+            "author": (issue.author, self._noreply(issue.author, issue.author_type)),
+            "committer": None, "author_login": issue.author, "author_type": issue.author_type,
+            "committer_login": None, "committer_type": "User"}]
+        out = [self._commit_json(repo, c) for c in log]
+        return self._page(out[:250], q, self._full_path(h))
+
+    def _noreply(self, login: str, kind: str = "User") -> str:
+        # GitHub's no-reply commit e-mail: ID+LOGIN@users.noreply.github.com.
+        return f"{_account_id(login, kind)}+{login}@users.noreply.github.com"
+
+    def _commit_json(self, repo: FakeRepo, c: dict[str, Any]) -> dict[str, Any]:
+        now = _iso(self.now())
+        author = c["author"]
+        committer = c["committer"] or ("GitHub", "noreply@github.com")
+        base = f"{self.api_url}/repos/{repo.full_name}"
+        return {"sha": c["sha"], "node_id": _node_id("Commit", int(c["sha"][:8], 16)),
+                "url": f"{base}/commits/{c['sha']}",
+                "html_url": f"{HTML_BASE}/{repo.full_name}/commit/{c['sha']}",
+                "comments_url": f"{base}/commits/{c['sha']}/comments",
+                "commit": {"url": f"{base}/git/commits/{c['sha']}",
+                           "author": {"name": author[0], "email": author[1], "date": now},
+                           "committer": {"name": committer[0], "email": committer[1],
+                                         "date": now},
+                           "message": c["message"], "comment_count": 0,
+                           "tree": {"sha": hashlib.sha1(c["sha"].encode()).hexdigest(),
+                                    "url": f"{base}/git/trees/{c['sha']}"},
+                           "verification": {"verified": False, "reason": "unsigned",
+                                            "signature": None, "payload": None}},
+                "author": self._user(c["author_login"], c["author_type"]),
+                "committer": self._user(c["committer_login"], c["committer_type"]),
+                "parents": []}
 
     # -- commit statuses and check runs (issue 11 §1) -------------------------------------
     def _known_sha(self, repo: FakeRepo, ref: str) -> str:
@@ -1713,7 +1795,7 @@ class FakeGitHub(LoopbackServer):
                 "url": f"{HTML_BASE}/{repo.full_name}/pull/{pr.number}",
                 "headRefName": pr.head_branch, "baseRefName": repo.default_branch,
                 "headRefOid": self.head_sha(repo.full_name, pr.number),
-                "author": self._actor(pr.author, "User"),
+                "author": self._actor(pr.author, pr.author_type),
                 "state": pr.state.upper(), "title": pr.title, "createdAt": pr.created_at,
                 "closed": pr.state != "open", "merged": False,
                 "closingIssuesReferences": lambda info, **_: self._connection(
