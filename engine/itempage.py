@@ -181,7 +181,7 @@ def item_model(graph: Graph, state: ItemState, settings: EngineSettings, *,
         web_base: GitHub's web address (``https://github.com``) for the issue's and pull
             requests' links; "" when the item has no GitHub thread (the local tracker).
         report: :func:`engine.report.build_report` of the item when the caller has it
-            (its optional ``agent`` block is carried over, issue 24 §2).
+            (its ``agent`` block is carried over for agent work, issue 24 §2).
 
     Returns:
         A JSON-ready dictionary (strings, numbers, booleans, lists, dicts).
@@ -213,7 +213,8 @@ def item_model(graph: Graph, state: ItemState, settings: EngineSettings, *,
                        "pending": sum(1 for n in nodes if n["pending"]),
                        "done": sum(1 for n in nodes if not n["pending"])}
     agent = report.get("agent")
-    if isinstance(agent, Mapping):
+    # Like ``check``'s text, only agent work gets the block (issue 24 §2).
+    if isinstance(agent, Mapping) and agent.get("authored"):
         model["agent"] = {"dispatcher": agent.get("dispatcher"),
                           "authored": bool(agent.get("authored")),
                           "signals": [str(s) for s in agent.get("signals") or ()]}
