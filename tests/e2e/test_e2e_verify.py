@@ -13,16 +13,21 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import fields
+from pathlib import Path
 from typing import Any
 
 import pytest
+import requests
+import yaml
 
 from engine.refs import WorkItemRef
 from engine.state import ItemState
 from engine.store.sqlite import SqliteStore
 from tests.e2e import expect
 from tests.e2e.conftest import MakeWalk
-from tests.e2e.stack import AUTHOR, REPO, REVIEWER, Walk, wait_until
+from tests.e2e.stack import AUTHOR, REPO, REVIEWER, Home, ServeProcess, Walk, wait_until
+from tests.fakes.github import FakeGitHub
+from tests.fakes.slack import FakeSlack
 
 pytestmark = pytest.mark.e2e
 
@@ -219,3 +224,66 @@ def test_verify_agrees_on_the_walk_and_names_every_difference(make_walk: MakeWal
         f"check on #{walk.pr} @{second[:7]}: differs — published nothing, re-derived pending; "
         f"loopgate's coverage: head {second[:7]} was pushed after code-quiz covered "
         f"{head[:7]} (loopgate records success)"), check
+
+
+class _AuditHome(Home):
+    """An installation whose ``serve`` audits itself every 0.6 s, items 0 s apart."""
+
+    def write(self) -> _AuditHome:
+        super().write()
+        config = yaml.safe_load(self.config.read_text("utf-8"))
+        config["server"].update(auditMinutes=0.01, auditItems=5, auditPaceSeconds=0)
+        self.config.write_text(yaml.safe_dump(config, sort_keys=False), "utf-8")
+        return self
+
+
+def _audit(server: ServeProcess) -> tuple[int, dict[str, Any]]:
+    answer = requests.get(f"{server.url}/readyz", timeout=10)
+    return answer.status_code, answer.json()["checks"]["audit"]
+
+
+def _metric(server: ServeProcess, name: str) -> float | None:
+    text = requests.get(f"{server.url}/metrics", timeout=10).text
+    for line in text.splitlines():
+        if line.startswith(f"{name} "):
+            return float(line.split()[1])
+    return None
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("gh", ["token"], indirect=True)
+def test_the_self_audit_shows_a_disagreement_on_readyz_and_metrics(
+        tmp_path: Path, gh: FakeGitHub, slack: FakeSlack) -> None:
+    home = _AuditHome(tmp_path, gh, slack, 0).write()
+    server = ServeProcess(home).start()
+    try:
+        walk = Walk(home, server, webhooks=True)
+        expect.walk_to_human_approval(walk)  # the item waits at human-approval: active
+        wait_until(lambda: "1 active item(s) agree with GitHub" in _audit(server)[1]["detail"],
+                   "the self-audit agrees")
+        assert _metric(server, "loopgate_audit_disagreements") == 0.0
+
+        # another user edits the reviewer's requirements-approval reply on GitHub
+        approval = _decision(walk, "requirements-approval")
+        walk.gh.edit_comment(int(approval["commentId"]), "approved", MALLORY)
+
+        def named() -> dict[str, Any] | None:
+            status, check = _audit(server)
+            return check if "differ" in check["detail"] and status == 200 else None
+
+        check = wait_until(named, "the self-audit names the item")
+        assert check["ok"] is True  # reported, never failing readiness (bot.audit)
+        assert check["detail"].startswith(
+            f"1 item(s) differ from GitHub's records: {walk.ref}: requirements-approval "
+            f"(visit 1): differs — recorded approved by @{REVIEWER} at comment "
+            f"{approval['commentId']}; GitHub shows that comment edited by @{MALLORY}")
+        assert requests.get(f"{server.url}/readyz", timeout=10).json()["ready"] is True
+        assert _metric(server, "loopgate_audit_disagreements") == 1.0
+        runs = _metric(server, "loopgate_audit_runs_total")
+        assert runs is not None and runs >= 2
+    finally:
+        code = server.stop()
+        log = server.log()
+        print(f"--- loopgate serve stderr (exit {code}) ---\n{log}")
+    assert code == 0 and "Traceback" not in log
+    assert f"self-audit: {walk.ref} requirements-approval (visit 1): differs" in log
