@@ -41,6 +41,7 @@ from engine.mergegate import (
     GateCheck,
     bind_to_head,
     combine,
+    group_check,
     uncovered,
     why_uncovered,
 )
@@ -61,6 +62,8 @@ __all__ = [
     "Verification",
     "verify_item",
     "expected_check",
+    "pull_check",
+    "group_finding",
 ]
 
 AGREES = "agrees"
@@ -598,3 +601,36 @@ def verify_item(graph: Graph, settings: EngineSettings, state: ItemState, source
     else:
         notes.append("mergeGate is off: no published check to compare")
     return Verification(str(state.ref), gates, tuple(checks), tuple(notes))
+
+
+# -- a merge queue's group commit (issue 19 §4) --------------------------------------------
+def pull_check(found: Sequence[tuple[ItemState | None, Verification | None]],
+               refs: Sequence[str], pull: PullRequest) -> GateCheck:
+    """What loopgate publishes for ``pull`` at its current head, over the items it
+    delivers, as re-derived: each item's bound verdict (:func:`expected_check`), pending for
+    an item whose verification differs.
+
+    Args:
+        found: per item (in ``refs`` order), its recorded state (None: not started) and
+            its verification (None: not verified).
+        refs: the items' refs as text.
+        pull: the pull request, with its current head.
+    """
+    checks = [(ref, expected_check(state, pull, verification is None or verification.agrees))
+              for ref, (state, verification) in zip(refs, found, strict=True)]
+    return combine(checks)
+
+
+def group_finding(sha: str, per_pull: Sequence[tuple[int, GateCheck]],
+                  published: PublishedCheck | None) -> CheckFinding:
+    """The ``loopgate`` check of a merge group commit ``sha``: what
+    :func:`~engine.mergegate.group_check` gives over each pull request's re-derived check
+    (:func:`pull_check`), against what GitHub shows on ``sha``."""
+    expected = group_check(per_pull)
+    shown = published.state if published is not None else ""
+    diffs: tuple[str, ...] = ()
+    if shown != expected.state:
+        seen = f"GitHub shows {shown}" if shown else "GitHub shows no loopgate check"
+        diffs = (f"{seen} on the merge group {sha[:7]}; the re-derived verdicts publish "
+                 f"{expected.state}: {expected.description}",)
+    return CheckFinding(0, sha, shown, expected.state, diffs)

@@ -67,7 +67,9 @@ def verify_one(services: Any, ref: WorkItemRef, pulls: Sequence[int] | None = No
 
 def verify_sha(services: Any, sha: str) -> list[Verification]:
     """Verify every started item whose delivering pull request's head is ``sha`` (the
-    check compared on that pull request only).
+    check compared on that pull request only); when ``sha`` is a merge group's commit
+    loopgate answered (issue 19 §4), every item of every pull request in the group and
+    the group's check.
 
     Raises:
         TrackerError: GitHub could not be read.
@@ -82,6 +84,50 @@ def verify_sha(services: Any, sha: str) -> list[Verification]:
                                pulls=[pull.number])
             if found is not None:
                 out.append(found)
+    if not out:
+        for group in _merge_groups(services, sha):
+            out.extend(_verify_group(services, group))
+    return out
+
+
+def _merge_groups(services: Any, sha: str) -> list[Any]:
+    """The merge groups (``PublishMergeGroup`` effects) loopgate answered on ``sha``."""
+    from engine.effects import PublishMergeGroup
+
+    seen: dict[str, Any] = {}
+    for row in services.store.effects.rows():
+        effect = row.effect
+        if isinstance(effect, PublishMergeGroup) and effect.head_sha.lower().startswith(sha):
+            seen.setdefault(effect.head_sha, effect)
+    return list(seen.values())
+
+
+def _verify_group(services: Any, group: Any) -> list[Verification]:
+    """Each item of each pull request in ``group``, then the group commit's check."""
+    from bridges.github.audit import AuditSource
+    from engine.mergegate import FAILURE, GateCheck, queue_pulls
+    from engine.verify import group_finding, pull_check
+
+    tracker = services.ports.tracker
+    owner, repo = group.target.owner, group.target.repo
+    messages = (tracker.merge_group_commits(owner, repo, group.base_sha, group.head_sha)
+                if group.base_sha else [])
+    out: list[Verification] = []
+    per_pull: list[tuple[int, GateCheck]] = []
+    for number in queue_pulls(group.head_ref, messages) or [group.target.number]:
+        refs = [WorkItemRef(owner, repo, n)
+                for n in tracker.items_for_pull_request(owner, repo, number)]
+        found = [(services.store.load(ref), verify_one(services, ref, pulls=[number]))
+                 for ref in refs]
+        out.extend(v for _, v in found if v is not None)
+        pull = next((p for ref in refs[:1] for p in tracker.delivering_pull_requests(ref)
+                     if p.number == number and p.state == "open"), None)
+        per_pull.append((number, GateCheck(FAILURE, f"#{number} delivers no open work item")
+                         if pull is None else pull_check(found, [str(r) for r in refs], pull)))
+    published = AuditSource(tracker, services.settings).published_check(owner, repo,
+                                                                        group.head_sha)
+    finding = group_finding(group.head_sha, per_pull, published)
+    out.append(Verification(f"{owner}/{repo} merge group", checks=(finding,)))
     return out
 
 
@@ -163,7 +209,8 @@ def _run(services: Any, item: str | None, sha: str | None) -> list[Verification]
         return [one] if one is not None else []
     found = verify_sha(services, str(sha).lower())
     if not found:
-        fail(f"no started work item is delivered by an open pull request whose head is {sha}")
+        fail(f"no started work item is delivered by an open pull request (or a merge group "
+             f"loopgate answered) whose head is {sha}")
     return found
 
 

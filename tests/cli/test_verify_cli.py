@@ -80,7 +80,7 @@ def test_a_sha_no_open_pull_request_has_as_head_is_named(tmp_path: Path,
                                                          gh: FakeGitHub) -> None:
     line = _one_line(_run(tmp_path, _github(gh), "--sha", "abc1234"))
     assert line == ("loopgate: no started work item is delivered by an open pull request "
-                    "whose head is abc1234")
+                    "(or a merge group loopgate answered) whose head is abc1234")
 
 
 def test_github_unreachable_is_exit_2_never_agrees(tmp_path: Path, gh: FakeGitHub) -> None:

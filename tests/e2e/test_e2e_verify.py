@@ -25,7 +25,16 @@ from engine.state import ItemState
 from engine.store.sqlite import SqliteStore
 from tests.e2e import expect
 from tests.e2e.conftest import MakeWalk
-from tests.e2e.stack import AUTHOR, REPO, REVIEWER, Home, ServeProcess, Walk, wait_until
+from tests.e2e.stack import (
+    AUTHOR,
+    GITHUB_SECRET,
+    REPO,
+    REVIEWER,
+    Home,
+    ServeProcess,
+    Walk,
+    wait_until,
+)
 from tests.fakes.github import FakeGitHub
 from tests.fakes.slack import FakeSlack
 
@@ -91,6 +100,20 @@ def _set_decision(node: str, **changes: Any) -> Callable[[ItemState], None]:
     return change
 
 
+def _queue(walk: Walk) -> str:
+    """Queue the pull request, deliver ``merge_group.checks_requested``, wait for loopgate's
+    answer on the group commit; returns its sha."""
+    group = walk.gh.queue(REPO, [walk.pr])
+    headers, body = walk.gh.merge_group_webhook(REPO, group, secret=GITHUB_SECRET)
+    answer = requests.post(f"{walk.server.url}/github/webhook", data=body, headers=headers,
+                           timeout=10)
+    assert answer.status_code == 202, answer.text
+    sha = str(group["head_sha"])
+    wait_until(lambda: walk.gh.commit_state(REPO, sha, "loopgate") == "success",
+               "loopgate success on the merge group")
+    return sha
+
+
 def _decision(walk: Walk, node: str) -> dict[str, Any]:
     return dict(walk.check()["decisions"][node])
 
@@ -133,6 +156,14 @@ def test_verify_agrees_on_the_walk_and_names_every_difference(make_walk: MakeWal
     by_sha = _verify(walk, "--sha", head)
     assert by_sha.returncode == 0, by_sha.stdout + by_sha.stderr
     assert f"{walk.ref} check on #{walk.pr} @{head[:7]}: agrees" in by_sha.stdout
+    # ... and a merge queue's group commit loopgate answered (issue 19 §4)
+    group = _queue(walk)
+    by_group = _verify(walk, "--sha", group)
+    assert by_group.returncode == 0, by_group.stdout + by_group.stderr
+    assert by_group.stdout.splitlines()[-1] == (
+        f"{REPO} merge group check on @{group[:7]}: agrees — published success, re-derived "
+        "success")
+    assert f"{walk.ref} human-approval (visit 1): agrees" in by_group.stdout
 
     # -- loopgate's state tampered with: a decision's `by` ---------------------------------
     before = _tamper(walk, _set_decision("human-approval", by="@carol"))
