@@ -59,10 +59,29 @@ def verify_one(services: Any, ref: WorkItemRef, pulls: Sequence[int] | None = No
         return None
     tracker = services.ports.tracker
     source = AuditSource(tracker, services.settings)
-    return verify_item(services.graph, services.settings, state, source,
-                       load=services.store.load,
-                       items=lambda n: tracker.items_for_pull_request(ref.owner, ref.repo, n),
-                       pulls=pulls)
+    found = verify_item(services.graph, services.settings, state, source,
+                        load=services.store.load,
+                        items=lambda n: tracker.items_for_pull_request(ref.owner, ref.repo, n),
+                        pulls=pulls)
+    return _with_owed(services, ref, found)
+
+
+def _with_owed(services: Any, ref: WorkItemRef, found: Verification) -> Verification:
+    """Note an owed check publish (a ``PublishGate`` still in the outbox): a check that
+    differs may only be waiting for it (the next verify tells)."""
+    from dataclasses import replace
+
+    from engine.effects import PENDING, RUNNING, PublishGate
+
+    if not found.checks or all(c.agrees for c in found.checks):
+        return found
+    owed = [r for r in services.store.effects.rows(ref, statuses=(PENDING, RUNNING))
+            if isinstance(r.effect, PublishGate)]
+    if not owed:
+        return found
+    note = (f"loopgate still owes GitHub {len(owed)} check publish(es) for this item (the "
+            "outbox): a check that differs may be waiting for it")
+    return replace(found, notes=(*found.notes, note))
 
 
 def verify_sha(services: Any, sha: str) -> list[Verification]:
