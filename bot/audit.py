@@ -53,7 +53,7 @@ class AuditSettings:
     """``server.auditMinutes`` (0 = off), ``server.auditItems``, ``server.auditPaceSeconds``.
 
     Attributes:
-        minutes: minutes between rounds (the first round starts one pace after start).
+        minutes: minutes between rounds (the first one interval after start).
         items: the most items one round verifies.
         pace: seconds between two items of a round.
     """
@@ -97,15 +97,14 @@ class SelfAudit:
 
     # -- the loop ------------------------------------------------------------------------
     def run(self, stop: threading.Event) -> None:
-        """The supervised loop: a round, then wait ``minutes`` (or the stop)."""
-        if stop.wait(self.settings.pace):
-            return
-        while not stop.is_set():
+        """The supervised loop: wait ``minutes`` (or the stop), then a round, and again.
+        The first round comes one interval after start, not at it: a starting server is
+        busy catching up, and its first answers are what the audit would check."""
+        while not stop.wait(self.settings.minutes * 60):
             try:
                 self.round(stop)
             except Exception as exc:  # noqa: BLE001 - a locked file now: the next round tries
                 logger.warning("self-audit: the round failed: %s", exc)
-            stop.wait(self.settings.minutes * 60)
 
     def _due(self) -> list[WorkItemRef]:
         rows = self.services.store.db().execute(ACTIVE_ITEMS).fetchall()
