@@ -5,8 +5,10 @@ Each round verifies at most ``server.auditItems`` items (running or parked), tak
 the previous round stopped, so a large installation is covered over several rounds; the
 items are spaced ``server.auditPaceSeconds`` apart, so a round spends GitHub's budget
 slowly (one item costs about 2 + P REST reads — its thread, each delivering pull request's
-thread and head check — and one GraphQL query, P = open delivering pull requests) and never
-starves the gates. A round stops at the first item GitHub cannot answer (a rate limit, an
+thread and head check — and one GraphQL query, P = open delivering pull requests), and a
+round stops while GitHub's REST or GraphQL budget has fewer than :data:`RESERVE` left
+(:class:`BudgetWatch`, fed by the client's ``x-ratelimit-remaining``), so it never starves
+the gates. A round stops at the first item GitHub cannot answer (a rate limit, an
 outage): the rest wait for the next round, and the items already verified keep their
 findings. An item whose verification could not be read keeps its previous finding; it is
 never reported as agreeing on a guess.
@@ -34,11 +36,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridges import telemetry
 from engine.ports import TrackerError
 from engine.refs import WorkItemRef
 from engine.verify import Verification
 
-__all__ = ["SelfAudit", "AuditSettings", "ACTIVE_ITEMS"]
+__all__ = ["SelfAudit", "AuditSettings", "BudgetWatch", "ACTIVE_ITEMS", "RESERVE"]
 
 logger = logging.getLogger(__name__)
 
@@ -46,6 +49,39 @@ logger = logging.getLogger(__name__)
 #: final; an escalated one publishes failure).
 ACTIVE_ITEMS = ("SELECT owner, repo, number FROM items WHERE status IN ('running', 'parked') "
                 "ORDER BY owner, repo, number")
+
+
+#: Requests (REST) or points (GraphQL) of GitHub's hourly budget the audit never spends: a
+#: round stops while a resource has fewer left, so the gates keep them (an App installation
+#: has at least 5,000 of each an hour: platform-facts A10, B2).
+RESERVE = 500
+
+
+class BudgetWatch(telemetry.Sink):
+    """What is left of each GitHub rate-limit resource, as the client last read it
+    (``x-ratelimit-remaining``), for :class:`SelfAudit` to hold back."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._left: dict[str, int] = {}
+
+    def rate_limit(self, resource: str, remaining: int, reset_at: Any) -> None:
+        """Remember ``remaining`` of ``resource``."""
+        with self._lock:
+            self._left[resource] = int(remaining)
+
+    def rate_limited(self, resource: str, reset_at: Any) -> None:
+        """Nothing is left of ``resource`` until its reset."""
+        with self._lock:
+            self._left[resource] = 0
+
+    def low(self, reserve: int = RESERVE) -> str:
+        """"" when every resource read has at least ``reserve`` left; else which has not,
+        e.g. ``core has 312 left``."""
+        with self._lock:
+            short = sorted((r, n) for r, n in self._left.items()
+                           if r in ("core", "graphql") and n < reserve)
+        return "; ".join(f"{r} has {n} left" for r, n in short)
 
 
 @dataclass(frozen=True)
@@ -82,11 +118,14 @@ class SelfAudit:
         verify: ``(services, ref) -> Verification | None`` (default
             :func:`bot.cli.verify_cmd.verify_one`); raises ``TrackerError`` when GitHub
             cannot be read.
+        budget: the :class:`BudgetWatch` installed as a telemetry sink (None: not held
+            back); a round stops while GitHub's budget is below :data:`RESERVE`.
     """
 
     services: Any
     settings: AuditSettings = field(default_factory=AuditSettings)
     verify: Callable[[Any, WorkItemRef], Verification | None] | None = None
+    budget: BudgetWatch | None = None
     runs: int = 0
     unreadable: int = 0
     last_round_at: float | None = None
@@ -125,9 +164,16 @@ class SelfAudit:
         """
         verify = self.verify or _default_verify
         done = 0
+        with self._lock:
+            self.last_error = ""
         for index, ref in enumerate(self._due()):
             if index and stop is not None and stop.wait(self.settings.pace):
                 break
+            low = self.budget.low() if self.budget is not None else ""
+            if low:
+                with self._lock:
+                    self.last_error = f"held back, GitHub's budget is low: {low}"
+                break  # the gates need what is left; the next round goes on
             try:
                 found = verify(self.services, ref)
             except TrackerError as exc:
@@ -145,7 +191,7 @@ class SelfAudit:
     def _unreadable(self, ref: WorkItemRef, exc: TrackerError) -> None:
         with self._lock:
             self.unreadable += 1
-            self.last_error = f"{ref}: {exc}"
+            self.last_error = f"{ref} unreadable: {exc}"
         logger.warning("self-audit: GitHub could not be read for %s (%s); the round stops",
                        ref, exc)
 
@@ -184,7 +230,7 @@ class SelfAudit:
             detail = (f"{len(differing)} item(s) differ from GitHub's records: {shown} "
                       "(reported, not failing readiness: see `loopgate verify`)")
         if error:
-            detail += f"; last unreadable: {error}"
+            detail += f"; last round: {error}"
         return Check("audit", True, detail)
 
 

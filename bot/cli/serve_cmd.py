@@ -307,12 +307,16 @@ def _add_self_audit(supervisor: Supervisor, services: Any) -> Any:
     ``server.auditMinutes`` above 0 (default 15), a supervised loop; else None."""
     if not services.config.has("github"):
         return None
-    from bot.audit import AuditSettings, SelfAudit
+    from bot.audit import AuditSettings, BudgetWatch, SelfAudit
 
     settings = AuditSettings.from_server(services.config.section("server"))
     if settings.minutes <= 0:
         return None
-    audit = SelfAudit(services, settings)
+    from bridges import telemetry
+
+    budget = telemetry.install(BudgetWatch())
+    supervisor.on_close("audit-budget", lambda: telemetry.uninstall(budget))
+    audit = SelfAudit(services, settings, budget=budget)
     supervisor.add_loop("self-audit", audit.run, timeout=30)
     return audit
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bot.audit import AuditSettings, SelfAudit
+from bot.audit import RESERVE, AuditSettings, BudgetWatch, SelfAudit
 from bot.health import Health
 from bot.metrics import Metrics
 from bot.supervisor import Supervisor
@@ -94,7 +94,22 @@ def test_an_unreadable_item_stops_the_round_and_keeps_what_was_found(store: Any)
     assert list(audit.disagreements()) == ["acme/widgets#4"]
     assert audit.unreadable == 1
     assert audit.check().detail.endswith(
-        "; last unreadable: acme/widgets#2: GitHub core rate limit reached")
+        "; last round: acme/widgets#2 unreadable: GitHub core rate limit reached")
+
+
+def test_a_round_holds_back_while_githubs_budget_is_low(store: Any) -> None:
+    verifier = Verifier()
+    budget = BudgetWatch()
+    audit = SelfAudit(_services(store), AuditSettings(1, items=10, pace=0), verifier,
+                      budget=budget)
+    budget.rate_limit("core", RESERVE - 1, None)
+    budget.rate_limit("graphql", 4000, None)
+    assert audit.round() == 0 and verifier.asked == []
+    assert audit.check().detail == (
+        f"0 active item(s) agree with GitHub (1 round(s)); last round: held back, GitHub's "
+        f"budget is low: core has {RESERVE - 1} left")
+    budget.rate_limit("core", 4000, None)  # the budget is back: the next round goes on
+    assert audit.round() == 3
 
 
 def test_an_item_no_longer_active_leaves_the_findings(store: Any) -> None:
