@@ -230,6 +230,13 @@ def test_verify_agrees_on_the_walk_and_names_every_difference(make_walk: MakeWal
     assert line.startswith("loopgate: GitHub could not be read, nothing verified: ")
     if walk.gh.app is None:  # App mode: the refused request is minting the token first
         assert "rate limit" in line
+    # GraphQL over its limit answers 200 with RATE_LIMITED errors (platform-facts A10):
+    # no edit history read is no "agrees" either
+    walk.gh.graphql_rate_limit(times=1)
+    done = _verify(walk, walk.ref)
+    assert done.returncode == 2 and done.stdout == "", done.stderr
+    [line] = done.stderr.splitlines()
+    assert line.startswith("loopgate: GitHub could not be read, nothing verified: ")
     wait_until(lambda: _verify(walk, walk.ref).returncode == 0, "verify agrees again")
 
     # -- another user edits the approval comment ------------------------------------------------
