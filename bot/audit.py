@@ -51,6 +51,8 @@ ACTIVE_ITEMS = ("SELECT owner, repo, number FROM items WHERE status IN ('running
                 "ORDER BY owner, repo, number")
 
 
+#: How many differing items the ``audit`` check names (the rest are counted).
+SHOWN = 5
 #: Requests (REST) or points (GraphQL) of GitHub's hourly budget the audit never spends: a
 #: round stops while a resource has fewer left, so the gates keep them (an App installation
 #: has at least 5,000 of each an hour: platform-facts A10, B2).
@@ -225,8 +227,11 @@ class SelfAudit:
         if not differing:
             detail = f"{verified} active item(s) agree with GitHub ({runs} round(s))"
         else:
+            named = sorted(differing.items())
             shown = "; ".join(f"{ref}: {lines[0].split(' ', 1)[-1]}"
-                              for ref, lines in sorted(differing.items()))
+                              for ref, lines in named[:SHOWN])
+            if len(named) > SHOWN:
+                shown += f"; and {len(named) - SHOWN} more"
             detail = (f"{len(differing)} item(s) differ from GitHub's records: {shown} "
                       "(reported, not failing readiness: see `loopgate verify`)")
         if error:

@@ -33,6 +33,7 @@ from engine.authorship import judge
 from engine.graph.model import Graph
 from engine.hooks.common import people_for, rule_for
 from engine.hooks.feedback import classify_text
+from engine.hooks.markers import attestation_ticked, quiz_kind
 from engine.hooks.quiz import latest_editor, quiz_comment_problem
 from engine.mergegate import (
     COVERAGE_KEY,
@@ -440,8 +441,6 @@ def _tick_problem(ctx: _Ctx, node: str, decision: VisitDecision) -> str:
 
 
 def _typed_problem(ctx: _Ctx, node: str, decision: VisitDecision) -> str:
-    from engine.hooks.markers import attestation_ticked, quiz_kind
-
     cid = decision.comment_id
     problem = _comment_problem(ctx, decision.by, cid)
     if problem:
