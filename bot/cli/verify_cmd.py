@@ -179,9 +179,10 @@ def _emit(found: list[Verification], fmt: str, sha: str = "") -> None:
 
 
 @click.command("verify")
-@click.argument("item", metavar="ITEM", required=False)
-@click.option("--sha", metavar="SHA", help="Verify the items whose delivering pull "
-              "request's head is this commit, and the check published on it.")
+@click.argument("item", metavar="[ITEM]", required=False)
+@click.option("--sha", metavar="SHA", help="Instead of ITEM: verify the items whose "
+              "delivering pull request's head (or merge group commit) is this commit, and "
+              "the check published on it.")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
 @click.pass_obj

@@ -131,6 +131,11 @@ def test_an_approval_edited_by_someone_else_differs() -> None:
     assert _gate(found, "human-approval").line() == (
         "human-approval (visit 1): differs — recorded approved by @bob at comment 101; "
         "GitHub shows that comment edited by @mallory")
+    assert found.to_json()["verdict"] == "differs" and found.disagreements == 2
+    assert found.to_json()["gates"][1] == {
+        "node": "human-approval", "visit": 1, "verdict": "differs",
+        "recorded": "approved by @bob at comment 101",
+        "differences": ["GitHub shows that comment edited by @mallory"], "note": ""}
     # the verdict does not stand: the check it would publish is pending
     [check] = found.checks
     assert (check.published, check.expected, check.agrees) == ("success", "pending", False)
