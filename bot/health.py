@@ -18,7 +18,10 @@ every check that failed:
   ``401 Bad credentials`` (:class:`bridges.telemetry.CredentialsWatch`); the detail names
   the status, when the first refusal came and the token's variable; it passes again with
   GitHub's first accepted request;
-* ``slack_socket`` (Socket Mode) — the Socket Mode session is connected.
+* ``slack_socket`` (Socket Mode) — the Socket Mode session is connected;
+* ``audit`` (the self-audit, issue 22 §3) — which active items' verdicts differ from what
+  GitHub's records give (:class:`bot.audit.SelfAudit`); it reports and never fails
+  readiness (why: :mod:`bot.audit`).
 
 :func:`backlogs` reads each queue's depth and oldest age through its own API; the
 metrics (:mod:`bot.metrics`) read the same numbers.
@@ -239,6 +242,7 @@ class Health:
         stall_minutes: ``server.queueStallMinutes``.
         progress: ``queue -> callable`` returning its consumer's finished count.
         clock: monotonic seconds (tests).
+        audit: the self-audit (:class:`bot.audit.SelfAudit`; None: off).
     """
 
     services: Any
@@ -252,6 +256,7 @@ class Health:
     clock: Callable[[], float] = time.monotonic
     watches: dict[str, QueueWatch] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+    audit: Any = None
 
     # -- sampling ------------------------------------------------------------------------
     def backlogs(self) -> dict[str, Backlog]:
@@ -302,6 +307,8 @@ class Health:
             connected = bool(self.socket())
             out.append(Check("slack_socket", connected,
                              "connected" if connected else "Socket Mode is not connected"))
+        if self.audit is not None:
+            out.append(self.audit.check())
         return out
 
     def _poller_check(self) -> Check:

@@ -14,7 +14,10 @@ stacks in one test process do not mix):
   ``slack_outbox``), ``loopgate_work_items{node,status}``,
   ``loopgate_gate_wait_seconds{node}`` (histogram of the current waits at human gates),
   ``loopgate_quiz_attestations_total{node}``, ``loopgate_quiz_refusals_total{node}`` and
-  ``loopgate_effects_failed_total`` (counted from the event log).
+  ``loopgate_effects_failed_total`` (counted from the event log);
+* **read from the self-audit** (issue 22 §3, :mod:`bot.audit`) when it runs:
+  ``loopgate_audit_disagreements`` (active items whose verdicts differ from GitHub's
+  records, as of the latest rounds) and ``loopgate_audit_runs_total`` (rounds done).
 
 Labels are low-cardinality: no work item, repository or login is ever a label value
 (Prometheus naming: https://prometheus.io/docs/practices/naming/).
@@ -114,6 +117,7 @@ class _StateCollector(Collector):
         return []  # read at collect time only: registering must not touch the database
 
     def collect(self) -> Iterator[Any]:
+        yield from _audit(getattr(self.health, "audit", None))
         try:
             yield from self._queues()
             db = self.health.services.store.db()
@@ -192,3 +196,17 @@ def _event_counters(db: Any) -> Iterator[Any]:
                                  "(see loopgate effects).")
     family.add_metric([], failed)
     yield family
+
+
+def _audit(audit: Any) -> Iterator[Any]:
+    """The self-audit's numbers (nothing when it is off)."""
+    if audit is None:
+        return
+    gauge = GaugeMetricFamily("loopgate_audit_disagreements", "Active work items whose "
+                              "recorded verdicts differ from what GitHub's records give "
+                              "(the self-audit's latest rounds; see loopgate verify).")
+    gauge.add_metric([], len(audit.disagreements()))
+    yield gauge
+    runs = CounterMetricFamily("loopgate_audit_runs", "Self-audit rounds done.")
+    runs.add_metric([], audit.runs)
+    yield runs

@@ -6,7 +6,8 @@ check, comments, events), ``explainer_cmd`` (explainer render/check/redact, brie
 ``serve_cmd`` (serve, poll), ``config_cmd`` (config check/reference), ``effects_cmd``
 (effects list/retry: the outbox), ``ops_cmd`` (status, backup, db migrate), ``slack_cmd``
 (slack preview: Block Kit JSON), ``procedure_cmd`` (procedure: the agent procedure an
-assignment's ``Command:`` names).
+assignment's ``Command:`` names), ``verify_cmd`` (verify: re-derive the
+verdicts from GitHub alone, issue 22 §3).
 
 Exit codes: 0 success; 1 a refusal or an unmet ``--fail-on`` condition; 2 a usage,
 configuration or graph error (click's own usage errors are 2 as well). Every error is one
@@ -30,6 +31,7 @@ from bot.cli import (
     procedure_cmd,
     serve_cmd,
     simulate_cmd,
+    verify_cmd,
 )
 from bot.cli.context import CliContext
 from bot.cli.errors import RootGroup
@@ -120,7 +122,7 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
 
 
 for _module in (graph_cmd, item_cmd, effects_cmd, explainer_cmd, serve_cmd, config_cmd,
-                ops_cmd, db_cmd, procedure_cmd, simulate_cmd):
+                ops_cmd, db_cmd, procedure_cmd, simulate_cmd, verify_cmd):
     _module.register(cli)
 register_slack(cli)  # slack preview approval|home (issue 12)
 

@@ -291,7 +291,7 @@ def _observability(supervisor: Supervisor, services: Any, dispatcher: Any, polle
                     socket=socket.connected if socket is not None else None,
                     rate_watch=watch, auth_watch=auth,
                     stall_minutes=float(server.get("queueStallMinutes") or 10),
-                    progress=progress)
+                    progress=progress, audit=_add_self_audit(supervisor, services))
     supervisor.add_loop("health", health.run, timeout=5)
     if server.get("metrics") is False:
         return health, None
@@ -300,6 +300,25 @@ def _observability(supervisor: Supervisor, services: Any, dispatcher: Any, polle
     metrics = telemetry.install(Metrics(health))
     supervisor.on_close("metrics", lambda: telemetry.uninstall(metrics))
     return health, metrics
+
+
+def _add_self_audit(supervisor: Supervisor, services: Any) -> Any:
+    """The self-audit (issue 22 §3, :mod:`bot.audit`): with GitHub and
+    ``server.auditMinutes`` above 0 (default 15), a supervised loop; else None."""
+    if not services.config.has("github"):
+        return None
+    from bot.audit import AuditSettings, BudgetWatch, SelfAudit
+
+    settings = AuditSettings.from_server(services.config.section("server"))
+    if settings.minutes <= 0:
+        return None
+    from bridges import telemetry
+
+    budget = telemetry.install(BudgetWatch())
+    supervisor.on_close("audit-budget", lambda: telemetry.uninstall(budget))
+    audit = SelfAudit(services, settings, budget=budget)
+    supervisor.add_loop("self-audit", audit.run, timeout=30)
+    return audit
 
 
 def _build(supervisor: Supervisor, services: Any, secret: str | None,

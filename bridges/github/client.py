@@ -556,6 +556,19 @@ class GitHubClient:
         runs = data.get("check_runs") if isinstance(data, dict) else None
         return [r for r in runs or () if isinstance(r, dict)]
 
+    def commit_statuses(self, owner: str, repo: str, sha: str) -> list[dict[str, Any]]:
+        """``GET /repos/{o}/{r}/commits/{sha}/statuses`` → every status on ``sha``, newest
+        first (GitHub's order; each with ``state``, ``context``, ``description``,
+        ``creator``). Issue 22 §3: ``loopgate verify`` reads the published check."""
+        return self._all_pages(f"statuses of {owner}/{repo}@{sha[:12]}",
+                               f"/repos/{owner}/{repo}/commits/{sha}/statuses", {})
+
+    def open_pulls(self, owner: str, repo: str) -> list[dict[str, Any]]:
+        """``GET /repos/{o}/{r}/pulls?state=open`` (all pages): ``verify --sha`` looks for
+        the pull requests whose head is a commit (issue 22 §3)."""
+        return self._all_pages(f"open pull requests of {owner}/{repo}",
+                               f"/repos/{owner}/{repo}/pulls", {"state": "open"})
+
     def compare_commits(self, owner: str, repo: str, base: str, head: str
                         ) -> list[dict[str, Any]]:
         """``GET /repos/{o}/{r}/compare/{base}...{head}`` → the commits ``head`` has that

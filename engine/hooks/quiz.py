@@ -56,6 +56,8 @@ __all__ = [
     "view_commands",
     "quiz_comment_body",
     "latest_editor",
+    "genuine_quiz_comment",
+    "quiz_comment_problem",
     "post_quiz_attestation",
     "quiz_attested",
     "wrong_kind_typers",
@@ -521,23 +523,33 @@ def _attested(ctx: HookContext, node: str, attestation: Attestation) -> HookResu
     return HookResult.passed(f"attested by {attestation.attested_by}", decision=attestation)
 
 
-def _genuine(ctx: HookContext, node: str, edits: CommentEdits) -> bool:
-    # Abuse case 6: loopgate's own comment — its marker, its author, the id it posted.
-    # GraphQL names an App's bot without "[bot]": the identity model compares kinds and
-    # ids, so a User named like the App is not loopgate (issue 9 §1).
+def genuine_quiz_comment(settings: Any, posted_ids: Any, edits: CommentEdits) -> bool:
+    """True when ``edits`` is loopgate's own quiz comment (abuse case 6): its marker, its
+    author (kinds and ids compared: GraphQL names an App's bot without "[bot]", and a
+    ``User`` named like the App is not loopgate, issue 9 §1) and one of ``posted_ids`` (the
+    ids recorded posting it; an empty set accepts any id). Pure; ``loopgate verify`` (issue
+    22 §3) uses it too."""
     if SELF_MARKER not in (edits.body or ""):
         return False
-    if ctx.settings.bot.known and not ctx.settings.is_loopgate(edits.author_actor):
+    if settings.bot.known and not settings.is_loopgate(edits.author_actor):
         return False
-    ids = {c.get("id") for c in _posted(ctx, node).get("comments") or () if isinstance(c, Mapping)}
+    ids = set(posted_ids or ())
     return not ids or edits.comment_id in ids
 
 
 def _check_marked(ctx: HookContext, node: str, digest: str, edits: CommentEdits) -> str:
-    # "" when the comment is this node's genuine, current, ticked quiz comment.
+    ids = {c.get("id") for c in _posted(ctx, node).get("comments") or () if isinstance(c, Mapping)}
+    return quiz_comment_problem(ctx.settings, ids, node, digest, edits)
+
+
+def quiz_comment_problem(settings: Any, posted_ids: Any, node: str, digest: str,
+                         edits: CommentEdits) -> str:
+    """"" when ``edits`` is ``node``'s genuine (:func:`genuine_quiz_comment`), current
+    (its marker carries ``digest``), ticked quiz comment; else why not, one sentence.
+    Pure; the quiz gate and ``loopgate verify`` (issue 22 §3) share it."""
     if not has_quiz_marker(edits.body, node, digest):
         return f"comment {edits.comment_id} is not the current quiz comment of {node}"
-    if not _genuine(ctx, node, edits):
+    if not genuine_quiz_comment(settings, posted_ids, edits):
         return f"comment {edits.comment_id} is not loopgate's own quiz comment"
     if not attestation_ticked(edits.body, quiz_kind(node)):
         return f"the box of comment {edits.comment_id} is not ticked"
