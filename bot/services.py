@@ -268,36 +268,35 @@ def verify_teams(config: Config, graph: Graph, tracker: Any = None) -> list[str]
     return lines
 
 
-def _tracker(config: Config, store: Any, credentials: Any) -> Tracker:
-    if config.has("github"):
-        from bridges.github.tracker import GitHubTracker
+def _tracker_side(config: Config, store: Any,
+                  credentials: Any) -> tuple[Tracker, ArtifactStore, Actor]:
+    """The tracker, the artifact store and the bot actor, chosen once by the ``github``
+    section (so nothing later probes the tracker for what it is).
 
-        return GitHubTracker.from_config(config, credentials)
-    from engine.local.sqlite_tracker import LocalTracker
+    Gates trust only comments by the bot actor (a marker alone can be forged): kind and
+    id where GitHub gives them (a User named like the App's slug is not the App's bot).
+    """
+    if not config.has("github"):
+        from engine.local.sqlite_tracker import LocalTracker
 
-    return LocalTracker(store)
-
-
-def _bot_identity(config: Config, tracker: Tracker, store: Any) -> Actor:
-    # Gates trust only comments by this actor (a marker alone can be forged): kind and id
-    # where GitHub gives them (a User named like the App's slug is not the App's bot).
-    if config.has("github"):
-        section = config.section("github")
-        token_env = "" if section.get("app") else str(section.get("tokenEnv") or "GITHUB_TOKEN")
-        return tracker.bot_identity(  # type: ignore[attr-defined]
-            section.get("botLogin") or "", cache=store, token_env=token_env)
-    return Actor.from_login(str(getattr(tracker, "bot_login", "")))
-
-
-def _artifacts(config: Config, tracker: Tracker) -> ArtifactStore:
-    spec_dir = config.data["specDir"]
-    if config.workspace is not None or not config.has("github"):
-        from engine.local.checkout import CheckoutArtifactStore
-
-        return CheckoutArtifactStore(config.workspace or Path.cwd(), spec_dir)
+        local = LocalTracker(store)
+        return local, _checkout(config), Actor.from_login(local.bot_login)
     from bridges.github.artifacts import ContentsArtifactStore
+    from bridges.github.tracker import GitHubTracker
 
-    return ContentsArtifactStore.from_config(config, tracker)
+    github = GitHubTracker.from_config(config, credentials)
+    artifacts = (_checkout(config) if config.workspace is not None
+                 else ContentsArtifactStore.from_config(config, github))
+    section = config.section("github")
+    token_env = "" if section.get("app") else str(section.get("tokenEnv") or "GITHUB_TOKEN")
+    bot = github.bot_identity(section.get("botLogin") or "", cache=store, token_env=token_env)
+    return github, artifacts, bot
+
+
+def _checkout(config: Config) -> ArtifactStore:
+    from engine.local.checkout import CheckoutArtifactStore
+
+    return CheckoutArtifactStore(config.workspace or Path.cwd(), config.data["specDir"])
 
 
 def _notifier(config: Config, store: Any) -> Notifier | None:
@@ -347,12 +346,11 @@ class Services:
         graph = load_graph(config)
         store = open_store(config, db_path)  # SQLite, or PostgreSQL for a URL (issue 15)
         credentials = _credentials(config)
-        tracker = _tracker(config, store, credentials)
-        ports = Ports(tracker=tracker, artifacts=_artifacts(config, tracker))
+        tracker, artifacts, bot = _tracker_side(config, store, credentials)
+        ports = Ports(tracker=tracker, artifacts=artifacts)
         notifier = _notifier(config, store)
         if notifier is not None:
             ports.notifier = notifier
-        bot = _bot_identity(config, tracker, store)
         settings = replace(config.engine_settings(), bot_login=bot.login, bot_kind=bot.kind,
                            bot_id=bot.id)
         # Effects are carried out right after each commit (the runtime's default) unless
