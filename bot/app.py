@@ -36,6 +36,7 @@ from bot.blocks.escaping import slack_text
 from bot.listeners import actions, commands, events, views
 from bot.listeners.events.dedupe import dedupe_events
 from bot.slack_origin import origin_middleware
+from bridges.github.webhook import HeaderItems
 from engine.errors import ConfigError
 
 __all__ = [
@@ -198,7 +199,7 @@ def build_app(
 def verify_request(
     secret: str,
     body: bytes,
-    headers: Mapping[str, str],
+    headers: HeaderItems,
     *,
     now: Callable[[], float] = time.time,
 ) -> bool:

@@ -44,7 +44,7 @@ def database_url(config: Config | None, explicit: str | None = None) -> str | No
                       configured):
         if candidate:
             if candidate is configured and is_database_url(candidate):
-                _refuse_inline_password(candidate)
+                _refuse_inline_password(str(candidate))
             return candidate.strip() if is_database_url(candidate) else None
     return None
 

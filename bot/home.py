@@ -207,5 +207,5 @@ def refresh_homes(services: Any, client: Any, ref: Any) -> list[str]:
 
 def _reason(exc: Exception) -> str:
     response = getattr(exc, "response", None)
-    error = response.get("error") if hasattr(response, "get") else None
+    error = response.get("error") if response is not None and hasattr(response, "get") else None
     return str(error) if error else type(exc).__name__

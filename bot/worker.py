@@ -257,7 +257,7 @@ class SlackWorker:
             text = reminder_text(gate, hours, users, item_url=url)
             self._refusable(lambda: self._call(
                 "chat_postMessage", channel=message["channel"],
-                thread_ts=self._thread_row(ref)["ts"], text=text, unfurl_links=False))
+                thread_ts=(self._thread_row(ref) or {})["ts"], text=text, unfurl_links=False))
             self._reminded(ref, gate, "", message["channel"], now)
         for user in users:
             if not self._due(ref, gate, user, now):

@@ -103,7 +103,7 @@ def iso(moment: datetime) -> str:
 def backoff(attempts: int) -> float:
     """Seconds to wait after the ``attempts``-th transient failure: 2, 4, 8 … capped at
     :data:`BACKOFF_CAP` (GitHub: "back off exponentially", platform-facts B4)."""
-    return min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** max(0, attempts - 1))
+    return min(BACKOFF_CAP, BACKOFF_FIRST * 2.0 ** max(0, attempts - 1))
 
 
 @dataclass(frozen=True)

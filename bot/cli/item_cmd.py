@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -76,7 +77,7 @@ def _fresh(services: Any, state: ItemState) -> ItemState:
 
 
 def _load_started(services: Any, ref: WorkItemRef) -> ItemState:
-    state = services.store.load(ref)
+    state: ItemState | None = services.store.load(ref)
     if state is None or not state.current_node:
         _refused(f"{ref} is not started (not-started)")
     return state
@@ -132,7 +133,7 @@ def advance(obj: CliContext, item: WorkItemRef, comments: tuple[str, ...]) -> No
     if parsed and poster is None:
         fail("the configured tracker cannot post as another author: --comment needs the "
              "local tracker (no github section in loopgate.yaml)")
-    posted = [_run(lambda a=a, b=b: poster(item, a, b)) for a, b in parsed]
+    posted = [_run(partial(poster, item, a, b)) for a, b in parsed] if poster else []
     event = {"comments": posted} if posted else {}
     state = _fresh(services, _run(lambda: services.runtime.advance(item, event)))
     click.echo(_summary(state))
@@ -337,7 +338,7 @@ def fails(report: dict[str, Any], fail_on: str | None) -> bool:
 
 
 def _reports(services: Any, item: WorkItemRef | None, recompute: bool,
-             node: str | None = None, status: str | None = None) -> Iterator[dict]:
+             node: str | None = None, status: str | None = None) -> Iterator[dict[str, Any]]:
     graph = services.graph
     # One query for every owed or failed effect (check --all stays one pass).
     owed: dict[WorkItemRef, list[Any]] = {}

@@ -10,6 +10,7 @@ never cached, so a pull request opened a moment ago is honoured at once.
 
 from __future__ import annotations
 
+import builtins
 import posixpath
 import time
 from collections.abc import Callable
@@ -98,7 +99,8 @@ class ContentsArtifactStore:
         return sorted(self._call(f"list {root}@{branch}",
                                  lambda: self._walk(ref, root, branch, root)))
 
-    def _walk(self, ref: WorkItemRef, path: str, branch: str, root: str) -> list[str]:
+    def _walk(self, ref: WorkItemRef, path: str, branch: str,
+              root: str) -> builtins.list[str]:  # `list` here is the method above
         entries = self.client.contents(ref.owner, ref.repo, path, branch)
         if not isinstance(entries, list):
             return []

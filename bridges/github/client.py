@@ -187,8 +187,9 @@ class RateGuard:
         bounded = min(max(reset_at, now + timedelta(seconds=1)),
                       now + timedelta(seconds=self.max_wait))
         with self._lock:
-            was_open = self._until is None or now >= self._until
-            self._until = bounded if was_open else max(self._until, bounded)
+            current = self._until
+            was_open = current is None or now >= current
+            self._until = bounded if current is None or was_open else max(current, bounded)
             until = self._until
         telemetry.rate_limited(self.resource, until)
         if was_open:

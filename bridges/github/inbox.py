@@ -83,7 +83,7 @@ MIGRATIONS = Migrations("loopgate-inbox")
 
 @MIGRATIONS(name="0001_inbox")
 def _inbox(db: Database) -> None:
-    db["inbox"].create({"delivery_id": str, "event": str, "body": bytes, "received_at": str,
+    db.table("inbox").create({"delivery_id": str, "event": str, "body": bytes, "received_at": str,
                         "handled_at": str, "status": str}, pk="delivery_id")
     # The replay reads only the rows still owed; the handled ones are the many.
     db.execute("CREATE INDEX inbox_owed ON inbox (received_at) WHERE handled_at IS NULL")

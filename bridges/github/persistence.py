@@ -51,16 +51,16 @@ MIGRATIONS = Migrations("loopgate-github")
 
 @MIGRATIONS(name="0001_poll_seen_deliveries")
 def _initial(db: Database) -> None:
-    db["github_poll"].create({"repo": str, "stream": str, "cursor": str, "etag": str,
+    db.table("github_poll").create({"repo": str, "stream": str, "cursor": str, "etag": str,
                               "etag_since": str, "updated_at": str}, pk=("repo", "stream"))
-    db["github_seen"].create({"scope": str, "kind": str, "key": str, "at": str},
+    db.table("github_seen").create({"scope": str, "kind": str, "key": str, "at": str},
                              pk=("scope", "kind", "key"))
-    db["github_deliveries"].create({"key": str, "status": str, "at": str}, pk="key")
+    db.table("github_deliveries").create({"key": str, "status": str, "at": str}, pk="key")
 
 
 @MIGRATIONS(name="0002_webhook_inbox")
 def _inbox(db: Database) -> None:  # legacy (see the module docstring); never edit
-    db["github_inbox"].create({"delivery_id": str, "event": str, "body": bytes,
+    db.table("github_inbox").create({"delivery_id": str, "event": str, "body": bytes,
                                "received_at": str}, pk="delivery_id")
 
 

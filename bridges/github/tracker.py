@@ -457,9 +457,10 @@ class GitHubTracker:
         sha = self._head_sha(pull)
         written: dict[str, Any] = {}
         for _ in range(3):
-            written = self._guarded(
-                f"loopgate check on {pull}",
-                lambda sha=sha: self._write_check(pull, sha, on_head(check, sha)))
+            def write(at: str = sha) -> dict[str, Any]:
+                return self._write_check(pull, at, on_head(check, at))
+
+            written = self._guarded(f"loopgate check on {pull}", write)
             newest = self._head_sha(pull)
             if newest == sha:
                 break

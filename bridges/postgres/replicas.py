@@ -272,6 +272,7 @@ def share_github_limits(services: Any) -> None:
     for attr in ("client", "graphql"):
         client = getattr(tracker, attr, None)
         guard = getattr(client, "guard", None)
-        if isinstance(guard, RateGuard) and not isinstance(guard, SharedRateGuard):
+        if client is not None and isinstance(guard, RateGuard) \
+                and not isinstance(guard, SharedRateGuard):
             client.guard = SharedRateGuard(services.store, guard.resource, guard.max_wait,
                                            guard._clock)

@@ -310,7 +310,7 @@ class PostgresStore:
     def kv_get(self, namespace: str, key: str, default: Any = None) -> Any:
         """The JSON value stored under ``(namespace, key)``, or ``default``."""
         with self._read() as conn:
-            rows = _query(conn)(KV_GET, (namespace, key))
+            rows = list(_query(conn)(KV_GET, (namespace, key)))
         return default if not rows else json.loads(rows[0][0])
 
     def kv_set(self, namespace: str, key: str, value: Any) -> None:

@@ -410,11 +410,12 @@ def _gate_checks(node: Node) -> list[str]:
 
 
 def _validated_paths(node: Node) -> tuple[str, ...]:
-    # Every path the node's gate checks: its own `validates` and its validate-artifacts'.
-    paths = list(node.validates)
+    # Every path the node's gate checks: its own `validates` and its validate-artifacts',
+    # each as its `a|b` string (the node's own were tuples of alternatives, mixed in as such).
+    paths = ["|".join(alts) for alts in node.validates]
     for ref in node.exit:
         if ref.name == "validate-artifacts":
-            given = ref.params.get("validates") or ()
+            given: str | Sequence[str] = ref.params.get("validates") or ()
             paths += [given] if isinstance(given, str) else list(given)
     return tuple(paths)
 

@@ -154,7 +154,7 @@ def _stored(ctx: HookContext) -> dict[str, Any]:
     visit = ctx.state.visit(ctx.node.id)
     number = visit.number if visit is not None else 0
     entry = (ctx.state.surface.get("approvals") or {}).get(ctx.node.id)
-    if _same_entry(entry, entered, number):
+    if entry is not None and _same_entry(entry, entered, number):
         kept = {"enteredAt": entered, "visit": number,
                 "approvals": list(entry.get("approvals") or ()),
                 "refused": list(entry.get("refused") or ())}

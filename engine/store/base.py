@@ -77,7 +77,10 @@ class Store(Protocol):
         effects: the outbox (:class:`~engine.store.effect_queue.EffectQueue`).
     """
 
-    effects: EffectQueue
+    @property
+    def effects(self) -> EffectQueue:
+        """The outbox (read-only here, so a store may hold a narrower queue type)."""
+        ...
 
     def transaction(self, ref: WorkItemRef) -> AbstractContextManager[Transaction]:
         """Open a write transaction on ``ref``.

@@ -48,7 +48,7 @@ def parse_gate_click(body: Mapping[str, Any]) -> GateRef:
     Raises:
         ValueError: the button's value does not parse.
     """
-    action = next(iter(body.get("actions") or ()), {}) or {}
+    action: dict[str, Any] = next(iter(body.get("actions") or ()), {}) or {}
     return GateRef.parse(str(action.get("value") or ""))
 
 
@@ -140,7 +140,7 @@ def on_open_modal(ack: Callable[..., Any], body: dict[str, Any], client: Any,
     the gate's approval rule, which may read GitHub, is applied on submission instead."""
     ack()
     user, channel, ts = _where(body)
-    action = next(iter(body.get("actions") or ()), {}) or {}
+    action: dict[str, Any] = next(iter(body.get("actions") or ()), {}) or {}
     outcome = MODAL_OUTCOMES.get(str(action.get("action_id") or ""), "")
     gate = _clicked_gate(body, client, channel, user)
     if gate is None:

@@ -95,7 +95,7 @@ def parse_click(body: Mapping[str, Any]) -> Click:
     """
     container = body.get("container") or {}
     message = body.get("message") or {}
-    action = next((a for a in body.get("actions") or ()
+    action: dict[str, Any] = next((a for a in body.get("actions") or ()
                    if a.get("action_id") == ids.ACTION_EXECUTE), {})
     revisions = [p.revision for p in (ids.parse_block_id(str(b.get("block_id") or ""))
                                       for b in message.get("blocks") or ()) if p]

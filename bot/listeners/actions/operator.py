@@ -35,7 +35,7 @@ def _where(body: Mapping[str, Any]) -> tuple[str, str, str, str]:
     user = str((body.get("user") or {}).get("id") or "")
     channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
     ts = str(message.get("ts") or container.get("message_ts") or "")
-    action = next(iter(body.get("actions") or ()), {}) or {}
+    action: dict[str, Any] = next(iter(body.get("actions") or ()), {}) or {}
     return user, channel, ts, str(action.get("value") or "")
 
 
