@@ -43,6 +43,7 @@ from bridges.postgres.sql import to_pg
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
 from engine.state import ItemState
+from engine.store.base import StoreCapabilities
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
 from engine.store.rows import (
     KV_DELETE,
@@ -153,6 +154,12 @@ class PostgresStore:
         self.effects = PostgresEffectQueue(self._read, self._write)
 
     backend = "postgresql"
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        """One database every replica shares (issue 15 §3): :meth:`exclusive` holds an
+        advisory lock; guards, budgets, the inbox and bridge state live here too."""
+        return StoreCapabilities("postgresql", shared=True)
 
     # -- portable SQL (the bot's tables) -------------------------------------------------
     def db(self) -> PgSession:

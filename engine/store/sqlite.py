@@ -22,7 +22,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from sqlite_utils import Database
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
 from engine.state import ItemState
+from engine.store.base import StoreCapabilities
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
 from engine.store.migrations import MIGRATIONS
 from engine.store.rows import (
@@ -82,8 +83,19 @@ class SqliteStore:
         StoreError: the file cannot be opened or migrated.
     """
 
-    #: Which implementation this is (callers choosing a bridge-state backend ask).
+    #: Which implementation this is (the one SQL statement that differs asks).
     backend = "sqlite"
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        """A file one process serves (replicas need PostgreSQL, issue 15 §3), at
+        :attr:`path` (issue 20 §2)."""
+        return StoreCapabilities("sqlite", shared=False, path=self.path)
+
+    def exclusive(self, name: str) -> AbstractContextManager[None]:
+        """Nothing to hold: no replica shares a SQLite file, and in one process the
+        callers' own locks serialize (:class:`~engine.store.base.DatabaseStore`)."""
+        return nullcontext()
 
     def __init__(
         self,

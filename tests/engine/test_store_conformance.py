@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from sqlite_utils import Database
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
+from engine.store.base import StoreCapabilities
 from engine.store.migrations import MIGRATION_SET, MIGRATIONS
 from engine.store.sqlite import SqliteStore
 from engine.visits import Visit, VisitDecision
@@ -406,3 +408,22 @@ def test_sqlite_load_all_leaves_the_thread_free_to_write(tmp_path: Path) -> None
     assert seen == [1, 2]
     assert all(s.surface == {"seen": True} for s in store.load_all())
     store.close()
+
+
+def test_each_backend_declares_its_capabilities(store: Any) -> None:
+    """Issue 20 §2: a store says what it offers (a frozen record), so no caller probes it;
+    ``exclusive`` is a no-op where nothing is shared and a real lock where replicas are."""
+    caps = store.capabilities
+    path = store.path if isinstance(store, SqliteStore) else None
+    expected = {"memory": StoreCapabilities("memory"),
+                "sqlite": StoreCapabilities("sqlite", path=path),
+                "postgresql": StoreCapabilities("postgresql", shared=True)}
+    assert caps == expected[caps.backend]
+    assert type(store).__name__ == {"memory": "MemoryStore", "sqlite": "SqliteStore",
+                                    "postgresql": "PostgresStore"}[caps.backend]
+    with pytest.raises(FrozenInstanceError):
+        caps.shared = True  # type: ignore[misc]
+    if caps.backend != "memory":
+        assert isinstance(caps.path, Path) == (caps.backend == "sqlite")
+        with store.exclusive("conformance"):
+            assert store.load(REF) is None
