@@ -34,7 +34,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.config import Config
+    from bot.services import Services
 
 __all__ = ["Check", "Health", "QueueWatch", "Backlog", "backlogs", "probe_database",
            "blueprint", "DB_DEADLINE", "SAMPLE_SECONDS", "READY_PATH", "METRICS_PATH"]
@@ -121,12 +125,13 @@ def _slack_backlog(store: Any, now: datetime) -> Backlog:
     return Backlog(int(count or 0), _age(str(oldest or ""), now) if count else 0.0)
 
 
-def backlogs(services: Any, inbox: Any = None, now: datetime | None = None
+def backlogs(store: Any, config: Config, inbox: Any = None, now: datetime | None = None
              ) -> dict[str, Backlog]:
     """Depth and oldest age of every queue this installation has.
 
     Args:
-        services: the wired services (the store's outbox of effects, the Slack outbox).
+        store: the store (its outbox of effects; its Slack outbox).
+        config: the configuration (whether Slack is configured).
         inbox: the webhook inbox (``dispatcher.inbox``; None: not served here).
         now: the current UTC time.
 
@@ -135,11 +140,11 @@ def backlogs(services: Any, inbox: Any = None, now: datetime | None = None
         installation does not have is left out).
     """
     now = now or datetime.now(UTC)
-    out: dict[str, Backlog] = {GITHUB_EFFECTS: _effects_backlog(services.store, now)}
+    out: dict[str, Backlog] = {GITHUB_EFFECTS: _effects_backlog(store, now)}
     if inbox is not None:
         out[INBOX] = _inbox_backlog(inbox, now)
-    if services.config.has("slack"):
-        out[SLACK_OUTBOX] = _slack_backlog(services.store, now)
+    if config.has("slack"):
+        out[SLACK_OUTBOX] = _slack_backlog(store, now)
     return out
 
 
@@ -241,7 +246,7 @@ class Health:
         clock: monotonic seconds (tests).
     """
 
-    services: Any
+    services: Services
     dispatcher: Any = None
     poller: Any = None
     socket: Callable[[], bool] | None = None
@@ -259,7 +264,7 @@ class Health:
         inbox = None
         if self.dispatcher is not None and self.services.config.has("github"):
             inbox = self.dispatcher.inbox
-        return backlogs(self.services, inbox)
+        return backlogs(self.services.store, self.services.config, inbox)
 
     def sample(self) -> dict[str, Backlog]:
         """Read the queues and feed the watches; returns the backlogs read."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.approvals import is_approval_gate, may_decide
 from bot.blocks.approval import OUTCOME_LABELS
@@ -21,6 +21,9 @@ from bot.listeners.commands.check import _recorded_authors, item_owners
 from bot.notifier import ensure_slack_tables, write_scope
 from engine.approvals import recorded_approvals
 from engine.visits import Visit
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["home_rows", "publish_home", "homes_to_refresh", "refresh_homes", "web_base",
            "decision_phrase", "last_decision", "previous_visit"]
@@ -97,7 +100,7 @@ def last_decision(state: Any) -> str:
     return f"last decision: {text}" + (f" (visit {visit.number})" if visit.number > 1 else "")
 
 
-def _waits_on(services: Any, state: Any, login: str) -> bool:
+def _waits_on(services: Services, state: Any, login: str) -> bool:
     # The gate's own rule for this item (preventSelfApproval needs whose work it is), and
     # not someone whose approval it already counted (issue 11 §2).
     node = state.current_node
@@ -106,7 +109,7 @@ def _waits_on(services: Any, state: Any, login: str) -> bool:
     return may_decide(services, login, node, state.ref)
 
 
-def home_rows(services: Any, login: str) -> tuple[list[WaitingRow], list[ItemRow]]:
+def home_rows(services: Services, login: str) -> tuple[list[WaitingRow], list[ItemRow]]:
     """``(waiting on login, oldest first; login's items)``."""
     authors = _recorded_authors(services)
     base = web_base(services.config)
@@ -134,7 +137,7 @@ def home_rows(services: Any, login: str) -> tuple[list[WaitingRow], list[ItemRow
     return waiting, items
 
 
-def publish_home(services: Any, client: Any, user: str) -> dict[str, Any]:
+def publish_home(services: Services, client: Any, user: str) -> dict[str, Any]:
     """Publish ``user``'s home tab (``views.publish``) and remember they opened it.
 
     Returns:
@@ -155,7 +158,7 @@ def publish_home(services: Any, client: Any, user: str) -> dict[str, Any]:
     return view
 
 
-def homes_to_refresh(services: Any, ref: Any) -> list[str]:
+def homes_to_refresh(services: Services, ref: Any) -> list[str]:
     """Slack users who opened their home tab and whose tab shows (or may now show)
     ``ref``: those listing it, its owners (a new item joins "Your items"), and every
     linked user its current gate now waits on by the gate's rule for this item (the
@@ -176,7 +179,7 @@ def homes_to_refresh(services: Any, ref: Any) -> list[str]:
     return users
 
 
-def refresh_homes(services: Any, client: Any, ref: Any) -> list[str]:
+def refresh_homes(services: Services, client: Any, ref: Any) -> list[str]:
     """Republish the home tabs that show (or may now show) ``ref``, best-effort.
 
     A Home tab is a view of state already recorded, so a failed refresh must never fail

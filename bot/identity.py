@@ -18,13 +18,16 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.notifier import ensure_slack_tables, iso, write_scope
 from engine.authorship import LINK_LINE, has_link_code, needs_check, screen
 from engine.ports import Comment
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = [
     "LINK_TTL",
@@ -74,16 +77,16 @@ def valid_login(login: str) -> bool:
     return bool(_LOGIN.match((login or "").strip().lstrip("@")))
 
 
-def _now(services: Any) -> datetime:
+def _now(services: Services) -> datetime:
     return services.ports.clock.now()
 
 
-def _db(services: Any) -> Any:
+def _db(services: Services) -> Any:
     ensure_slack_tables(services.store)
     return services.store.db()
 
 
-def create_link_code(services: Any, slack_user_id: str, github_login: str) -> LinkCode:
+def create_link_code(services: Services, slack_user_id: str, github_login: str) -> LinkCode:
     """Issue a one-time code linking ``slack_user_id`` to ``github_login`` once confirmed.
 
     Earlier unused codes of the same Slack user are withdrawn.
@@ -119,12 +122,12 @@ def create_link_code(services: Any, slack_user_id: str, github_login: str) -> Li
     return LinkCode(code, login, expires)
 
 
-def _configured_repo(services: Any, ref: WorkItemRef) -> bool:
+def _configured_repo(services: Services, ref: WorkItemRef) -> bool:
     repos = [r.lower() for r in services.config.section("github").get("repos") or ()]
     return not repos or ref.repo_full_name.lower() in repos
 
 
-def confirm_link_from_comment(services: Any, ref: WorkItemRef, comment: Comment) -> str | None:
+def confirm_link_from_comment(services: Services, ref: WorkItemRef, comment: Comment) -> str | None:
     """Complete a link when ``comment`` is ``loopgate link <code>`` by the code's login.
 
     Called by the GitHub dispatcher for each human comment. Refused (None, logged) when
@@ -176,7 +179,7 @@ def confirm_link_from_comment(services: Any, ref: WorkItemRef, comment: Comment)
     return str(slack_user)
 
 
-def _own_words(services: Any, ref: WorkItemRef, comment: Comment) -> bool:
+def _own_words(services: Services, ref: WorkItemRef, comment: Comment) -> bool:
     """True when the link code counts as the comment author's (issue 19 §1); otherwise one
     structured log line says why."""
     if not needs_check(comment):  # the author's words as created (a webhook, offline)
@@ -205,7 +208,7 @@ def _refusal(row: Any, author: str, now: str) -> str:
     return ""
 
 
-def comment_observer(services: Any) -> Callable[[WorkItemRef, Comment], None]:
+def comment_observer(services: Services) -> Callable[[WorkItemRef, Comment], None]:
     """``(ref, comment) -> None`` for ``dispatcher.comment_observers`` (never raises)."""
 
     def observe(ref: WorkItemRef, comment: Comment) -> None:
@@ -217,11 +220,11 @@ def comment_observer(services: Any) -> Callable[[WorkItemRef, Comment], None]:
     return observe
 
 
-def _identities(services: Any) -> dict[str, str]:
+def _identities(services: Services) -> dict[str, str]:
     return dict(services.config.section("slack").get("identities") or {})
 
 
-def resolve_login(services: Any, slack_user_id: str) -> str | None:
+def resolve_login(services: Services, slack_user_id: str) -> str | None:
     """The GitHub login of ``slack_user_id``: ``slack.identities`` first, then a confirmed
     link; None when neither knows the user."""
     configured = _identities(services).get(slack_user_id)
@@ -233,7 +236,7 @@ def resolve_login(services: Any, slack_user_id: str) -> str | None:
     return str(row[0]) if row else None
 
 
-def slack_users_for_login(services: Any, login: str) -> list[str]:
+def slack_users_for_login(services: Services, login: str) -> list[str]:
     """Every Slack user id mapped to GitHub ``login`` (config and links), sorted."""
     name = normalize_login(login)
     if not name:
@@ -246,7 +249,7 @@ def slack_users_for_login(services: Any, login: str) -> list[str]:
     return sorted(users)
 
 
-def unlink(services: Any, slack_user_id: str) -> bool:
+def unlink(services: Services, slack_user_id: str) -> bool:
     """Remove ``slack_user_id``'s stored link and pending codes.
 
     Returns:

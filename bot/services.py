@@ -21,8 +21,9 @@ from engine.settings import EngineSettings
 
 if TYPE_CHECKING:  # imported lazily at run time: an offline CLI never loads the bridge
     from bridges.github.app import TokenSource
+    from bridges.github.tracker import GitHubTracker
     from engine.runtime import Runtime
-    from engine.store.sqlite import SqliteStore
+    from engine.store.base import DatabaseStore
 
 __all__ = ["Services", "load_graph", "verify_github"]
 
@@ -268,10 +269,11 @@ def verify_teams(config: Config, graph: Graph, tracker: Any = None) -> list[str]
     return lines
 
 
-def _tracker_side(config: Config, store: Any,
-                  credentials: Any) -> tuple[Tracker, ArtifactStore, Actor]:
-    """The tracker, the artifact store and the bot actor, chosen once by the ``github``
-    section (so nothing later probes the tracker for what it is).
+def _tracker_side(config: Config, store: Any, credentials: Any
+                  ) -> tuple[Tracker, ArtifactStore, Actor, GitHubTracker | None]:
+    """The tracker, the artifact store, the bot actor and the GitHub tracker (None
+    offline), chosen once by the ``github`` section (so nothing later probes the tracker
+    for what it is).
 
     Gates trust only comments by the bot actor (a marker alone can be forged): kind and
     id where GitHub gives them (a User named like the App's slug is not the App's bot).
@@ -280,7 +282,7 @@ def _tracker_side(config: Config, store: Any,
         from engine.local.sqlite_tracker import LocalTracker
 
         local = LocalTracker(store)
-        return local, _checkout(config), Actor.from_login(local.bot_login)
+        return local, _checkout(config), Actor.from_login(local.bot_login), None
     from bridges.github.artifacts import ContentsArtifactStore
     from bridges.github.tracker import GitHubTracker
 
@@ -290,7 +292,7 @@ def _tracker_side(config: Config, store: Any,
     section = config.section("github")
     token_env = "" if section.get("app") else str(section.get("tokenEnv") or "GITHUB_TOKEN")
     bot = github.bot_identity(section.get("botLogin") or "", cache=store, token_env=token_env)
-    return github, artifacts, bot
+    return github, artifacts, bot, github
 
 
 def _checkout(config: Config) -> ArtifactStore:
@@ -315,19 +317,23 @@ class Services:
         config: the validated configuration.
         settings: the engine settings derived from it.
         graph: the compiled graph.
-        store: the SQLite store.
+        store: the store the backend opened (SQLite or PostgreSQL, ``bot.database``),
+            typed by what it declares (:class:`~engine.store.base.DatabaseStore`).
         ports: tracker, artifact store, notifier, clock.
         runtime: the engine runtime over all of the above.
         credentials: the GitHub token source (``bridges.github.app``), None offline.
+        github: the GitHub tracker :attr:`ports` holds, typed as such for the rooms that
+            need more than the Tracker port (the poller, serve's checks); None offline.
     """
 
     config: Config
     settings: EngineSettings
     graph: Graph
-    store: SqliteStore
+    store: DatabaseStore
     ports: Ports
     runtime: Runtime
     credentials: TokenSource | None = None
+    github: GitHubTracker | None = None
 
     @classmethod
     def build(cls, config: Config, *, db_path: str | None = None) -> Services:
@@ -346,7 +352,7 @@ class Services:
         graph = load_graph(config)
         store = open_store(config, db_path)  # SQLite, or PostgreSQL for a URL (issue 15)
         credentials = _credentials(config)
-        tracker, artifacts, bot = _tracker_side(config, store, credentials)
+        tracker, artifacts, bot, github = _tracker_side(config, store, credentials)
         ports = Ports(tracker=tracker, artifacts=artifacts)
         notifier = _notifier(config, store)
         if notifier is not None:
@@ -356,7 +362,7 @@ class Services:
         # Effects are carried out right after each commit (the runtime's default) unless
         # a worker takes over (serve: :meth:`Services.perform_with`).
         runtime = Runtime(graph, store, ports, settings)
-        return cls(config, settings, graph, store, ports, runtime, credentials)
+        return cls(config, settings, graph, store, ports, runtime, credentials, github)
 
     def perform_with(self, wake: Callable[[WorkItemRef], None]) -> None:
         """Hand effects to a background performer: after each commit the runtime calls

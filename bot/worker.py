@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
@@ -64,6 +64,9 @@ from engine.operator import NOTICE as OPERATOR_NOTICE
 from engine.ports import IssueInfo, SystemClock
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["SlackWorker", "PACE_ENV", "MAX_ATTEMPTS"]
 
@@ -114,7 +117,7 @@ class SlackWorker:
 
     def __init__(
         self,
-        services: Any,
+        services: Services,
         client: WebClient | None = None,
         pace_seconds: float | None = None,
         *,

@@ -63,7 +63,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridges import telemetry
 from bridges.github.inbox import InboxError, WebhookInbox, webhook_inbox
@@ -93,6 +93,9 @@ from engine.ports import Comment, TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import is_authorized
 from engine.state import ItemStatus
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["Dispatcher", "DispatchResult", "HANDLED", "DROPPED", "DUPLICATE", "RETRY", "FAILED"]
 
@@ -188,7 +191,7 @@ class Dispatcher:
             check of the inbox: a moving count is a queue being worked on).
     """
 
-    def __init__(self, services: Any, *, state: BridgeState | None = None,
+    def __init__(self, services: Services, *, state: BridgeState | None = None,
                  inbox: WebhookInbox | None = None, queue_size: int = 10000) -> None:
         self.services = services
         self.runtime = services.runtime

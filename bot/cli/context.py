@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from bot.config import Config, load_config
 from engine.errors import LoopgateError
 from engine.refs import WorkItemRef
+
+if TYPE_CHECKING:  # types only: built lazily, an offline command never loads the bridges
+    from bot.services import Services
 
 __all__ = ["CliContext", "parse_item", "fail", "known_node", "unknown_node_message"]
 
@@ -75,7 +78,7 @@ class CliContext:
         return self._get("config", lambda: load_config(self.config_path))
 
     @property
-    def services(self) -> Any:
+    def services(self) -> Services:
         """The wired :class:`bot.services.Services` for this invocation."""
         from bot.services import Services
 

@@ -25,12 +25,15 @@ import socket
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
 from bridges.github.client import RateGuard
 from bridges.github.effects_worker import PER_HOUR, PER_MINUTE, WriteBudget
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["Leadership", "SharedWriteBudget", "SharedRateGuard", "POLLER_LOCK", "BUDGET_ENV",
            "shared_write_budget", "share_github_limits", "leader_log"]
@@ -264,7 +267,7 @@ def shared_write_budget(store: Any) -> Any:
     return WriteBudget(minute, hour)
 
 
-def share_github_limits(services: Any) -> None:
+def share_github_limits(services: Services) -> None:
     """On PostgreSQL, make the GitHub clients' rate guards shared by every replica."""
     if getattr(services.store, "backend", "") != "postgresql":
         return

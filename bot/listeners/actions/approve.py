@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
 
@@ -22,6 +22,9 @@ from bot.blocks.approval import GateRef, approval_done_message, decision_modal
 from bot.blocks.escaping import slack_text
 from bot.home import refresh_homes
 from bot.notifier import write_scope
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["on_approve", "on_open_modal", "parse_gate_click", "finish", "rewrite_message",
            "MODAL_OUTCOMES"]
@@ -78,7 +81,7 @@ def on_approve(ack: Callable[..., Any], body: dict[str, Any], client: Any,
     finish(context["services"], client, gate, user, "approved", "", channel, ts)
 
 
-def finish(services: Any, client: Any, gate: GateRef, user: str, outcome: str, text: str,
+def finish(services: Services, client: Any, gate: GateRef, user: str, outcome: str, text: str,
            channel: str, ts: str) -> Decided:
     """Decide, then rewrite the message (decided or outdated) or tell the clicker why not.
 
@@ -98,7 +101,7 @@ def finish(services: Any, client: Any, gate: GateRef, user: str, outcome: str, t
     return result
 
 
-def rewrite_message(services: Any, client: Any, gate: GateRef, channel: str, ts: str) -> None:
+def rewrite_message(services: Services, client: Any, gate: GateRef, channel: str, ts: str) -> None:
     """Rewrite the gate's message read-only with the recorded outcome (fresh revision)."""
     state = services.store.load(gate.ref)
     if state is None:
@@ -125,7 +128,7 @@ def rewrite_message(services: Any, client: Any, gate: GateRef, channel: str, ts:
                  str(gate.ref), gate.node, channel, ts))
 
 
-def _item_url(services: Any, gate: GateRef) -> str:
+def _item_url(services: Services, gate: GateRef) -> str:
     try:
         return services.ports.tracker.issue_info(gate.ref).url
     except Exception:  # noqa: BLE001 - a link is a nicety

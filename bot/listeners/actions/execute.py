@@ -15,7 +15,7 @@ import logging
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.blocks import ids
 from bot.blocks.card import phase_selection_node_id, selection_from_state, status_card
@@ -30,6 +30,9 @@ from engine.ports import Comment, IssueInfo, TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
 
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
+
 __all__ = ["Click", "ExecuteOutcome", "on_execute", "execute", "parse_click", "REFUSED_EVENT"]
 
 log = logging.getLogger(__name__)
@@ -38,7 +41,7 @@ log = logging.getLogger(__name__)
 REFUSED_EVENT = "slack.execute_refused"
 
 
-def _replicas_lock(services: Any, ref: WorkItemRef) -> AbstractContextManager[Any]:
+def _replicas_lock(services: Services, ref: WorkItemRef) -> AbstractContextManager[Any]:
     # Replicas on PostgreSQL (issue 15 §3): clicks on one card at different replicas are
     # handled one after the other too (an advisory lock on the item; none on SQLite).
     exclusive = getattr(services.store, "exclusive", None)
@@ -122,7 +125,7 @@ def on_execute(ack: Callable[..., Any], body: dict[str, Any], client: Any,
     execute(context["services"], client, body)
 
 
-def execute(services: Any, client: Any, body: Mapping[str, Any]) -> ExecuteOutcome:
+def execute(services: Services, client: Any, body: Mapping[str, Any]) -> ExecuteOutcome:
     """Handle one Execute click (after the ack).
 
     Args:
@@ -159,7 +162,7 @@ def _already(ref: WorkItemRef, decision: Mapping[str, Any]) -> ExecuteOutcome:
                           "nothing changed.", decision)
 
 
-def _decide(services: Any, click: Click) -> ExecuteOutcome:
+def _decide(services: Services, click: Click) -> ExecuteOutcome:
     ref = click.ref
     node_id = phase_selection_node_id(services.graph)
     state = services.store.load(ref)
@@ -200,7 +203,7 @@ def _decide(services: Any, click: Click) -> ExecuteOutcome:
     return ExecuteOutcome("selected", "", decision, login)
 
 
-def _stale_card(services: Any, click: Click) -> str:
+def _stale_card(services: Services, click: Click) -> str:
     """Why the clicked drawing of the card no longer shows the GitHub checklist ("" when
     it does): the card was redrawn since (a higher revision is recorded), or a redraw for
     a checklist edited on GitHub was not sent yet (queued, or refused by Slack: then only
@@ -219,27 +222,31 @@ def _stale_card(services: Any, click: Click) -> str:
             "checklist's rows: check them and click Execute again.")
 
 
-def _refuse(services: Any, click: Click, login: str, code: str, message: str) -> ExecuteOutcome:
+def _refuse(services: Services, click: Click, login: str, code: str,
+            message: str) -> ExecuteOutcome:
     log.info("execute on %s refused for %s: %s", click.ref, click.user, code)
     with services.store.transaction(click.ref) as tx:
         tx.log(REFUSED_EVENT, {"slackUser": click.user, "login": login, "reason": code})
     return ExecuteOutcome(code, message, None, login)
 
 
-def _issue_info(services: Any, ref: WorkItemRef) -> IssueInfo:
+def _issue_info(services: Services, ref: WorkItemRef) -> IssueInfo:
     try:
         return services.ports.tracker.issue_info(ref)
     except TrackerError:
         return IssueInfo(ref=ref, title="", url="", author="")
 
 
-def _rewrite_card(services: Any, client: Any, click: Click, decision: Mapping[str, Any]) -> None:
+def _rewrite_card(services: Services, client: Any, click: Click,
+                  decision: Mapping[str, Any]) -> None:
     """The card becomes the read-only confirmation (fresh block ids: a new revision)."""
     store = services.store
     thread = load_thread(store, click.ref)
     parent = thread is None or thread["ts"] == click.ts
     revision = max(click.revision, thread["revision"] if thread and parent else 0) + 1
     state = store.load(click.ref)
+    if state is None:  # started just before this rewrite; never gone after it
+        return
     info = _issue_info(services, click.ref)
     blocks = status_card(services.graph, info, current_node=state.current_node,
                          status=state.status, decision=decision, revision=revision)

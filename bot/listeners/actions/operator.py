@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.blocks.escaping import slack_text
 from bot.blocks.operator import does, operator_confirmed_message, parse_request_value
@@ -23,6 +23,9 @@ from engine.approvals import VIA_SLACK
 from engine.ports import Comment
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["on_operator_confirm", "confirm"]
 
@@ -39,7 +42,7 @@ def _where(body: Mapping[str, Any]) -> tuple[str, str, str, str]:
     return user, channel, ts, str(action.get("value") or "")
 
 
-def confirm(services: Any, ref: WorkItemRef, request_id: str,
+def confirm(services: Services, ref: WorkItemRef, request_id: str,
             slack_user: str) -> tuple[str, str, dict[str, Any]]:
     """Feed a Confirm click to the runtime as the clicker's linked login.
 
