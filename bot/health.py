@@ -117,7 +117,7 @@ def _slack_backlog(store: Any, now: datetime) -> Backlog:
     db = store.db()
     # On SQLite the bot makes its tables when its worker starts (a status before that has
     # none); on PostgreSQL they are migrated when serve starts (issue 15).
-    if getattr(db, "dialect", "") != "postgresql" and not db["slack_outbox"].exists():
+    if store.capabilities.backend != "postgresql" and not db["slack_outbox"].exists():
         return Backlog(0)
     count, oldest = db.execute(
         "SELECT COUNT(*), MIN(created_at) FROM slack_outbox WHERE sent_at IS NULL AND "
@@ -290,7 +290,7 @@ class Health:
     # -- checks --------------------------------------------------------------------------
     def checks(self) -> list[Check]:
         """Run every check that applies here, in a fixed order."""
-        path = getattr(self.services.store, "path", None)
+        path = self.services.store.capabilities.path
         out = [probe_database(path) if path is not None
                else Check("database", True, "not a SQLite file: not probed")]
         if self.dispatcher is not None:

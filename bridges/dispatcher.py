@@ -61,7 +61,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -408,10 +408,8 @@ class Dispatcher:
     def _exclusive(self, delivery: Delivery) -> AbstractContextManager[Any]:
         # Replicas sharing PostgreSQL (issue 15 §3): a delivery's content key (else its id)
         # is handled by one replica at a time; in one process the handle lock suffices.
-        exclusive = getattr(self.state, "exclusive", None)
-        if exclusive is None:
-            return nullcontext()
-        return exclusive(str(delivery.data.get("key") or f"delivery:{delivery.delivery_id}"))
+        return self.state.exclusive(
+            str(delivery.data.get("key") or f"delivery:{delivery.delivery_id}"))
 
     def _handle_once(self, delivery: Delivery) -> DispatchResult:
         id_key = f"delivery:{delivery.delivery_id}"

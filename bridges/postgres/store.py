@@ -28,7 +28,7 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -63,6 +63,10 @@ from engine.store.sqlite_effects import (
     effect_row_values,
     finish_values,
 )
+
+if TYPE_CHECKING:  # lazily at run time: they implement the GitHub bridge's protocols
+    from bridges.postgres.bridge_state import PostgresBridgeState
+    from bridges.postgres.inbox import PostgresInbox
 
 __all__ = ["PostgresStore", "describe", "without_password"]
 
@@ -160,6 +164,20 @@ class PostgresStore:
         """One database every replica shares (issue 15 §3): :meth:`exclusive` holds an
         advisory lock; guards, budgets, the inbox and bridge state live here too."""
         return StoreCapabilities("postgresql", shared=True)
+
+    def webhook_inbox(self) -> PostgresInbox:
+        """The webhook inbox in this database, shared by every replica (issue 15 §3;
+        ``bridges.github.inbox.KeepsInbox``)."""
+        from bridges.postgres.inbox import PostgresInbox
+
+        return PostgresInbox(self)
+
+    def bridge_state(self) -> PostgresBridgeState:
+        """The GitHub bridge's state in this database (issue 15;
+        ``bridges.github.persistence.KeepsBridgeState``)."""
+        from bridges.postgres.bridge_state import PostgresBridgeState
+
+        return PostgresBridgeState(self)
 
     # -- portable SQL (the bot's tables) -------------------------------------------------
     def db(self) -> PgSession:

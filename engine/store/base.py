@@ -133,6 +133,12 @@ class SqlSession(Protocol):
         ``rowcount``. Inside the thread's open write scope it joins that transaction."""
         ...
 
+    @property
+    def conn(self) -> Any:
+        """The connection under the session (``execute``, ``executemany``): sqlite3's on
+        SQLite, the session itself on PostgreSQL (so ``db.conn.execute`` runs on both)."""
+        ...
+
 
 @runtime_checkable
 class SqlTables(Protocol):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -44,8 +44,7 @@ REFUSED_EVENT = "slack.execute_refused"
 def _replicas_lock(services: Services, ref: WorkItemRef) -> AbstractContextManager[Any]:
     # Replicas on PostgreSQL (issue 15 §3): clicks on one card at different replicas are
     # handled one after the other too (an advisory lock on the item; none on SQLite).
-    exclusive = getattr(services.store, "exclusive", None)
-    return exclusive(f"execute:{ref}") if exclusive is not None else nullcontext()
+    return services.store.exclusive(f"execute:{ref}")
 
 
 @dataclass(frozen=True)
