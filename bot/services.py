@@ -21,6 +21,7 @@ from engine.settings import EngineSettings
 
 if TYPE_CHECKING:  # imported lazily at run time: an offline CLI never loads the bridge
     from bridges.github.app import TokenSource
+    from bridges.github.client import GuardFactory
     from bridges.github.tracker import GitHubTracker
     from engine.runtime import Runtime
     from engine.store.base import DatabaseStore
@@ -269,7 +270,7 @@ def verify_teams(config: Config, graph: Graph, tracker: Any = None) -> list[str]
     return lines
 
 
-def _tracker_side(config: Config, store: Any, credentials: Any
+def _tracker_side(config: Config, store: DatabaseStore, credentials: Any
                   ) -> tuple[Tracker, ArtifactStore, Actor, GitHubTracker | None]:
     """The tracker, the artifact store, the bot actor and the GitHub tracker (None
     offline), chosen once by the ``github`` section (so nothing later probes the tracker
@@ -286,13 +287,25 @@ def _tracker_side(config: Config, store: Any, credentials: Any
     from bridges.github.artifacts import ContentsArtifactStore
     from bridges.github.tracker import GitHubTracker
 
-    github = GitHubTracker.from_config(config, credentials)
+    github = GitHubTracker.from_config(config, credentials, guards=_rate_guards(store))
     artifacts = (_checkout(config) if config.workspace is not None
                  else ContentsArtifactStore.from_config(config, github))
     section = config.section("github")
     token_env = "" if section.get("app") else str(section.get("tokenEnv") or "GITHUB_TOKEN")
     bot = github.bot_identity(section.get("botLogin") or "", cache=store, token_env=token_env)
     return github, artifacts, bot, github
+
+
+def _rate_guards(store: DatabaseStore) -> GuardFactory:
+    # Replicas sharing PostgreSQL share the GitHub rate limits (issue 15 §3), given to
+    # the clients when they are built (issue 20 §2).
+    if not store.capabilities.shared:
+        from bridges.github.client import RateGuard
+
+        return RateGuard
+    from bridges.postgres.replicas import rate_guards
+
+    return rate_guards(store)
 
 
 def _checkout(config: Config) -> ArtifactStore:
@@ -372,6 +385,4 @@ class Services:
 
     def close(self) -> None:
         """Close database connections."""
-        closer = getattr(self.store, "close", None)
-        if closer is not None:
-            closer()
+        self.store.close()

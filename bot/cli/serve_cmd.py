@@ -162,7 +162,7 @@ def _poller(services: Services, dispatcher: Any) -> Any:
     from bridges.github.poller import Poller
 
     poller = Poller.from_services(services, dispatcher)
-    if getattr(services.store, "backend", "") == "postgresql":
+    if services.store.capabilities.shared:
         # Replicas: only the one holding the poller's advisory lock polls (issue 15 §3).
         from bridges.postgres.replicas import Leadership
 
@@ -262,9 +262,8 @@ def _add_effects_worker(supervisor: Supervisor, services: Services) -> dict[str,
     if not services.config.has("github"):
         return {}  # the offline thread is SQLite: carried out right after each commit
     from bridges.github.effects_worker import EffectWorker
-    from bridges.postgres.replicas import share_github_limits, shared_write_budget
+    from bridges.postgres.replicas import shared_write_budget
 
-    share_github_limits(services)  # on PostgreSQL replicas share pacing and limits
     worker = EffectWorker(services.store, services.ports, services.settings,
                           budget=shared_write_budget(services.store))
     services.perform_with(worker.wake)

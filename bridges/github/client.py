@@ -198,6 +198,13 @@ class RateGuard:
         return RateLimited(until, self.resource)
 
 
+#: How a client makes the guard of its rate-limit resource: ``(resource, max_wait,
+#: clock) -> RateGuard``. :class:`RateGuard` itself (one process) by default; replicas
+#: sharing PostgreSQL pass one keeping the closed-until time in the database
+#: (``bridges.postgres.replicas.SharedRateGuard``), chosen when the client is built.
+GuardFactory = Callable[[str, float, Callable[[], datetime] | None], RateGuard]
+
+
 class WritePacer:
     """Spaces GitHub writes at least ``interval`` seconds apart, end of one to start of the
     next, across every thread of one client (platform-facts B3/B4: mutating requests
@@ -286,12 +293,14 @@ class GitHubClient:
         per_page: page size for lists (≤ 100).
         max_wait: longest wait imposed by one rate limit (seconds).
         clock: current UTC time (tests).
+        guards: makes the ``core`` guard (:data:`GuardFactory`).
     """
 
     def __init__(self, api_url: str, token: str = "", *, auth: TokenSource | None = None,
                  seconds_between_writes: float = 1.0, timeout: int = 15, per_page: int = 100,
                  max_wait: float = DEFAULT_MAX_WAIT,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None,
+                 guards: GuardFactory = RateGuard) -> None:
         # Transient transport failures are retried for reads only; 403/429 are never
         # retried here (the guard handles them, so PyGithub's own sleeping retry is off).
         retry = Retry(total=2, backoff_factor=0.2, status_forcelist=(502, 503, 504),
@@ -310,7 +319,7 @@ class GitHubClient:
         #: digest, used to cache what GitHub says about them (loopgate's own identity).
         self.identity = self.auth.identity
         self.per_page = per_page
-        self.guard = RateGuard("core", max_wait, clock)
+        self.guard = guards("core", max_wait, clock)
         self._clock = clock or (lambda: datetime.now(UTC))
         self._local_status = threading.local()  # the status of the call in hand (metrics)
         self._default_branches: dict[str, str] = {}

@@ -39,7 +39,7 @@ from bridges.github.app import (
     repository_scope,
     token_source_from_config,
 )
-from bridges.github.client import GitHubClient
+from bridges.github.client import GitHubClient, GuardFactory, RateGuard
 from bridges.github.errors import BridgeError, CredentialsError, GitHubApiError, RateLimited
 from bridges.github.graphql import GraphQLClient
 from engine.codeowners import LOOKUP as CODEOWNERS_LOOKUP
@@ -201,13 +201,16 @@ class GitHubTracker:
         self._clock = clock
 
     @classmethod
-    def from_config(cls, config: Any, source: TokenSource | None = None) -> GitHubTracker:
+    def from_config(cls, config: Any, source: TokenSource | None = None,
+                    guards: GuardFactory = RateGuard) -> GitHubTracker:
         """Build from loopgate.yaml's ``github`` section.
 
         Args:
             config: the validated configuration.
             source: the credentials to use (default: built from the section, see
                 :func:`~bridges.github.app.token_source_from_config`).
+            guards: makes both clients' rate guards (:data:`~bridges.github.client.
+                GuardFactory`; shared by replicas on PostgreSQL, issue 15 §3).
 
         Raises:
             ConfigError: the token variable (``github.tokenEnv``) is unset or empty, or the
@@ -216,9 +219,9 @@ class GitHubTracker:
         section = config.section("github")
         source = source or token_source_from_config(section, token_from_env)
         client = GitHubClient(section.get("apiUrl") or "https://api.github.com", auth=source,
-                              seconds_between_writes=_write_interval())
+                              seconds_between_writes=_write_interval(), guards=guards)
         graphql = GraphQLClient(section.get("graphqlUrl") or "https://api.github.com/graphql",
-                                auth=source)
+                                auth=source, guards=guards)
         return cls(client, graphql, repos=section.get("repos") or (),
                    branch_pattern=section.get("branchPattern") or "",
                    team_cache_seconds=float(section.get("teamCacheSeconds", 300)))
