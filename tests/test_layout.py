@@ -106,3 +106,50 @@ def test_ci_runs_ruff_and_mypy_strict_and_fails_on_either() -> None:
     assert [sorted(set(o) - {"module"}) for o in relaxed] == [["warn_return_any"]]
     allowed = relaxed[0]["module"]
     assert len(allowed) <= 14 and not any(m.startswith("engine") for m in allowed)
+
+
+def _source_lines(*roots: str) -> list[tuple[str, int, str]]:
+    return [(str(path.relative_to(REPO_ROOT)), number, line)
+            for root in roots for path in sorted((REPO_ROOT / root).rglob("*.py"))
+            for number, line in enumerate(path.read_text("utf-8").splitlines(), 1)]
+
+
+def test_the_wired_services_are_typed_never_any() -> None:
+    """Issue 20 §4: ``bot.services.Services`` is the type of the wired services."""
+    import re
+
+    offenders = [f"{path}:{n}" for path, n, line in _source_lines("engine", "bridges", "bot")
+                 if re.search(r"\bservices\s*:\s*Any\b", line)]
+    assert offenders == []
+
+
+def test_no_store_is_probed_and_no_rate_guard_is_swapped() -> None:
+    """Issue 20 §2: a store declares what it offers (``capabilities``, the DatabaseStore
+    protocol), so nothing asks it with ``getattr``; the GitHub clients' rate guards are
+    given when the clients are built, never replaced after."""
+    import re
+
+    # a store, its session, or the dispatcher's bridge state (``state`` alone is ItemState)
+    probe = re.compile(r"getattr\(\s*([\w.]*\b(store|db)|self\.state)\s*,")
+    swap = re.compile(r"(?<!self)\.guard\s*=[^=]")
+    assert probe.search('getattr(services.store, "backend", "")')  # what was there
+    assert swap.search("client.guard = SharedRateGuard(store)") and not swap.search(
+        "self.guard = guards(resource)")
+    offenders = [f"{path}:{n}: {line.strip()}"
+                 for path, n, line in _source_lines("engine", "bridges", "bot")
+                 if probe.search(line) or swap.search(line)]
+    assert offenders == []
+
+
+def test_the_github_bridge_imports_nothing_of_the_postgresql_backend() -> None:
+    """Issue 20 §2: no import circle between bridges/github and bridges/postgres — the
+    PostgreSQL store hands out its inbox and bridge state (``KeepsInbox``,
+    ``KeepsBridgeState``), so the GitHub bridge names no backend."""
+    offenders = []
+    for path in sorted((REPO_ROOT / "bridges" / "github").rglob("*.py")):
+        tree = ast.parse(path.read_text("utf-8"), filename=str(path))
+        for node in ast.walk(tree):  # lazy imports inside functions count too
+            if isinstance(node, ast.ImportFrom) and node.module \
+                    and node.module.startswith("bridges.postgres"):
+                offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
+    assert offenders == []
