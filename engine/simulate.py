@@ -43,7 +43,7 @@ _READS = frozenset({
     "team_membership", "items_for_pull_request", "merge_group_commits", "codeowners_file",
     "changed_files", "comment", "get_comment",
 })
-_ATTRIBUTES = frozenset({"comments_editable"})
+_ATTRIBUTES = frozenset({"comments_editable", "capabilities"})
 
 
 class DryTracker:

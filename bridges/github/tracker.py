@@ -46,7 +46,14 @@ from engine.codeowners import LOOKUP as CODEOWNERS_LOOKUP
 from engine.errors import ConfigError, StartupError
 from engine.identity import Actor
 from engine.mergegate import CHECK_NAME, PENDING, on_head
-from engine.ports import Comment, CommentEdits, IssueInfo, PullRequest, TrackerError
+from engine.ports import (
+    Comment,
+    CommentEdits,
+    IssueInfo,
+    PullRequest,
+    TrackerCapabilities,
+    TrackerError,
+)
 from engine.refs import WorkItemRef
 
 __all__ = ["GitHubTracker", "token_from_env", "tracker_error", "WRITE_INTERVAL_ENV",
@@ -180,6 +187,9 @@ class GitHubTracker:
 
     #: People tick a quiz box by editing loopgate's comment on GitHub.
     comments_editable = True
+    #: CODEOWNERS, merge queues and the pull request -> items cache (issue 20 §2).
+    capabilities = TrackerCapabilities(codeowners=True, merge_queue=True,
+                                       pull_request_cache=True)
     #: GitHub accepted the credentials once in this process (:meth:`verify_credentials`).
     verified = False
 

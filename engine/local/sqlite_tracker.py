@@ -12,7 +12,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.ports import Comment, CommentEdit, CommentEdits, IssueInfo, PullRequest, TrackerError
+from engine.ports import (
+    Comment,
+    CommentEdit,
+    CommentEdits,
+    IssueInfo,
+    PullRequest,
+    TrackerCapabilities,
+    TrackerError,
+)
 from engine.refs import WorkItemRef
 from engine.store.base import DatabaseStore
 from engine.store.memory import utc_now_iso
@@ -41,6 +49,8 @@ class LocalTracker:
 
     #: Nobody edits the offline thread: a quiz is attested by a typed reply (issue 14 §4).
     comments_editable = False
+    #: ``item advance --comment`` posts a person's reply (:meth:`add_comment_as`).
+    capabilities = TrackerCapabilities(post_as=True)
 
     def __init__(self, store: DatabaseStore, bot_login: str = LOCAL_BOT_LOGIN) -> None:
         self.store = store
