@@ -98,7 +98,7 @@ def verdict(services: Services, login: str, node: str, ref: WorkItemRef | None =
             return Verdict(False, f"could not read who authored the work ({exc})")
     return authorize(login, rule, authorized_users=services.settings.authorized_users,
                      people=people,
-                     membership=getattr(services.ports.tracker, "team_membership", None))
+                     membership=services.ports.tracker.team_membership)
 
 
 def may_decide(services: Services, login: str, node: str, ref: WorkItemRef | None = None) -> bool:

@@ -89,7 +89,7 @@ from engine.hooks.phase_selection import (
     parse_selection,
     verify_checklist_editors,
 )
-from engine.ports import Comment, TrackerError
+from engine.ports import Comment, TrackerError, pull_request_cache
 from engine.refs import WorkItemRef
 from engine.settings import is_authorized
 from engine.state import ItemStatus
@@ -443,8 +443,9 @@ class Dispatcher:
             return self._checklist_edited(ref, delivery.data["comment"])
         if delivery.event == PULL_REQUEST_HEAD:
             if delivery.data.get("fresh"):  # an edited body may link other items now
-                getattr(self.tracker, "forget_pull_request", lambda *a: None)(
-                    ref.owner, ref.repo, ref.number)
+                cache = pull_request_cache(self.tracker)
+                if cache is not None:
+                    cache.forget_pull_request(ref.owner, ref.repo, ref.number)
             return self._pull_request_head(ref)
         if delivery.event == MERGE_GROUP:
             return self._merge_group(ref, delivery)

@@ -123,16 +123,18 @@ def test_the_wired_services_are_typed_never_any() -> None:
     assert offenders == []
 
 
-def test_no_store_is_probed_and_no_rate_guard_is_swapped() -> None:
-    """Issue 20 §2: a store declares what it offers (``capabilities``, the DatabaseStore
-    protocol), so nothing asks it with ``getattr``; the GitHub clients' rate guards are
-    given when the clients are built, never replaced after."""
+def test_no_store_or_tracker_is_probed_and_no_rate_guard_is_swapped() -> None:
+    """Issue 20 §2: a store and a tracker declare what they offer (``capabilities``; the
+    DatabaseStore protocol, the narrower tracker ports), so nothing asks them with
+    ``getattr``; the GitHub clients' rate guards are given when the clients are built,
+    never replaced after."""
     import re
 
     # a store, its session, or the dispatcher's bridge state (``state`` alone is ItemState)
-    probe = re.compile(r"getattr\(\s*([\w.]*\b(store|db)|self\.state)\s*,")
+    probe = re.compile(r"getattr\(\s*([\w.]*\b(store|db|tracker)|self\.state)\s*,")
     swap = re.compile(r"(?<!self)\.guard\s*=[^=]")
     assert probe.search('getattr(services.store, "backend", "")')  # what was there
+    assert probe.search('getattr(ports.tracker, "merge_group_commits", None)')
     assert swap.search("client.guard = SharedRateGuard(store)") and not swap.search(
         "self.guard = guards(resource)")
     offenders = [f"{path}:{n}: {line.strip()}"

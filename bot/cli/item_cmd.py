@@ -23,6 +23,7 @@ from bot.cli.context import CliContext, fail, known_node, parse_item
 from bot.cli.help import format_option
 from engine import fastjson, operator
 from engine.errors import ClaimRefused, LoopgateError, StoreError
+from engine.ports import posts_as
 from engine.refs import WorkItemRef
 from engine.report import build_report, render_history, render_table, visit_history, where
 from engine.runtime import OWED
@@ -132,11 +133,12 @@ def advance(obj: CliContext, item: WorkItemRef, comments: tuple[str, ...]) -> No
     parsed = [_read_comment(spec) for spec in comments]
     services = obj.services
     _load_started(services, item)
-    poster = getattr(services.ports.tracker, "add_comment_as", None)
+    poster = posts_as(services.ports.tracker)
     if parsed and poster is None:
         fail("the configured tracker cannot post as another author: --comment needs the "
              "local tracker (no github section in loopgate.yaml)")
-    posted = [_run(partial(poster, item, a, b)) for a, b in parsed] if poster else []
+    posted = [_run(partial(poster.add_comment_as, item, a, b)) for a, b in parsed] if poster \
+        else []
     event = {"comments": posted} if posted else {}
     state = _fresh(services, _run(lambda: services.runtime.advance(item, event)))
     click.echo(_summary(state))
