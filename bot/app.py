@@ -66,7 +66,7 @@ MAX_SKEW_SECONDS = 60 * 5
 
 
 def _slack(config: Any) -> dict[str, Any]:
-    return config.section("slack")
+    return dict(config.section("slack"))
 
 
 def read_secret(env_name: str, what: str) -> str:

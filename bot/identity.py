@@ -261,4 +261,4 @@ def unlink(services: Services, slack_user_id: str) -> bool:
         db.execute("DELETE FROM slack_link_codes WHERE slack_user = ? AND used_at IS NULL",
                    (slack_user_id,))
         cursor = db.execute("DELETE FROM slack_links WHERE slack_user = ?", (slack_user_id,))
-        return cursor.rowcount > 0
+        return bool(cursor.rowcount > 0)

@@ -296,7 +296,7 @@ class SlackWorker:
         last = json.loads(row[0] or "{}")
         if last.get("gate") != gate.value():
             return True  # a new visit of the gate: its own reminders
-        return now - _parse_iso(str(last.get("at") or "")) >= timedelta(days=1)
+        return bool(now - _parse_iso(str(last.get("at") or "")) >= timedelta(days=1))
 
     def _reminded(self, ref: WorkItemRef, gate: GateRef, user: str, channel: str,
                   now: Any) -> None:
@@ -680,7 +680,7 @@ class SlackWorker:
                       key: Mapping[str, Any]) -> bool:
         for message in self._messages(ref, node):
             if message["kind"] == kind and message["slack_user"] == user:
-                return message["data"] == dict(key)
+                return bool(message["data"] == dict(key))
         return False
 
     def _save_message(self, ref: WorkItemRef, node: str, kind: str, user: str, channel: str,

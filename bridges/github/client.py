@@ -449,7 +449,8 @@ class GitHubClient:
         """
         _, _, data = self._raw(f"get issue {owner}/{repo}#{number}",
                                f"/repos/{owner}/{repo}/issues/{number}")
-        return data
+        found: dict[str, Any] = data
+        return found
 
     def list_comments(self, owner: str, repo: str, number: int) -> list[Comment]:
         """Every comment on issue/PR ``number`` (all pages), oldest first."""
@@ -521,7 +522,8 @@ class GitHubClient:
         """One pull request's JSON."""
         _, _, data = self._raw(f"get pull {owner}/{repo}#{number}",
                                f"/repos/{owner}/{repo}/pulls/{number}")
-        return data
+        found: dict[str, Any] = data
+        return found
 
     def pull_files(self, owner: str, repo: str, number: int) -> list[dict[str, Any]]:
         """``GET /repos/{o}/{r}/pulls/{n}/files``, every page: the files the pull request
@@ -583,7 +585,8 @@ class GitHubClient:
         """``GET /orgs/{org}/teams/{team_slug}`` (404: unknown, or hidden from us)."""
         _, _, data = self._raw(f"read team {org}/{team}",
                                f"/orgs/{quote(org)}/teams/{quote(team)}")
-        return data
+        found: dict[str, Any] = data
+        return found
 
     def team_membership(self, org: str, team: str, login: str) -> str:
         """``GET /orgs/{org}/teams/{team_slug}/memberships/{username}`` → its ``state``
