@@ -157,3 +157,15 @@ def test_the_github_bridge_imports_nothing_of_the_postgresql_backend() -> None:
                     and node.module.startswith("bridges.postgres"):
                 offenders.append(f"{path.relative_to(REPO_ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+def test_no_listener_speaks_sql() -> None:
+    """Issue 20 §2: the Slack listeners read and write the bot's tables through
+    bot.slack_tables, never with SQL of their own."""
+    import re
+
+    sql = re.compile(r"\b(SELECT .+ FROM|INSERT INTO|UPDATE \w+ SET|DELETE FROM)\b")
+    assert sql.search('"SELECT 1 FROM slack_outbox WHERE item = ?"')
+    offenders = [f"{path}:{n}" for path, n, line in _source_lines("bot/listeners")
+                 if sql.search(line)]
+    assert offenders == []

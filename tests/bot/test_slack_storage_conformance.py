@@ -4,6 +4,7 @@ SQLite and on a real PostgreSQL server."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -31,6 +32,7 @@ from engine.store.base import SqlSession, SqlTables
 from engine.store.sqlite import SqliteStore
 
 REF = WorkItemRef("acme", "widgets", 7)
+OTHER = WorkItemRef("acme", "widgets", 8)
 NOW = "2026-03-01T12:00:00Z"
 LATER = "2026-03-01T12:02:00Z"
 
@@ -140,3 +142,37 @@ def test_the_readiness_check_reads_the_slack_outbox_on_both_backends(store: Any)
                    "next_attempt_at) VALUES (?, ?, ?, ?, ?)",
                    (str(REF), "quiz-pending", "{}", NOW, NOW))
     assert _slack_backlog(store, now) == Backlog(1, 600.0)
+
+
+def test_the_listeners_reads_and_writes_behave_the_same_on_both_backends(store: Any) -> None:
+    """Issue 20 §2: the listeners' SQL lives in bot.slack_tables (one set of statements
+    for SQLite and PostgreSQL): a card redraw owed, an approval message's revision and
+    done state, the threads' recorded authors."""
+    from bot.slack_tables import (
+        approval_message_revision,
+        card_redraw_owed,
+        mark_approval_message_done,
+        thread_authors,
+    )
+
+    ensure_slack_tables(store)
+    assert not card_redraw_owed(store, REF)
+    OutboxNotifier(store).send(REF, "phase-selection-changed", {"node": "phase-selection"})
+    assert card_redraw_owed(store, REF) and not card_redraw_owed(store, OTHER)
+
+    assert approval_message_revision(store, REF, "design", "C1", "1.5") is None
+    with store.writing() as db:
+        db.execute("INSERT INTO slack_messages (item, node, kind, slack_user, channel, ts, "
+                   "revision, data) VALUES (?, ?, 'approval', '', ?, ?, 2, '{}')",
+                   (str(REF), "design", "C1", "1.5"))
+    assert approval_message_revision(store, REF, "design", "C1", "1.5") == 2
+    assert approval_message_revision(store, REF, "design", "C1", "9.9") is None
+    mark_approval_message_done(store, REF, "design", "C1", "1.5", revision=3, gate="g")
+    (revision, data), = store.db().execute(
+        "SELECT revision, data FROM slack_messages WHERE item = ?", (str(REF),)).fetchall()
+    assert (revision, json.loads(data)) == (3, {"gate": "g", "state": "done"})
+
+    save_thread(store, REF, channel="C1", ts="1.0", revision=1, kind="card",
+                author="Carol")
+    save_thread(store, OTHER, channel="C1", ts="2.0", revision=1, kind="card")
+    assert thread_authors(store) == {str(REF): "Carol"}

@@ -9,7 +9,6 @@ ephemeral sentence and one log line, and nothing changes.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -21,7 +20,7 @@ from bot.blocks import ids
 from bot.blocks.approval import GateRef, approval_done_message, decision_modal
 from bot.blocks.escaping import slack_text
 from bot.home import refresh_homes
-from bot.notifier import write_scope
+from bot.slack_tables import approval_message_revision, mark_approval_message_done
 
 if TYPE_CHECKING:  # types only: bot.services imports what it wires
     from bot.services import Services
@@ -106,11 +105,8 @@ def rewrite_message(services: Services, client: Any, gate: GateRef, channel: str
     state = services.store.load(gate.ref)
     if state is None:
         return
-    row = services.store.db().execute(
-        "SELECT revision FROM slack_messages WHERE item = ? AND node = ? AND kind = ? "
-        "AND channel = ? AND ts = ?", (str(gate.ref), gate.node, "approval", channel, ts)
-    ).fetchone()
-    revision = (int(row[0]) if row else 0) + 1
+    recorded = approval_message_revision(services.store, gate.ref, gate.node, channel, ts)
+    revision = (recorded or 0) + 1
     decision = gate_decision(state, gate)  # the visit the message was for (issue 19 §2)
     url = _item_url(services, gate)
     visit = gate_visit(state, gate)
@@ -119,13 +115,9 @@ def rewrite_message(services: Services, client: Any, gate: GateRef, channel: str
                                          visit=visit.number if visit is not None else 0)
     client.chat_update(channel=channel, ts=ts, text=slack_text(text),
                        blocks=[b.to_dict() for b in blocks])
-    if row:
-        with write_scope(services.store) as db:
-            db.execute(
-                "UPDATE slack_messages SET revision = ?, data = ? WHERE item = ? AND node = ? "
-                "AND kind = 'approval' AND channel = ? AND ts = ?",
-                (revision, json.dumps({"gate": gate.value(), "state": "done"}),
-                 str(gate.ref), gate.node, channel, ts))
+    if recorded is not None:
+        mark_approval_message_done(services.store, gate.ref, gate.node, channel, ts,
+                                   revision=revision, gate=gate.value())
 
 
 def _item_url(services: Services, gate: GateRef) -> str:

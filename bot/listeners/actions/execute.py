@@ -24,6 +24,7 @@ from bot.blocks.mirror import initial_state
 from bot.click_lock import item_lock
 from bot.identity import resolve_login
 from bot.notifier import load_thread, save_thread
+from bot.slack_tables import card_redraw_owed
 from engine.errors import WorkItemRefError
 from engine.hooks.phase_selection import reply_body
 from engine.ports import Comment, IssueInfo, TrackerError
@@ -211,10 +212,7 @@ def _stale_card(services: Services, click: Click) -> str:
     redrawn = (thread is not None and thread["kind"] == "card" and thread["ts"] == click.ts
                and click.revision < int(thread["revision"]))
     # Unsent includes a redraw Slack refused for good: fail closed (GitHub still answers).
-    queued = services.store.db().execute(
-        "SELECT 1 FROM slack_outbox WHERE item = ? AND event = 'phase-selection-changed' "
-        "AND sent_at IS NULL LIMIT 1", (str(click.ref),)).fetchone()
-    if not redrawn and queued is None:
+    if not redrawn and not card_redraw_owed(services.store, click.ref):
         return ""
     return (f"The phase-selection checklist of {click.ref} was changed on GitHub after this "
             "card was drawn, so nothing was selected. The card is redrawn with the "

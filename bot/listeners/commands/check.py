@@ -10,7 +10,7 @@ from bot.blocks.report import check_report_blocks, item_list_blocks
 from bot.identity import resolve_login
 from bot.listeners.commands.refs import parse_item
 from bot.listeners.commands.replies import Reply
-from bot.notifier import ensure_slack_tables
+from bot.slack_tables import thread_authors
 from engine.refs import WorkItemRef
 from engine.report import build_report
 from engine.settings import normalize_login
@@ -48,9 +48,8 @@ def check_item(services: Services, ref: WorkItemRef) -> Reply:
 
 
 def _recorded_authors(services: Services) -> dict[str, str]:
-    ensure_slack_tables(services.store)
-    rows = services.store.db().execute("SELECT item, author FROM slack_threads").fetchall()
-    return {str(item): normalize_login(author) for item, author in rows if author}
+    return {item: normalize_login(author)
+            for item, author in thread_authors(services.store).items()}
 
 
 def item_owners(services: Services, state: Any, authors: dict[str, str] | None = None) -> set[str]:

@@ -1,0 +1,63 @@
+"""What the Slack listeners read and write in the bot's tables (issue 20 §2: no SQL in a
+listener): a card redraw still owed in the outbox, an approval message's revision and
+state, the recorded author of each item's thread.
+
+The statements are the portable SQL both backends run (``?`` placeholders, issue 15 §1),
+through the store's session (:class:`~engine.store.base.SqlTables`); writes go through
+:func:`bot.notifier.write_scope`. The tables are the ``loopgate-slack`` migrations'
+(:data:`bot.notifier.SLACK_MIGRATIONS`).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+from bot.notifier import ensure_slack_tables, write_scope
+from engine.refs import WorkItemRef
+
+if TYPE_CHECKING:
+    from engine.store.base import DatabaseStore
+
+__all__ = ["card_redraw_owed", "approval_message_revision", "mark_approval_message_done",
+           "thread_authors"]
+
+
+def card_redraw_owed(store: DatabaseStore, ref: WorkItemRef) -> bool:
+    """True when a redraw of ``ref``'s card for a checklist edited on GitHub
+    (``phase-selection-changed``) is not sent yet: queued, or refused by Slack for good."""
+    row = store.db().execute(
+        "SELECT 1 FROM slack_outbox WHERE item = ? AND event = 'phase-selection-changed' "
+        "AND sent_at IS NULL LIMIT 1", (str(ref),)).fetchone()
+    return row is not None
+
+
+def approval_message_revision(store: DatabaseStore, ref: WorkItemRef, node: str,
+                              channel: str, ts: str) -> int | None:
+    """The revision of the approval message of ``ref``'s gate ``node`` at Slack's
+    ``channel``/``ts``, or None when no such message is recorded."""
+    row = store.db().execute(
+        "SELECT revision FROM slack_messages WHERE item = ? AND node = ? AND kind = ? "
+        "AND channel = ? AND ts = ?", (str(ref), node, "approval", channel, ts)
+    ).fetchone()
+    return int(row[0]) if row else None
+
+
+def mark_approval_message_done(store: DatabaseStore, ref: WorkItemRef, node: str,
+                               channel: str, ts: str, *, revision: int, gate: str) -> None:
+    """Record the approval message at ``channel``/``ts`` rewritten read-only: its new
+    ``revision`` and ``{"gate": gate, "state": "done"}`` (``gate``: the GateRef value)."""
+    with write_scope(store) as db:
+        db.execute(
+            "UPDATE slack_messages SET revision = ?, data = ? WHERE item = ? AND node = ? "
+            "AND kind = 'approval' AND channel = ? AND ts = ?",
+            (revision, json.dumps({"gate": gate, "state": "done"}), str(ref), node, channel,
+             ts))
+
+
+def thread_authors(store: DatabaseStore) -> dict[str, str]:
+    """``{item: author}`` of every recorded thread that names its item's author (as
+    recorded: callers normalise the login)."""
+    ensure_slack_tables(store)
+    rows = store.db().execute("SELECT item, author FROM slack_threads").fetchall()
+    return {str(item): str(author) for item, author in rows if author}
