@@ -53,6 +53,9 @@ from engine.store.rows import (
     SELECT_EVENTS,
     SELECT_REFS,
     Query,
+    event_counts,
+    item_counts,
+    open_waits,
     read_state,
     stream_states,
     write_statements,
@@ -330,6 +333,23 @@ class PostgresStore:
         with self._read() as conn:
             rows = _query(conn)(SELECT_EVENTS, (str(ref),))
         return [{"seq": s, "at": a, "kind": k, "data": json.loads(d)} for s, a, k, d in rows]
+
+    # -- what /metrics reads (DatabaseStore) ---------------------------------------------
+    def item_counts(self) -> list[tuple[str, str, int]]:
+        """``(current node, status, count)`` of the work items, sorted."""
+        with self._read() as conn:
+            return item_counts(_query(conn))
+
+    def open_waits(self) -> list[tuple[str, str]]:
+        """``(node, entered_at)`` of every item neither complete nor escalated."""
+        with self._read() as conn:
+            return open_waits(_query(conn))
+
+    def event_counts(self, kinds: Sequence[str]) -> dict[tuple[str, str], int]:
+        """``{(kind, node): count}`` of the logged events of ``kinds`` (the data's node
+        read as jsonb: SQLite's ``json_extract`` is not PostgreSQL's)."""
+        with self._read() as conn:
+            return event_counts(_query(conn), kinds, "(data::jsonb ->> 'node')")
 
     # -- kv (bridges) ------------------------------------------------------------------
     def kv_get(self, namespace: str, key: str, default: Any = None) -> Any:

@@ -6,7 +6,7 @@ Two implementations share one conformance suite (``tests/engine/test_store_confo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -215,4 +215,17 @@ class DatabaseStore(Store, SqlTables, Protocol):
 
     def kv_items(self, namespace: str) -> dict[str, Any]:
         """Every ``key: value`` of ``namespace``."""
+        ...
+
+    def item_counts(self) -> list[tuple[str, str, int]]:
+        """``(current node, status, count)`` of the work items, sorted (``/metrics``)."""
+        ...
+
+    def open_waits(self) -> list[tuple[str, str]]:
+        """``(node, entered_at)`` of every item neither complete nor escalated."""
+        ...
+
+    def event_counts(self, kinds: Sequence[str]) -> dict[tuple[str, str], int]:
+        """``{(kind, node): count}`` of the logged events of ``kinds`` (``node``: the
+        event data's, "" without one)."""
         ...

@@ -21,7 +21,7 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -42,6 +42,9 @@ from engine.store.rows import (
     SELECT_EVENTS,
     SELECT_REFS,
     Query,
+    event_counts,
+    item_counts,
+    open_waits,
     read_state,
     stream_states,
     write_statements,
@@ -282,6 +285,19 @@ class SqliteStore:
         """The item's event log, oldest first: ``[{seq, at, kind, data}]``."""
         rows = self.db().conn.execute(SELECT_EVENTS, (str(ref),))
         return [{"seq": s, "at": a, "kind": k, "data": json.loads(d)} for s, a, k, d in rows]
+
+    # -- what /metrics reads (DatabaseStore) ---------------------------------------------
+    def item_counts(self) -> list[tuple[str, str, int]]:
+        """``(current node, status, count)`` of the work items, sorted."""
+        return item_counts(_query(self.db().conn))
+
+    def open_waits(self) -> list[tuple[str, str]]:
+        """``(node, entered_at)`` of every item neither complete nor escalated."""
+        return open_waits(_query(self.db().conn))
+
+    def event_counts(self, kinds: Sequence[str]) -> dict[tuple[str, str], int]:
+        """``{(kind, node): count}`` of the logged events of ``kinds``."""
+        return event_counts(_query(self.db().conn), kinds, "json_extract(data, '$.node')")
 
     # -- kv (bridges) ------------------------------------------------------------------
     def kv_get(self, namespace: str, key: str, default: Any = None) -> Any:
