@@ -36,9 +36,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from bot.slack_tables import outbox_backlog
+
 if TYPE_CHECKING:  # types only: bot.services imports what it wires
     from bot.config import Config
     from bot.services import Services
+    from engine.store.base import DatabaseStore
 
 __all__ = ["Check", "Health", "QueueWatch", "Backlog", "backlogs", "probe_database",
            "blueprint", "DB_DEADLINE", "SAMPLE_SECONDS", "READY_PATH", "METRICS_PATH"]
@@ -113,16 +116,9 @@ def _effects_backlog(store: Any, now: datetime) -> Backlog:
     return Backlog(len(rows), max(_age(max(r.created_at, r.not_before), now) for r in rows))
 
 
-def _slack_backlog(store: Any, now: datetime) -> Backlog:
-    db = store.db()
-    # On SQLite the bot makes its tables when its worker starts (a status before that has
-    # none); on PostgreSQL they are migrated when serve starts (issue 15).
-    if store.capabilities.backend != "postgresql" and not db["slack_outbox"].exists():
-        return Backlog(0)
-    count, oldest = db.execute(
-        "SELECT COUNT(*), MIN(created_at) FROM slack_outbox WHERE sent_at IS NULL AND "
-        "failed_at IS NULL").fetchone()
-    return Backlog(int(count or 0), _age(str(oldest or ""), now) if count else 0.0)
+def _slack_backlog(store: DatabaseStore, now: datetime) -> Backlog:
+    count, oldest = outbox_backlog(store)
+    return Backlog(count, _age(oldest, now) if count else 0.0)
 
 
 def backlogs(store: Any, config: Config, inbox: Any = None, now: datetime | None = None

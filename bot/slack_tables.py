@@ -1,6 +1,6 @@
-"""What the Slack listeners read and write in the bot's tables (issue 20 §2: no SQL in a
-listener): a card redraw still owed in the outbox, an approval message's revision and
-state, the recorded author of each item's thread.
+"""What the Slack listeners (and readiness) read and write in the bot's tables (issue 20
+§2: no SQL in a listener): a card redraw still owed in the outbox, an approval message's
+revision and state, the recorded author of each item's thread, the outbox's backlog.
 
 The statements are the portable SQL both backends run (``?`` placeholders, issue 15 §1),
 through the store's session (:class:`~engine.store.base.SqlTables`); writes go through
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from engine.store.base import DatabaseStore
 
 __all__ = ["card_redraw_owed", "approval_message_revision", "mark_approval_message_done",
-           "thread_authors"]
+           "thread_authors", "outbox_backlog"]
 
 
 def card_redraw_owed(store: DatabaseStore, ref: WorkItemRef) -> bool:
@@ -61,3 +61,18 @@ def thread_authors(store: DatabaseStore) -> dict[str, str]:
     ensure_slack_tables(store)
     rows = store.db().execute("SELECT item, author FROM slack_threads").fetchall()
     return {str(item): str(author) for item, author in rows if author}
+
+
+def outbox_backlog(store: DatabaseStore) -> tuple[int, str]:
+    """``(count, oldest created_at)`` of the outbox rows neither sent nor failed for good;
+    ``(0, "")`` on SQLite before the bot made its tables (its worker makes them when it
+    starts; PostgreSQL migrates them when the store opens, issue 15)."""
+    db = store.db()
+    if store.capabilities.backend == "sqlite" and db.execute(
+            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'slack_outbox'"
+    ).fetchone() is None:
+        return 0, ""
+    count, oldest = db.execute(
+        "SELECT COUNT(*), MIN(created_at) FROM slack_outbox WHERE sent_at IS NULL AND "
+        "failed_at IS NULL").fetchone()
+    return int(count or 0), str(oldest or "")

@@ -176,3 +176,18 @@ def test_the_listeners_reads_and_writes_behave_the_same_on_both_backends(store: 
                 author="Carol")
     save_thread(store, OTHER, channel="C1", ts="2.0", revision=1, kind="card")
     assert thread_authors(store) == {str(REF): "Carol"}
+
+
+def test_the_outbox_backlog_of_a_sqlite_file_before_the_bot_made_its_tables_is_empty(
+        tmp_path: Path) -> None:
+    from bot.slack_tables import outbox_backlog
+
+    fresh = SqliteStore(tmp_path / "fresh.db")
+    try:
+        assert outbox_backlog(fresh) == (0, "")
+        ensure_slack_tables(fresh)
+        OutboxNotifier(fresh).send(REF, "gate-waiting", {"node": "design"})
+        count, oldest = outbox_backlog(fresh)
+        assert count == 1 and oldest.endswith("Z")
+    finally:
+        fresh.close()
