@@ -9,7 +9,6 @@ everyone who opened it when one of their items moves.
 
 from __future__ import annotations
 
-import json
 import logging
 from typing import TYPE_CHECKING, Any
 
@@ -18,7 +17,7 @@ from bot.blocks.approval import OUTCOME_LABELS
 from bot.blocks.home import ItemRow, WaitingRow, home_view
 from bot.identity import resolve_login
 from bot.listeners.commands.check import _recorded_authors, item_owners
-from bot.notifier import ensure_slack_tables, write_scope
+from bot.slack_tables import homes, save_home
 from engine.approvals import recorded_approvals
 from engine.visits import Visit
 
@@ -148,13 +147,7 @@ def publish_home(services: Services, client: Any, user: str) -> dict[str, Any]:
     view = home_view(login, waiting, items)
     client.views_publish(user_id=user, view=view)
     refs = sorted({r.ref for r in waiting} | {r.ref for r in items})
-    ensure_slack_tables(services.store)
-    with write_scope(services.store) as db:
-        db.execute(
-            "INSERT INTO slack_messages (item, node, kind, slack_user, channel, ts, revision, "
-            "data) VALUES ('', '', 'home', ?, '', '', 0, ?) ON CONFLICT (item, node, kind, "
-            "slack_user) DO UPDATE SET data = excluded.data",
-            (user, json.dumps({"login": login, "items": refs})))
+    save_home(services.store, user, login, [str(r) for r in refs])
     return view
 
 
@@ -163,19 +156,17 @@ def homes_to_refresh(services: Services, ref: Any) -> list[str]:
     ``ref``: those listing it, its owners (a new item joins "Your items"), and every
     linked user its current gate now waits on by the gate's rule for this item (the
     rule "Waiting on you" applies: :func:`home_rows`)."""
-    rows = services.store.db().execute(
-        "SELECT slack_user, data FROM slack_messages WHERE kind = 'home'").fetchall()
+    rows = homes(services.store)
     state = services.store.load(ref)
     owners = item_owners(services, state) if state is not None else set()
     gate = state is not None and bool(state.current_node) and state.status != "complete" \
         and is_approval_gate(services.graph, state.current_node)
     users: list[str] = []
-    for user, data in rows:
-        doc = json.loads(data or "{}")
+    for user, doc in rows:
         login = str(doc.get("login") or "")
         if str(ref) in doc.get("items", ()) or login in owners or (
                 gate and login and _waits_on(services, state, login)):
-            users.append(str(user))
+            users.append(user)
     return users
 
 

@@ -1,6 +1,7 @@
 """What the Slack listeners (and readiness) read and write in the bot's tables (issue 20
 §2: no SQL in a listener): a card redraw still owed in the outbox, an approval message's
-revision and state, the recorded author of each item's thread, the outbox's backlog.
+revision and state, the recorded author of each item's thread, the outbox's backlog,
+who opened their Home tab and what it lists.
 
 The statements are the portable SQL both backends run (``?`` placeholders, issue 15 §1),
 through the store's session (:class:`~engine.store.base.SqlTables`); writes go through
@@ -11,7 +12,8 @@ through the store's session (:class:`~engine.store.base.SqlTables`); writes go t
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from bot.notifier import ensure_slack_tables, write_scope
 from engine.refs import WorkItemRef
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
     from engine.store.base import DatabaseStore
 
 __all__ = ["card_redraw_owed", "approval_message_revision", "mark_approval_message_done",
-           "thread_authors", "outbox_backlog"]
+           "thread_authors", "outbox_backlog", "save_home", "homes"]
 
 
 def card_redraw_owed(store: DatabaseStore, ref: WorkItemRef) -> bool:
@@ -76,3 +78,22 @@ def outbox_backlog(store: DatabaseStore) -> tuple[int, str]:
         "SELECT COUNT(*), MIN(created_at) FROM slack_outbox WHERE sent_at IS NULL AND "
         "failed_at IS NULL").fetchone()
     return int(count or 0), str(oldest or "")
+
+
+def save_home(store: DatabaseStore, user: str, login: str, refs: Sequence[str]) -> None:
+    """Record that Slack ``user`` (GitHub ``login``) was shown a Home tab listing ``refs``
+    (one row per user, kind ``home``, replaced each time)."""
+    ensure_slack_tables(store)
+    with write_scope(store) as db:
+        db.execute(
+            "INSERT INTO slack_messages (item, node, kind, slack_user, channel, ts, revision, "
+            "data) VALUES ('', '', 'home', ?, '', '', 0, ?) ON CONFLICT (item, node, kind, "
+            "slack_user) DO UPDATE SET data = excluded.data",
+            (user, json.dumps({"login": login, "items": list(refs)})))
+
+
+def homes(store: DatabaseStore) -> list[tuple[str, dict[str, Any]]]:
+    """``(Slack user, {"login", "items"})`` of every Home tab recorded by :func:`save_home`."""
+    rows = store.db().execute(
+        "SELECT slack_user, data FROM slack_messages WHERE kind = 'home'").fetchall()
+    return [(str(user), json.loads(data or "{}")) for user, data in rows]

@@ -151,7 +151,9 @@ def test_the_listeners_reads_and_writes_behave_the_same_on_both_backends(store: 
     from bot.slack_tables import (
         approval_message_revision,
         card_redraw_owed,
+        homes,
         mark_approval_message_done,
+        save_home,
         thread_authors,
     )
 
@@ -171,6 +173,11 @@ def test_the_listeners_reads_and_writes_behave_the_same_on_both_backends(store: 
     (revision, data), = store.db().execute(
         "SELECT revision, data FROM slack_messages WHERE item = ?", (str(REF),)).fetchall()
     assert (revision, json.loads(data)) == (3, {"gate": "g", "state": "done"})
+
+    assert homes(store) == []
+    save_home(store, "U1", "alice", [str(REF)])
+    save_home(store, "U1", "alice", [str(REF), str(OTHER)])  # replaced, not added
+    assert homes(store) == [("U1", {"login": "alice", "items": [str(REF), str(OTHER)]})]
 
     save_thread(store, REF, channel="C1", ts="1.0", revision=1, kind="card",
                 author="Carol")
