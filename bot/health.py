@@ -104,7 +104,7 @@ def _inbox_backlog(inbox: Any, now: datetime) -> Backlog:
     return Backlog(count, _age(oldest, now) if count and oldest else 0.0)
 
 
-def _effects_backlog(store: Any, now: datetime) -> Backlog:
+def _effects_backlog(store: DatabaseStore, now: datetime) -> Backlog:
     from engine.effects import PENDING, RUNNING
 
     # Rows waiting out a back-off or a rate limit are not due yet: only due rows count.
@@ -121,7 +121,7 @@ def _slack_backlog(store: DatabaseStore, now: datetime) -> Backlog:
     return Backlog(count, _age(oldest, now) if count else 0.0)
 
 
-def backlogs(store: Any, config: Config, inbox: Any = None, now: datetime | None = None
+def backlogs(store: DatabaseStore, config: Config, inbox: Any = None, now: datetime | None = None
              ) -> dict[str, Backlog]:
     """Depth and oldest age of every queue this installation has.
 

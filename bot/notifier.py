@@ -165,7 +165,7 @@ class OutboxNotifier:
             the engine's transaction is the transaction's own).
     """
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: DatabaseStore) -> None:
         self.store = store
         ensure_slack_tables(store)
 
@@ -194,7 +194,7 @@ class OutboxNotifier:
 _THREAD_KEYS = ("channel", "ts", "revision", "kind", "node", "author")
 
 
-def load_thread(store: Any, ref: WorkItemRef) -> dict[str, Any] | None:
+def load_thread(store: DatabaseStore, ref: WorkItemRef) -> dict[str, Any] | None:
     """The item's Slack thread parent ``{channel, ts, revision, kind, node, author}``, or
     None when no card was posted. ``kind`` is ``card`` (interactive, phase selection
     waits) or ``status`` (read-only live status card)."""
@@ -206,7 +206,7 @@ def load_thread(store: Any, ref: WorkItemRef) -> dict[str, Any] | None:
 
 
 def save_thread(
-    store: Any,
+    store: DatabaseStore,
     ref: WorkItemRef,
     *,
     channel: str,

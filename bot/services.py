@@ -314,7 +314,7 @@ def _checkout(config: Config) -> ArtifactStore:
     return CheckoutArtifactStore(config.workspace or Path.cwd(), config.data["specDir"])
 
 
-def _notifier(config: Config, store: Any) -> Notifier | None:
+def _notifier(config: Config, store: DatabaseStore) -> Notifier | None:
     if config.has("slack"):
         from bot.notifier import OutboxNotifier
 
