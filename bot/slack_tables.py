@@ -1,7 +1,8 @@
 """What the Slack listeners (and readiness) read and write in the bot's tables (issue 20
 §2: no SQL in a listener): a card redraw still owed in the outbox, an approval message's
 revision and state, the recorded author of each item's thread, the outbox's backlog,
-who opened their Home tab and what it lists.
+who opened their Home tab and what it lists, the Slack user ↔ GitHub login links and their
+one-time codes (``bot.identity`` decides; this module stores).
 
 The statements are the portable SQL both backends run (``?`` placeholders, issue 15 §1),
 through the store's session (:class:`~engine.store.base.SqlTables`); writes go through
@@ -12,7 +13,7 @@ through the store's session (:class:`~engine.store.base.SqlTables`); writes go t
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.notifier import ensure_slack_tables, write_scope
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
     from engine.store.base import DatabaseStore
 
 __all__ = ["card_redraw_owed", "approval_message_revision", "mark_approval_message_done",
-           "thread_authors", "outbox_backlog", "save_home", "homes"]
+           "thread_authors", "outbox_backlog", "save_home", "homes", "issue_link_code",
+           "redeem_link_code", "linked_login", "linked_users", "remove_link"]
 
 
 def card_redraw_owed(store: DatabaseStore, ref: WorkItemRef) -> bool:
@@ -97,3 +99,80 @@ def homes(store: DatabaseStore) -> list[tuple[str, dict[str, Any]]]:
     rows = store.db().execute(
         "SELECT slack_user, data FROM slack_messages WHERE kind = 'home'").fetchall()
     return [(str(user), json.loads(data or "{}")) for user, data in rows]
+
+
+def issue_link_code(store: DatabaseStore, code: str, slack_user: str, login: str, *,
+                    created_at: str, expires_at: str) -> None:
+    """Store the one-time ``code`` linking ``slack_user`` to ``login``, withdrawing the
+    user's earlier unused codes (one write transaction)."""
+    ensure_slack_tables(store)
+    with write_scope(store) as db:
+        db.execute("DELETE FROM slack_link_codes WHERE slack_user = ? AND used_at IS NULL",
+                   (slack_user,))
+        db.execute(
+            "INSERT INTO slack_link_codes (code, slack_user, github_login, created_at, "
+            "expires_at) VALUES (?, ?, ?, ?, ?)",
+            (code, slack_user, login, created_at, expires_at),
+        )
+
+
+#: A code's row: ``(slack_user, github_login, expires_at, used_at)``, or None when unknown.
+CodeRow = tuple[Any, ...] | None
+
+
+def redeem_link_code(store: DatabaseStore, code: str, *, now: str, via: str,
+                     refuse: Callable[[CodeRow], str]) -> tuple[str, str] | str:
+    """In one write transaction: read ``code``'s row, ask ``refuse(row)`` (a reason, or
+    "" to accept), then mark the code used at ``now`` and link its Slack user to its
+    login (``via`` says how, e.g. ``comment 7 on acme/widgets#3``).
+
+    Returns:
+        ``(slack_user, login)`` when linked, else the refusal.
+    """
+    ensure_slack_tables(store)
+    with write_scope(store) as db:
+        row = db.execute(
+            "SELECT slack_user, github_login, expires_at, used_at FROM slack_link_codes "
+            "WHERE code = ?", (code,)
+        ).fetchone()
+        refusal = refuse(row)
+        if refusal:
+            return refusal
+        slack_user, login = str(row[0]), str(row[1])
+        db.execute("UPDATE slack_link_codes SET used_at = ? WHERE code = ?", (now, code))
+        db.execute(
+            "INSERT INTO slack_links (slack_user, github_login, linked_at, via) "
+            "VALUES (?, ?, ?, ?) ON CONFLICT (slack_user) DO UPDATE SET "
+            "github_login = excluded.github_login, linked_at = excluded.linked_at, "
+            "via = excluded.via",
+            (slack_user, login, now, via),
+        )
+    return slack_user, login
+
+
+def linked_login(store: DatabaseStore, slack_user: str) -> str | None:
+    """The GitHub login ``slack_user`` is linked to, or None."""
+    ensure_slack_tables(store)
+    row = store.db().execute(
+        "SELECT github_login FROM slack_links WHERE slack_user = ?", (slack_user,)
+    ).fetchone()
+    return str(row[0]) if row else None
+
+
+def linked_users(store: DatabaseStore, login: str) -> list[str]:
+    """The Slack users linked to GitHub ``login`` (as stored: normalised), unsorted."""
+    ensure_slack_tables(store)
+    rows = store.db().execute(
+        "SELECT slack_user FROM slack_links WHERE github_login = ?", (login,)
+    ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def remove_link(store: DatabaseStore, slack_user: str) -> bool:
+    """Remove ``slack_user``'s link and unused codes; True when a link was removed."""
+    ensure_slack_tables(store)
+    with write_scope(store) as db:
+        db.execute("DELETE FROM slack_link_codes WHERE slack_user = ? AND used_at IS NULL",
+                   (slack_user,))
+        cursor = db.execute("DELETE FROM slack_links WHERE slack_user = ?", (slack_user,))
+        return bool(cursor.rowcount > 0)
