@@ -2,7 +2,8 @@
 §2: no SQL in a listener): a card redraw still owed in the outbox, an approval message's
 revision and state, the recorded author of each item's thread, the outbox's backlog,
 who opened their Home tab and what it lists, the Slack user ↔ GitHub login links and their
-one-time codes (``bot.identity`` decides; this module stores).
+one-time codes (``bot.identity`` decides; this module stores); and for the Slack worker,
+the outbox rows it sends and marks and the messages it keeps per node.
 
 The statements are the portable SQL both backends run (``?`` placeholders, issue 15 §1),
 through the store's session (:class:`~engine.store.base.SqlTables`); writes go through
@@ -13,7 +14,7 @@ through the store's session (:class:`~engine.store.base.SqlTables`); writes go t
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from bot.notifier import ensure_slack_tables, write_scope
@@ -24,7 +25,10 @@ if TYPE_CHECKING:
 
 __all__ = ["card_redraw_owed", "approval_message_revision", "mark_approval_message_done",
            "thread_authors", "outbox_backlog", "save_home", "homes", "issue_link_code",
-           "redeem_link_code", "linked_login", "linked_users", "remove_link"]
+           "redeem_link_code", "linked_login", "linked_users", "remove_link",
+           "pending_outbox_rows", "mark_outbox_sent", "mark_outbox_failed",
+           "mark_outbox_retry", "open_approval_items", "reminder_record", "node_messages",
+           "save_message"]
 
 
 def card_redraw_owed(store: DatabaseStore, ref: WorkItemRef) -> bool:
@@ -176,3 +180,86 @@ def remove_link(store: DatabaseStore, slack_user: str) -> bool:
                    (slack_user,))
         cursor = db.execute("DELETE FROM slack_links WHERE slack_user = ?", (slack_user,))
         return bool(cursor.rowcount > 0)
+
+
+def pending_outbox_rows(store: DatabaseStore, limit: int = 500) -> list[tuple[Any, ...]]:
+    """``(id, item, event, data, attempts, next_attempt_at)`` of the outbox rows neither
+    sent nor set aside, oldest first, at most ``limit``."""
+    return list(store.db().execute(
+        "SELECT id, item, event, data, attempts, next_attempt_at FROM slack_outbox "
+        f"WHERE sent_at IS NULL AND failed_at IS NULL ORDER BY id LIMIT {int(limit)}"
+    ).fetchall())
+
+
+def _mark(store: DatabaseStore, row_id: int, assignments: str,
+          params: tuple[Any, ...]) -> None:
+    with write_scope(store) as db:  # every mark gives the claim back
+        db.execute(f"UPDATE slack_outbox SET {assignments}, claimed_by = '', "
+                   "claimed_until = '' WHERE id = ?", (*params, row_id))
+
+
+def mark_outbox_sent(store: DatabaseStore, row_id: int, at: str) -> None:
+    """Outbox row ``row_id`` was sent at ``at`` (its claim is given back)."""
+    _mark(store, row_id, "sent_at = ?", (at,))
+
+
+def mark_outbox_failed(store: DatabaseStore, row_id: int, at: str, attempts: int,
+                       error: str) -> None:
+    """Outbox row ``row_id`` is set aside for good at ``at`` after ``attempts``."""
+    _mark(store, row_id, "failed_at = ?, attempts = ?, last_error = ?", (at, attempts, error))
+
+
+def mark_outbox_retry(store: DatabaseStore, row_id: int, attempts: int, due: str,
+                      error: str) -> None:
+    """Outbox row ``row_id`` failed ``attempts`` times; it is due again at ``due``."""
+    _mark(store, row_id, "attempts = ?, next_attempt_at = ?, last_error = ?",
+          (attempts, due, error))
+
+
+def open_approval_items(store: DatabaseStore) -> list[str]:
+    """The items with an approval message still open, sorted."""
+    rows = store.db().execute(
+        "SELECT DISTINCT item FROM slack_messages WHERE kind = 'approval' AND "
+        "data LIKE '%\"state\": \"open\"%' ORDER BY item").fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def reminder_record(store: DatabaseStore, ref: WorkItemRef, node: str,
+                    user: str) -> dict[str, Any] | None:
+    """The data of the last reminder about ``ref``'s gate ``node`` to ``user`` ("" for
+    the thread line), or None when none was sent."""
+    row = store.db().execute(
+        "SELECT data FROM slack_messages WHERE item = ? AND node = ? AND kind = "
+        "'reminder' AND slack_user = ?", (str(ref), node, user)).fetchone()
+    if row is None:
+        return None
+    found: dict[str, Any] = json.loads(row[0] or "{}")
+    return found
+
+
+def node_messages(store: DatabaseStore, ref: WorkItemRef, node: str) -> list[dict[str, Any]]:
+    """Every message kept for ``ref``'s ``node`` as ``{kind, slack_user, channel, ts,
+    revision, data}`` (``data`` parsed), by kind and user."""
+    rows = store.db().execute(
+        "SELECT kind, slack_user, channel, ts, revision, data FROM slack_messages "
+        "WHERE item = ? AND node = ? ORDER BY kind, slack_user", (str(ref), node)
+    ).fetchall()
+    keys = ("kind", "slack_user", "channel", "ts", "revision", "data")
+    out = [dict(zip(keys, r, strict=True)) for r in rows]
+    for message in out:
+        message["data"] = json.loads(message["data"] or "{}")
+    return out
+
+
+def save_message(store: DatabaseStore, ref: WorkItemRef, node: str, kind: str, user: str,
+                 channel: str, ts: str, revision: int, data: Mapping[str, Any]) -> None:
+    """Keep (or replace) the ``kind`` message of ``ref``'s ``node`` for ``user``."""
+    with write_scope(store) as db:
+        db.execute(
+            "INSERT INTO slack_messages (item, node, kind, slack_user, channel, ts, "
+            "revision, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT "
+            "(item, node, kind, slack_user) DO UPDATE SET channel = excluded.channel, "
+            "ts = excluded.ts, revision = excluded.revision, data = excluded.data",
+            (str(ref), node, kind, user, channel, ts, revision,
+             json.dumps(dict(data), sort_keys=True)),
+        )

@@ -198,3 +198,44 @@ def test_the_outbox_backlog_of_a_sqlite_file_before_the_bot_made_its_tables_is_e
         assert count == 1 and oldest.endswith("Z")
     finally:
         fresh.close()
+
+
+def test_the_workers_outbox_and_messages_behave_the_same_on_both_backends(store: Any) -> None:
+    """Issue 20 §2: what the Slack worker reads and writes, through bot.slack_tables."""
+    from bot.slack_tables import (
+        mark_outbox_failed,
+        mark_outbox_retry,
+        mark_outbox_sent,
+        node_messages,
+        open_approval_items,
+        pending_outbox_rows,
+        reminder_record,
+        save_message,
+    )
+
+    ensure_slack_tables(store)
+    notifier = OutboxNotifier(store)
+    for event in ("gate-waiting", "item-started", "gate-passed"):
+        notifier.send(REF, event, {"node": "design"})
+    rows = pending_outbox_rows(store)
+    assert [r[2] for r in rows] == ["gate-waiting", "item-started", "gate-passed"]
+    first, second, third = (r[0] for r in rows)
+    assert claim_outbox_row(store, first, "me", LATER, NOW)
+    mark_outbox_sent(store, first, LATER)
+    mark_outbox_retry(store, second, 1, LATER, "timeout")
+    mark_outbox_failed(store, third, LATER, 5, "channel_not_found")
+    assert [(r[0], r[4], r[5]) for r in pending_outbox_rows(store)] == [(second, 1, LATER)]
+    assert claim_outbox_row(store, first, "other", LATER, NOW) is False  # sent: no claim
+
+    save_message(store, REF, "design", "approval", "", "C1", "1.5", 1,
+                 {"state": "open", "gate": "g"})
+    save_message(store, REF, "design", "reminder", "U1", "D1", "2.5", 0, {"gate": "g"})
+    assert open_approval_items(store) == [str(REF)]
+    assert reminder_record(store, REF, "design", "U1") == {"gate": "g"}
+    assert reminder_record(store, REF, "design", "U2") is None
+    assert [(m["kind"], m["slack_user"], m["data"]) for m in node_messages(store, REF,
+                                                                           "design")] == [
+        ("approval", "", {"gate": "g", "state": "open"}), ("reminder", "U1", {"gate": "g"})]
+    save_message(store, REF, "design", "approval", "", "C1", "1.5", 2,
+                 {"state": "done", "gate": "g"})
+    assert open_approval_items(store) == []
