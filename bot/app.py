@@ -26,7 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Executor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import App, BoltContext
 from slack_sdk import WebClient
@@ -36,7 +36,11 @@ from bot.blocks.escaping import slack_text
 from bot.listeners import actions, commands, events, views
 from bot.listeners.events.dedupe import dedupe_events
 from bot.slack_origin import origin_middleware
+from bridges.github.webhook import HeaderItems
 from engine.errors import ConfigError
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = [
     "SLACK_PATH",
@@ -62,7 +66,7 @@ MAX_SKEW_SECONDS = 60 * 5
 
 
 def _slack(config: Any) -> dict[str, Any]:
-    return config.section("slack")
+    return dict(config.section("slack"))
 
 
 def read_secret(env_name: str, what: str) -> str:
@@ -121,7 +125,7 @@ def _configure_client(client: WebClient, config: Any) -> WebClient:
     return client
 
 
-def _services_middleware(services: Any) -> Callable[..., Any]:
+def _services_middleware(services: Services) -> Callable[..., Any]:
     def inject(context: BoltContext, next: Callable[[], Any]) -> Any:  # noqa: A002 - Bolt's name
         context["services"] = services
         return next()
@@ -142,7 +146,7 @@ def _on_error(error: Exception, body: Mapping[str, Any], respond: Any = None) ->
 
 
 def build_app(
-    services: Any, *, client: WebClient | None = None, socket_mode: bool | None = None,
+    services: Services, *, client: WebClient | None = None, socket_mode: bool | None = None,
     executor: Executor | None = None,
 ) -> App:
     """The Bolt app for ``services``.
@@ -198,7 +202,7 @@ def build_app(
 def verify_request(
     secret: str,
     body: bytes,
-    headers: Mapping[str, str],
+    headers: HeaderItems,
     *,
     now: Callable[[], float] = time.time,
 ) -> bool:
@@ -245,7 +249,7 @@ def is_utf8(body: bytes) -> bool:
 
 
 def register_http_routes(
-    flask_app: Any, services: Any, *, app: App | None = None, client: WebClient | None = None,
+    flask_app: Any, services: Services, *, app: App | None = None, client: WebClient | None = None,
     executor: Executor | None = None,
 ) -> App:
     """Add ``POST /slack/events`` to ``flask_app``.

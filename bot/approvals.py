@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.blocks.approval import OUTCOME_LABELS, GateRef
 from bot.click_lock import item_lock
@@ -33,6 +33,9 @@ from engine.refs import WorkItemRef
 from engine.settings import normalize_login
 from engine.state import ItemState
 from engine.visits import Visit
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = [
     "FEEDBACK_HOOK",
@@ -73,7 +76,7 @@ def is_approval_gate(graph: Graph, node: str) -> bool:
     return node in approval_gates(graph)
 
 
-def verdict(services: Any, login: str, node: str, ref: WorkItemRef | None = None) -> Verdict:
+def verdict(services: Services, login: str, node: str, ref: WorkItemRef | None = None) -> Verdict:
     """Whether GitHub ``login`` may answer gate ``node``, by the gate's own approval rule
     (issue 11 §2: :func:`engine.hooks.common.rule_for` and
     :func:`engine.approvals.authorize`, the functions the gate decides with). Used for the
@@ -102,15 +105,15 @@ def verdict(services: Any, login: str, node: str, ref: WorkItemRef | None = None
             return Verdict(False, f"could not read who authored the work ({exc})")
     return authorize(login, rule, authorized_users=services.settings.authorized_users,
                      people=people,
-                     membership=getattr(services.ports.tracker, "team_membership", None))
+                     membership=services.ports.tracker.team_membership)
 
 
-def may_decide(services: Any, login: str, node: str, ref: WorkItemRef | None = None) -> bool:
+def may_decide(services: Services, login: str, node: str, ref: WorkItemRef | None = None) -> bool:
     """:func:`verdict`'s yes or no."""
     return verdict(services, login, node, ref).allowed
 
 
-def approvers(services: Any, node: str) -> list[str]:
+def approvers(services: Services, node: str) -> list[str]:
     """The GitHub logins gate ``node`` waits on (normalized, configuration order): the
     rule's named logins, else ``authorizedUsers``. Teams are not expanded (no member
     listing is read), so their members are not mentioned."""
@@ -119,7 +122,7 @@ def approvers(services: Any, node: str) -> list[str]:
     return [normalize_login(u) for u in names if u and "/" not in u]
 
 
-def awaited(services: Any, node: str, state: ItemState | None = None) -> list[str]:
+def awaited(services: Services, node: str, state: ItemState | None = None) -> list[str]:
     """The :func:`approvers` gate ``node`` still waits on at ``state``'s visit (issue 11
     §2): without those whose approval it already counted and, under
     ``preventSelfApproval``, the item's author. Whose work it is is read through the
@@ -139,7 +142,7 @@ def awaited(services: Any, node: str, state: ItemState | None = None) -> list[st
     return [login for login in logins if login not in counted and login != author]
 
 
-def approver_slack_users(services: Any, node: str,
+def approver_slack_users(services: Services, node: str,
                          state: ItemState | None = None) -> tuple[list[str], list[str]]:
     """``(slack user ids, logins without a linked Slack user)`` of the gate's approvers
     (:func:`awaited` at ``state``'s visit when given)."""
@@ -223,7 +226,7 @@ def _outdated(state: ItemState, gate: GateRef) -> str:
             f"{said}; the item is at `{state.current_node or '—'}`. Nothing changed.")
 
 
-def check_gate(services: Any, gate: GateRef, slack_user: str, *,
+def check_gate(services: Services, gate: GateRef, slack_user: str, *,
                authorize: bool = True) -> GateCheck:
     """Check a click on ``gate`` by ``slack_user`` without changing anything.
 
@@ -285,7 +288,7 @@ class Decided:
     current_node: str = ""
 
 
-def decide(services: Any, gate: GateRef, slack_user: str, outcome: str,
+def decide(services: Services, gate: GateRef, slack_user: str, outcome: str,
            text: str = "") -> Decided:
     """Hand a Slack decision to the gate (after the ack) and say what became of it.
 

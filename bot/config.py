@@ -39,7 +39,8 @@ LOCAL_DB = Path(".loopgate") / "loopgate.db"
 def config_schema() -> dict[str, Any]:
     """The JSON Schema of loopgate.yaml (package data)."""
     text = resources.files("bot").joinpath("config.schema.json").read_text("utf-8")
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 def _defaults(schema: dict[str, Any]) -> dict[str, Any]:
@@ -91,7 +92,7 @@ class Config:
         if not ws:
             return None
         base = self.path.parent if self.path else Path.cwd()
-        return (base / os.path.expanduser(ws)).resolve()
+        return (base / os.path.expanduser(str(ws))).resolve()
 
     def engine_settings(self) -> EngineSettings:
         """The engine's view of this configuration."""

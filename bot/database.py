@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from bot.config import DB_ENV, Config, default_db_path
 from engine.errors import ConfigError
+
+if TYPE_CHECKING:
+    from engine.store.base import DatabaseStore
 
 __all__ = ["DATABASE_URL_ENV", "is_database_url", "database_url", "database_password",
            "open_store", "describe_database", "check_database"]
@@ -44,7 +47,7 @@ def database_url(config: Config | None, explicit: str | None = None) -> str | No
                       configured):
         if candidate:
             if candidate is configured and is_database_url(candidate):
-                _refuse_inline_password(candidate)
+                _refuse_inline_password(str(candidate))
             return candidate.strip() if is_database_url(candidate) else None
     return None
 
@@ -97,7 +100,7 @@ def check_database(config: Config, explicit: str | None = None) -> str | None:
     return url
 
 
-def open_store(config: Config, explicit: str | None = None) -> Any:
+def open_store(config: Config, explicit: str | None = None) -> DatabaseStore:
     """Open the configured store: a :class:`~bridges.postgres.store.PostgresStore` for a
     URL, else a :class:`~engine.store.sqlite.SqliteStore` at :func:`default_db_path`.
 

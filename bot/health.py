@@ -37,7 +37,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from bot.slack_tables import outbox_backlog
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.config import Config
+    from bot.services import Services
+    from engine.store.base import DatabaseStore
 
 __all__ = ["Check", "Health", "QueueWatch", "Backlog", "backlogs", "probe_database",
            "blueprint", "DB_DEADLINE", "SAMPLE_SECONDS", "READY_PATH", "METRICS_PATH"]
@@ -100,7 +107,7 @@ def _inbox_backlog(inbox: Any, now: datetime) -> Backlog:
     return Backlog(count, _age(oldest, now) if count and oldest else 0.0)
 
 
-def _effects_backlog(store: Any, now: datetime) -> Backlog:
+def _effects_backlog(store: DatabaseStore, now: datetime) -> Backlog:
     from engine.effects import PENDING, RUNNING
 
     # Rows waiting out a back-off or a rate limit are not due yet: only due rows count.
@@ -112,24 +119,18 @@ def _effects_backlog(store: Any, now: datetime) -> Backlog:
     return Backlog(len(rows), max(_age(max(r.created_at, r.not_before), now) for r in rows))
 
 
-def _slack_backlog(store: Any, now: datetime) -> Backlog:
-    db = store.db()
-    # On SQLite the bot makes its tables when its worker starts (a status before that has
-    # none); on PostgreSQL they are migrated when serve starts (issue 15).
-    if getattr(db, "dialect", "") != "postgresql" and not db["slack_outbox"].exists():
-        return Backlog(0)
-    count, oldest = db.execute(
-        "SELECT COUNT(*), MIN(created_at) FROM slack_outbox WHERE sent_at IS NULL AND "
-        "failed_at IS NULL").fetchone()
-    return Backlog(int(count or 0), _age(str(oldest or ""), now) if count else 0.0)
+def _slack_backlog(store: DatabaseStore, now: datetime) -> Backlog:
+    count, oldest = outbox_backlog(store)
+    return Backlog(count, _age(oldest, now) if count else 0.0)
 
 
-def backlogs(services: Any, inbox: Any = None, now: datetime | None = None
+def backlogs(store: DatabaseStore, config: Config, inbox: Any = None, now: datetime | None = None
              ) -> dict[str, Backlog]:
     """Depth and oldest age of every queue this installation has.
 
     Args:
-        services: the wired services (the store's outbox of effects, the Slack outbox).
+        store: the store (its outbox of effects; its Slack outbox).
+        config: the configuration (whether Slack is configured).
         inbox: the webhook inbox (``dispatcher.inbox``; None: not served here).
         now: the current UTC time.
 
@@ -138,11 +139,11 @@ def backlogs(services: Any, inbox: Any = None, now: datetime | None = None
         installation does not have is left out).
     """
     now = now or datetime.now(UTC)
-    out: dict[str, Backlog] = {GITHUB_EFFECTS: _effects_backlog(services.store, now)}
+    out: dict[str, Backlog] = {GITHUB_EFFECTS: _effects_backlog(store, now)}
     if inbox is not None:
         out[INBOX] = _inbox_backlog(inbox, now)
-    if services.config.has("slack"):
-        out[SLACK_OUTBOX] = _slack_backlog(services.store, now)
+    if config.has("slack"):
+        out[SLACK_OUTBOX] = _slack_backlog(store, now)
     return out
 
 
@@ -245,7 +246,7 @@ class Health:
         audit: the self-audit (:class:`bot.audit.SelfAudit`; None: off).
     """
 
-    services: Any
+    services: Services
     dispatcher: Any = None
     poller: Any = None
     socket: Callable[[], bool] | None = None
@@ -264,7 +265,7 @@ class Health:
         inbox = None
         if self.dispatcher is not None and self.services.config.has("github"):
             inbox = self.dispatcher.inbox
-        return backlogs(self.services, inbox)
+        return backlogs(self.services.store, self.services.config, inbox)
 
     def sample(self) -> dict[str, Backlog]:
         """Read the queues and feed the watches; returns the backlogs read."""
@@ -290,7 +291,7 @@ class Health:
     # -- checks --------------------------------------------------------------------------
     def checks(self) -> list[Check]:
         """Run every check that applies here, in a fixed order."""
-        path = getattr(self.services.store, "path", None)
+        path = self.services.store.capabilities.path
         out = [probe_database(path) if path is not None
                else Check("database", True, "not a SQLite file: not probed")]
         if self.dispatcher is not None:

@@ -9,20 +9,22 @@ everyone who opened it when one of their items moves.
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.approvals import is_approval_gate, may_decide
 from bot.blocks.approval import OUTCOME_LABELS
 from bot.blocks.home import ItemRow, WaitingRow, home_view
 from bot.identity import resolve_login
 from bot.listeners.commands.check import _recorded_authors, item_owners
-from bot.notifier import ensure_slack_tables, write_scope
+from bot.slack_tables import homes, save_home
 from engine.approvals import recorded_approvals
 from engine.checksummary import details_page
 from engine.visits import Visit
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["home_rows", "publish_home", "homes_to_refresh", "refresh_homes", "web_base",
            "decision_phrase", "last_decision", "previous_visit"]
@@ -99,7 +101,7 @@ def last_decision(state: Any) -> str:
     return f"last decision: {text}" + (f" (visit {visit.number})" if visit.number > 1 else "")
 
 
-def _waits_on(services: Any, state: Any, login: str) -> bool:
+def _waits_on(services: Services, state: Any, login: str) -> bool:
     # The gate's own rule for this item (preventSelfApproval needs whose work it is), and
     # not someone whose approval it already counted (issue 11 §2).
     node = state.current_node
@@ -108,7 +110,7 @@ def _waits_on(services: Any, state: Any, login: str) -> bool:
     return may_decide(services, login, node, state.ref)
 
 
-def home_rows(services: Any, login: str) -> tuple[list[WaitingRow], list[ItemRow]]:
+def home_rows(services: Services, login: str) -> tuple[list[WaitingRow], list[ItemRow]]:
     """``(waiting on login, oldest first; login's items)``."""
     authors = _recorded_authors(services)
     base = web_base(services.config)
@@ -140,7 +142,7 @@ def home_rows(services: Any, login: str) -> tuple[list[WaitingRow], list[ItemRow
     return waiting, items
 
 
-def publish_home(services: Any, client: Any, user: str) -> dict[str, Any]:
+def publish_home(services: Services, client: Any, user: str) -> dict[str, Any]:
     """Publish ``user``'s home tab (``views.publish``) and remember they opened it.
 
     Returns:
@@ -151,38 +153,30 @@ def publish_home(services: Any, client: Any, user: str) -> dict[str, Any]:
     view = home_view(login, waiting, items)
     client.views_publish(user_id=user, view=view)
     refs = sorted({r.ref for r in waiting} | {r.ref for r in items})
-    ensure_slack_tables(services.store)
-    with write_scope(services.store) as db:
-        db.execute(
-            "INSERT INTO slack_messages (item, node, kind, slack_user, channel, ts, revision, "
-            "data) VALUES ('', '', 'home', ?, '', '', 0, ?) ON CONFLICT (item, node, kind, "
-            "slack_user) DO UPDATE SET data = excluded.data",
-            (user, json.dumps({"login": login, "items": refs})))
+    save_home(services.store, user, login, [str(r) for r in refs])
     return view
 
 
-def homes_to_refresh(services: Any, ref: Any) -> list[str]:
+def homes_to_refresh(services: Services, ref: Any) -> list[str]:
     """Slack users who opened their home tab and whose tab shows (or may now show)
     ``ref``: those listing it, its owners (a new item joins "Your items"), and every
     linked user its current gate now waits on by the gate's rule for this item (the
     rule "Waiting on you" applies: :func:`home_rows`)."""
-    rows = services.store.db().execute(
-        "SELECT slack_user, data FROM slack_messages WHERE kind = 'home'").fetchall()
+    rows = homes(services.store)
     state = services.store.load(ref)
     owners = item_owners(services, state) if state is not None else set()
     gate = state is not None and bool(state.current_node) and state.status != "complete" \
         and is_approval_gate(services.graph, state.current_node)
     users: list[str] = []
-    for user, data in rows:
-        doc = json.loads(data or "{}")
+    for user, doc in rows:
         login = str(doc.get("login") or "")
         if str(ref) in doc.get("items", ()) or login in owners or (
                 gate and login and _waits_on(services, state, login)):
-            users.append(str(user))
+            users.append(user)
     return users
 
 
-def refresh_homes(services: Any, client: Any, ref: Any) -> list[str]:
+def refresh_homes(services: Services, client: Any, ref: Any) -> list[str]:
     """Republish the home tabs that show (or may now show) ``ref``, best-effort.
 
     A Home tab is a view of state already recorded, so a failed refresh must never fail
@@ -213,5 +207,5 @@ def refresh_homes(services: Any, client: Any, ref: Any) -> list[str]:
 
 def _reason(exc: Exception) -> str:
     response = getattr(exc, "response", None)
-    error = response.get("error") if hasattr(response, "get") else None
+    error = response.get("error") if response is not None and hasattr(response, "get") else None
     return str(error) if error else type(exc).__name__

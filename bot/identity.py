@@ -18,13 +18,23 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from bot.notifier import ensure_slack_tables, iso, write_scope
+from bot.notifier import iso
+from bot.slack_tables import (
+    issue_link_code,
+    linked_login,
+    linked_users,
+    redeem_link_code,
+    remove_link,
+)
 from engine.authorship import LINK_LINE, has_link_code, needs_check, screen
 from engine.ports import Comment
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = [
     "LINK_TTL",
@@ -74,16 +84,11 @@ def valid_login(login: str) -> bool:
     return bool(_LOGIN.match((login or "").strip().lstrip("@")))
 
 
-def _now(services: Any) -> datetime:
+def _now(services: Services) -> datetime:
     return services.ports.clock.now()
 
 
-def _db(services: Any) -> Any:
-    ensure_slack_tables(services.store)
-    return services.store.db()
-
-
-def create_link_code(services: Any, slack_user_id: str, github_login: str) -> LinkCode:
+def create_link_code(services: Services, slack_user_id: str, github_login: str) -> LinkCode:
     """Issue a one-time code linking ``slack_user_id`` to ``github_login`` once confirmed.
 
     Earlier unused codes of the same Slack user are withdrawn.
@@ -107,24 +112,17 @@ def create_link_code(services: Any, slack_user_id: str, github_login: str) -> Li
     code = "".join(secrets.choice(_ALPHABET) for _ in range(_CODE_LENGTH))
     now = _now(services)
     expires = iso(now + LINK_TTL)
-    _db(services)
-    with write_scope(services.store) as db:
-        db.execute("DELETE FROM slack_link_codes WHERE slack_user = ? AND used_at IS NULL",
-                   (slack_user_id,))
-        db.execute(
-            "INSERT INTO slack_link_codes (code, slack_user, github_login, created_at, "
-            "expires_at) VALUES (?, ?, ?, ?, ?)",
-            (code, slack_user_id, login, iso(now), expires),
-        )
+    issue_link_code(services.store, code, slack_user_id, login, created_at=iso(now),
+                    expires_at=expires)
     return LinkCode(code, login, expires)
 
 
-def _configured_repo(services: Any, ref: WorkItemRef) -> bool:
+def _configured_repo(services: Services, ref: WorkItemRef) -> bool:
     repos = [r.lower() for r in services.config.section("github").get("repos") or ()]
     return not repos or ref.repo_full_name.lower() in repos
 
 
-def confirm_link_from_comment(services: Any, ref: WorkItemRef, comment: Comment) -> str | None:
+def confirm_link_from_comment(services: Services, ref: WorkItemRef, comment: Comment) -> str | None:
     """Complete a link when ``comment`` is ``loopgate link <code>`` by the code's login.
 
     Called by the GitHub dispatcher for each human comment. Refused (None, logged) when
@@ -153,30 +151,18 @@ def confirm_link_from_comment(services: Any, ref: WorkItemRef, comment: Comment)
     code = match["code"].upper()
     author = normalize_login(comment.author)
     now = iso(_now(services))
-    _db(services)
-    with write_scope(services.store) as db:
-        row = db.execute(
-            "SELECT slack_user, github_login, expires_at, used_at FROM slack_link_codes "
-            "WHERE code = ?", (code,)
-        ).fetchone()
-        refusal = _refusal(row, author, now)
-        if refusal:
-            log.info("link code on %s by @%s refused: %s", ref, author or "unknown", refusal)
-            return None
-        slack_user, login = row[0], row[1]
-        db.execute("UPDATE slack_link_codes SET used_at = ? WHERE code = ?", (now, code))
-        db.execute(
-            "INSERT INTO slack_links (slack_user, github_login, linked_at, via) "
-            "VALUES (?, ?, ?, ?) ON CONFLICT (slack_user) DO UPDATE SET "
-            "github_login = excluded.github_login, linked_at = excluded.linked_at, "
-            "via = excluded.via",
-            (slack_user, login, now, f"comment {comment.id} on {ref}"),
-        )
+    linked = redeem_link_code(services.store, code, now=now,
+                              via=f"comment {comment.id} on {ref}",
+                              refuse=lambda row: _refusal(row, author, now))
+    if isinstance(linked, str):
+        log.info("link code on %s by @%s refused: %s", ref, author or "unknown", linked)
+        return None
+    slack_user, login = linked
     log.info("slack user %s linked to @%s (comment %s on %s)", slack_user, login, comment.id, ref)
-    return str(slack_user)
+    return slack_user
 
 
-def _own_words(services: Any, ref: WorkItemRef, comment: Comment) -> bool:
+def _own_words(services: Services, ref: WorkItemRef, comment: Comment) -> bool:
     """True when the link code counts as the comment author's (issue 19 §1); otherwise one
     structured log line says why."""
     if not needs_check(comment):  # the author's words as created (a webhook, offline)
@@ -205,7 +191,7 @@ def _refusal(row: Any, author: str, now: str) -> str:
     return ""
 
 
-def comment_observer(services: Any) -> Callable[[WorkItemRef, Comment], None]:
+def comment_observer(services: Services) -> Callable[[WorkItemRef, Comment], None]:
     """``(ref, comment) -> None`` for ``dispatcher.comment_observers`` (never raises)."""
 
     def observe(ref: WorkItemRef, comment: Comment) -> None:
@@ -217,45 +203,34 @@ def comment_observer(services: Any) -> Callable[[WorkItemRef, Comment], None]:
     return observe
 
 
-def _identities(services: Any) -> dict[str, str]:
+def _identities(services: Services) -> dict[str, str]:
     return dict(services.config.section("slack").get("identities") or {})
 
 
-def resolve_login(services: Any, slack_user_id: str) -> str | None:
+def resolve_login(services: Services, slack_user_id: str) -> str | None:
     """The GitHub login of ``slack_user_id``: ``slack.identities`` first, then a confirmed
     link; None when neither knows the user."""
     configured = _identities(services).get(slack_user_id)
     if configured:
         return normalize_login(configured)
-    row = _db(services).execute(
-        "SELECT github_login FROM slack_links WHERE slack_user = ?", (slack_user_id,)
-    ).fetchone()
-    return str(row[0]) if row else None
+    return linked_login(services.store, slack_user_id)
 
 
-def slack_users_for_login(services: Any, login: str) -> list[str]:
+def slack_users_for_login(services: Services, login: str) -> list[str]:
     """Every Slack user id mapped to GitHub ``login`` (config and links), sorted."""
     name = normalize_login(login)
     if not name:
         return []
     users = {u for u, lg in _identities(services).items() if normalize_login(lg) == name}
-    rows = _db(services).execute(
-        "SELECT slack_user FROM slack_links WHERE github_login = ?", (name,)
-    ).fetchall()
-    users.update(str(r[0]) for r in rows)
+    users.update(linked_users(services.store, name))
     return sorted(users)
 
 
-def unlink(services: Any, slack_user_id: str) -> bool:
+def unlink(services: Services, slack_user_id: str) -> bool:
     """Remove ``slack_user_id``'s stored link and pending codes.
 
     Returns:
         True when a stored link was removed (a ``slack.identities`` entry in loopgate.yaml
         is configuration and stays).
     """
-    _db(services)
-    with write_scope(services.store) as db:
-        db.execute("DELETE FROM slack_link_codes WHERE slack_user = ? AND used_at IS NULL",
-                   (slack_user_id,))
-        cursor = db.execute("DELETE FROM slack_links WHERE slack_user = ?", (slack_user_id,))
-        return cursor.rowcount > 0
+    return remove_link(services.store, slack_user_id)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
@@ -37,6 +37,9 @@ from prometheus_client.registry import Collector
 
 from bot.health import Health
 from bridges import telemetry
+
+if TYPE_CHECKING:
+    from engine.store.base import DatabaseStore
 
 __all__ = ["Metrics", "CONTENT_TYPE_LATEST", "GATE_WAIT_BUCKETS"]
 
@@ -120,10 +123,10 @@ class _StateCollector(Collector):
         yield from _audit(getattr(self.health, "audit", None))
         try:
             yield from self._queues()
-            db = self.health.services.store.db()
-            yield from _items(db)
-            yield from _gate_waits(db, self.health.services.graph)
-            yield from _event_counters(db)
+            store = self.health.services.store
+            yield from _items(store)
+            yield from _gate_waits(store, self.health.services.graph)
+            yield from _event_counters(store)
         except Exception as exc:  # a scrape must answer even when the file is locked
             logger.warning("metrics: could not read the database: %s", exc)
 
@@ -139,27 +142,23 @@ class _StateCollector(Collector):
         yield age
 
 
-def _items(db: Any) -> Iterator[Any]:
+def _items(store: DatabaseStore) -> Iterator[Any]:
     family = GaugeMetricFamily("loopgate_work_items", "Work items by current node and "
                                "status.", labels=["node", "status"])
-    for node, status, count in db.execute(
-            "SELECT current_node, status, COUNT(*) FROM items GROUP BY 1, 2 ORDER BY 1, 2"):
-        family.add_metric([str(node or ""), str(status or "")], int(count))
+    for node, status, count in store.item_counts():
+        family.add_metric([node, status], count)
     yield family
 
 
-def _gate_waits(db: Any, graph: Any) -> Iterator[Any]:
+def _gate_waits(store: DatabaseStore, graph: Any) -> Iterator[Any]:
     """The age of every current wait at a human gate, as one histogram per node."""
     human = {n.id for n in graph.ordered() if n.is_human}
     now = datetime.now(UTC)
     ages: dict[str, list[float]] = {}
-    for node, entered in db.execute(
-            "SELECT i.current_node, r.entered_at FROM items i JOIN node_records r "
-            "ON r.item = i.item AND r.node = i.current_node "
-            "WHERE i.status NOT IN ('complete', 'escalated')"):
+    for node, entered in store.open_waits():
         if node in human and entered:
-            moment = datetime.fromisoformat(str(entered).replace("Z", "+00:00"))
-            ages.setdefault(str(node), []).append(max(0.0, (now - moment).total_seconds()))
+            moment = datetime.fromisoformat(entered.replace("Z", "+00:00"))
+            ages.setdefault(node, []).append(max(0.0, (now - moment).total_seconds()))
     family = HistogramMetricFamily("loopgate_gate_wait_seconds", "How long the work items "
                                    "now waiting at a human gate have waited.",
                                    labels=["node"])
@@ -177,14 +176,9 @@ _COUNTED_EVENTS = (
 )
 
 
-def _event_counters(db: Any) -> Iterator[Any]:
-    counts: dict[tuple[str, str], int] = {}
+def _event_counters(store: DatabaseStore) -> Iterator[Any]:
     kinds = [k for k, _, _ in _COUNTED_EVENTS] + ["graph.effect_failed"]
-    marks = ", ".join("?" for _ in kinds)
-    for kind, node, count in db.execute(
-            f"SELECT kind, COALESCE(json_extract(data, '$.node'), ''), COUNT(*) FROM events "
-            f"WHERE kind IN ({marks}) GROUP BY 1, 2", kinds):
-        counts[(str(kind), str(node))] = int(count)
+    counts = store.event_counts(kinds)
     for kind, name, text in _COUNTED_EVENTS:
         family = CounterMetricFamily(name, text, labels=["node"])
         for (seen, node), count in sorted(counts.items()):

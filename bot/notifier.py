@@ -19,11 +19,14 @@ import weakref
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlite_utils import Database, Migrations
 
 from engine.refs import WorkItemRef
+
+if TYPE_CHECKING:
+    from engine.store.base import DatabaseStore
 
 __all__ = [
     "SLACK_MIGRATIONS",
@@ -90,7 +93,8 @@ _CLAIM_WHERE = ("sent_at IS NULL AND failed_at IS NULL "
                 "AND (claimed_until < ? OR claimed_by = ?)")
 
 
-def claim_outbox_row(store: Any, row_id: int, owner: str, until: str, now: str) -> bool:
+def claim_outbox_row(store: DatabaseStore, row_id: int, owner: str, until: str,
+                     now: str) -> bool:
     """Take outbox row ``row_id`` for ``owner`` until ``until`` (ISO-8601 UTC).
 
     False when the row is sent, set aside, or another worker holds a live claim. On
@@ -98,14 +102,14 @@ def claim_outbox_row(store: Any, row_id: int, owner: str, until: str, now: str) 
     never waits on another replica's claim; on SQLite the write lock serializes claims.
     """
     with write_scope(store) as db:
-        if getattr(db, "dialect", "sqlite") == "postgresql":
+        if store.capabilities.backend == "postgresql":
             sql = ("UPDATE slack_outbox SET claimed_by = ?, claimed_until = ? WHERE id = "
                    f"(SELECT id FROM slack_outbox WHERE id = ? AND {_CLAIM_WHERE} "
                    "FOR UPDATE SKIP LOCKED)")
         else:
             sql = ("UPDATE slack_outbox SET claimed_by = ?, claimed_until = ? "
                    f"WHERE id = ? AND {_CLAIM_WHERE}")
-        return db.execute(sql, (owner, until, row_id, now, owner)).rowcount == 1
+        return bool(db.execute(sql, (owner, until, row_id, now, owner)).rowcount == 1)
 
 
 def iso(moment: datetime | None = None) -> str:
@@ -114,33 +118,32 @@ def iso(moment: datetime | None = None) -> str:
 
 
 @contextmanager
-def write_scope(store: Any) -> Iterator[Database]:
-    """A write scope on ``store``: the store's own (``BEGIN IMMEDIATE``, joins an open
-    transaction) when it has one, else a sqlite-utils atomic block.
+def write_scope(store: DatabaseStore) -> Iterator[Any]:
+    """A write scope on ``store``: the store's own (SQLite: ``BEGIN IMMEDIATE``; joins an
+    open transaction).
 
     Yields:
-        The thread's ``sqlite_utils.Database``.
+        The thread's session: a ``sqlite_utils.Database`` on SQLite, a ``PgSession`` on
+        PostgreSQL (both run the portable statements of
+        :class:`~engine.store.base.SqlSession`).
     """
-    writing = getattr(store, "writing", None)
-    if writing is not None:
-        with writing() as db:
-            yield db
-        return
-    db = store.db()
-    with db.atomic():
+    with store.writing() as db:
         yield db
 
 
-def ensure_slack_tables(store: Any) -> None:
+def ensure_slack_tables(store: DatabaseStore | Database) -> None:
     """Apply the ``loopgate-slack`` migrations to ``store``'s database (idempotent).
 
     Args:
-        store: a store with ``db()`` (``SqliteStore``), or a ``sqlite_utils.Database``.
+        store: the store (``SqliteStore``; the PostgreSQL store migrates its Slack tables
+            when it opens), or a ``sqlite_utils.Database``.
     """
-    if store in _READY or getattr(store, "backend", "") == "postgresql":
-        return  # the PostgreSQL store migrates its Slack tables when it opens
+    if store in _READY:
+        return
     if isinstance(store, Database):
         SLACK_MIGRATIONS.apply(store)
+    elif store.capabilities.backend == "postgresql":
+        return
     else:
         with write_scope(store) as db:
             SLACK_MIGRATIONS.apply(db)
@@ -162,7 +165,7 @@ class OutboxNotifier:
             the engine's transaction is the transaction's own).
     """
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: DatabaseStore) -> None:
         self.store = store
         ensure_slack_tables(store)
 
@@ -191,7 +194,7 @@ class OutboxNotifier:
 _THREAD_KEYS = ("channel", "ts", "revision", "kind", "node", "author")
 
 
-def load_thread(store: Any, ref: WorkItemRef) -> dict[str, Any] | None:
+def load_thread(store: DatabaseStore, ref: WorkItemRef) -> dict[str, Any] | None:
     """The item's Slack thread parent ``{channel, ts, revision, kind, node, author}``, or
     None when no card was posted. ``kind`` is ``card`` (interactive, phase selection
     waits) or ``status`` (read-only live status card)."""
@@ -203,7 +206,7 @@ def load_thread(store: Any, ref: WorkItemRef) -> dict[str, Any] | None:
 
 
 def save_thread(
-    store: Any,
+    store: DatabaseStore,
     ref: WorkItemRef,
     *,
     channel: str,

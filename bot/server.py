@@ -15,11 +15,14 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Executor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask import Flask
 
 from engine.errors import ConfigError
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["build_wsgi_app", "inbox_replay", "Server", "MAX_BODY_BYTES", "HTTP_SETTINGS"]
 
@@ -45,7 +48,7 @@ HTTP_SETTINGS: dict[str, Any] = {
 }
 
 
-def _slack_http_mode(services: Any) -> bool:
+def _slack_http_mode(services: Services) -> bool:
     if not services.config.has("slack"):
         return False
     try:
@@ -55,7 +58,7 @@ def _slack_http_mode(services: Any) -> bool:
     return app_token(services.config) is None
 
 
-def _auto_slack_routes(app: Flask, services: Any, executor: Executor | None) -> None:
+def _auto_slack_routes(app: Flask, services: Services, executor: Executor | None) -> None:
     try:
         from bot import app as slack_app
     except ImportError:
@@ -68,7 +71,7 @@ def _auto_slack_routes(app: Flask, services: Any, executor: Executor | None) -> 
     register(app, services, executor=executor)
 
 
-def _router_config(services: Any) -> Any:
+def _router_config(services: Services) -> Any:
     from bridges.github.router import RouterConfig
 
     section = services.config.section("github")
@@ -76,7 +79,7 @@ def _router_config(services: Any) -> Any:
                               services.settings.bot)
 
 
-def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None,
+def build_wsgi_app(services: Services, dispatcher: Any, *, webhook_secret: str | None,
                    insecure_webhooks: bool = False,
                    slack_routes: Callable[[Flask, Any], Any] | bool | None = None,
                    slack_executor: Executor | None = None, health: Any = None,
@@ -138,7 +141,7 @@ def build_wsgi_app(services: Any, dispatcher: Any, *, webhook_secret: str | None
     return app
 
 
-def inbox_replay(services: Any, dispatcher: Any, *,
+def inbox_replay(services: Services, dispatcher: Any, *,
                  every: float | None = None) -> Callable[[threading.Event], None] | None:
     """The body of the ``inbox-replay`` loop: replay the webhook inbox at once (what a
     previous process acknowledged and did not handle), then every ``every`` seconds (what

@@ -21,8 +21,10 @@ from engine.settings import EngineSettings
 
 if TYPE_CHECKING:  # imported lazily at run time: an offline CLI never loads the bridge
     from bridges.github.app import TokenSource
+    from bridges.github.client import GuardFactory
+    from bridges.github.tracker import GitHubTracker
     from engine.runtime import Runtime
-    from engine.store.sqlite import SqliteStore
+    from engine.store.base import DatabaseStore
 
 __all__ = ["Services", "load_graph", "verify_github"]
 
@@ -307,39 +309,51 @@ def verify_agents(config: Config, tracker: Any = None) -> list[str]:
     return list(dict.fromkeys(lines))
 
 
-def _tracker(config: Config, store: Any, credentials: Any) -> Tracker:
-    if config.has("github"):
-        from bridges.github.tracker import GitHubTracker
+def _tracker_side(config: Config, store: DatabaseStore, credentials: Any
+                  ) -> tuple[Tracker, ArtifactStore, Actor, GitHubTracker | None]:
+    """The tracker, the artifact store, the bot actor and the GitHub tracker (None
+    offline), chosen once by the ``github`` section (so nothing later probes the tracker
+    for what it is).
 
-        return GitHubTracker.from_config(config, credentials)
-    from engine.local.sqlite_tracker import LocalTracker
+    Gates trust only comments by the bot actor (a marker alone can be forged): kind and
+    id where GitHub gives them (a User named like the App's slug is not the App's bot).
+    """
+    if not config.has("github"):
+        from engine.local.sqlite_tracker import LocalTracker
 
-    return LocalTracker(store)
-
-
-def _bot_identity(config: Config, tracker: Tracker, store: Any) -> Actor:
-    # Gates trust only comments by this actor (a marker alone can be forged): kind and id
-    # where GitHub gives them (a User named like the App's slug is not the App's bot).
-    if config.has("github"):
-        section = config.section("github")
-        token_env = "" if section.get("app") else str(section.get("tokenEnv") or "GITHUB_TOKEN")
-        return tracker.bot_identity(  # type: ignore[attr-defined]
-            section.get("botLogin") or "", cache=store, token_env=token_env)
-    return Actor.from_login(str(getattr(tracker, "bot_login", "")))
-
-
-def _artifacts(config: Config, tracker: Tracker) -> ArtifactStore:
-    spec_dir = config.data["specDir"]
-    if config.workspace is not None or not config.has("github"):
-        from engine.local.checkout import CheckoutArtifactStore
-
-        return CheckoutArtifactStore(config.workspace or Path.cwd(), spec_dir)
+        local = LocalTracker(store)
+        return local, _checkout(config), Actor.from_login(local.bot_login), None
     from bridges.github.artifacts import ContentsArtifactStore
+    from bridges.github.tracker import GitHubTracker
 
-    return ContentsArtifactStore.from_config(config, tracker)
+    github = GitHubTracker.from_config(config, credentials, guards=_rate_guards(store))
+    artifacts = (_checkout(config) if config.workspace is not None
+                 else ContentsArtifactStore.from_config(config, github))
+    section = config.section("github")
+    token_env = "" if section.get("app") else str(section.get("tokenEnv") or "GITHUB_TOKEN")
+    bot = github.bot_identity(section.get("botLogin") or "", cache=store, token_env=token_env)
+    return github, artifacts, bot, github
 
 
-def _notifier(config: Config, store: Any) -> Notifier | None:
+def _rate_guards(store: DatabaseStore) -> GuardFactory:
+    # Replicas sharing PostgreSQL share the GitHub rate limits (issue 15 §3), given to
+    # the clients when they are built (issue 20 §2).
+    if not store.capabilities.shared:
+        from bridges.github.client import RateGuard
+
+        return RateGuard
+    from bridges.postgres.replicas import rate_guards
+
+    return rate_guards(store)
+
+
+def _checkout(config: Config) -> ArtifactStore:
+    from engine.local.checkout import CheckoutArtifactStore
+
+    return CheckoutArtifactStore(config.workspace or Path.cwd(), config.data["specDir"])
+
+
+def _notifier(config: Config, store: DatabaseStore) -> Notifier | None:
     if config.has("slack"):
         from bot.notifier import OutboxNotifier
 
@@ -355,19 +369,23 @@ class Services:
         config: the validated configuration.
         settings: the engine settings derived from it.
         graph: the compiled graph.
-        store: the SQLite store.
+        store: the store the backend opened (SQLite or PostgreSQL, ``bot.database``),
+            typed by what it declares (:class:`~engine.store.base.DatabaseStore`).
         ports: tracker, artifact store, notifier, clock.
         runtime: the engine runtime over all of the above.
         credentials: the GitHub token source (``bridges.github.app``), None offline.
+        github: the GitHub tracker :attr:`ports` holds, typed as such for the rooms that
+            need more than the Tracker port (the poller, serve's checks); None offline.
     """
 
     config: Config
     settings: EngineSettings
     graph: Graph
-    store: SqliteStore
+    store: DatabaseStore
     ports: Ports
     runtime: Runtime
     credentials: TokenSource | None = None
+    github: GitHubTracker | None = None
 
     @classmethod
     def build(cls, config: Config, *, db_path: str | None = None) -> Services:
@@ -386,18 +404,17 @@ class Services:
         graph = load_graph(config)
         store = open_store(config, db_path)  # SQLite, or PostgreSQL for a URL (issue 15)
         credentials = _credentials(config)
-        tracker = _tracker(config, store, credentials)
-        ports = Ports(tracker=tracker, artifacts=_artifacts(config, tracker))
+        tracker, artifacts, bot, github = _tracker_side(config, store, credentials)
+        ports = Ports(tracker=tracker, artifacts=artifacts)
         notifier = _notifier(config, store)
         if notifier is not None:
             ports.notifier = notifier
-        bot = _bot_identity(config, tracker, store)
         settings = replace(config.engine_settings(), bot_login=bot.login, bot_kind=bot.kind,
                            bot_id=bot.id)
         # Effects are carried out right after each commit (the runtime's default) unless
         # a worker takes over (serve: :meth:`Services.perform_with`).
         runtime = Runtime(graph, store, ports, settings)
-        return cls(config, settings, graph, store, ports, runtime, credentials)
+        return cls(config, settings, graph, store, ports, runtime, credentials, github)
 
     def perform_with(self, wake: Callable[[WorkItemRef], None]) -> None:
         """Hand effects to a background performer: after each commit the runtime calls
@@ -407,6 +424,4 @@ class Services:
 
     def close(self) -> None:
         """Close database connections."""
-        closer = getattr(self.store, "close", None)
-        if closer is not None:
-            closer()
+        self.store.close()

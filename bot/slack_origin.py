@@ -17,11 +17,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_bolt import BoltContext, BoltResponse
 
 from bot.blocks.escaping import slack_text
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["origin_middleware", "FOREIGN_REPLY", "mismatch"]
 
@@ -44,7 +47,7 @@ def mismatch(expected_team: str, expected_app: str, team: str | None,
     return ""
 
 
-def origin_middleware(services: Any) -> Callable[..., Any]:
+def origin_middleware(services: Services) -> Callable[..., Any]:
     """The Bolt global middleware checking ``slack.teamId`` / ``slack.appId`` of
     ``services.config`` (read per request; both unset = every request passes).
 

@@ -29,7 +29,7 @@ import threading
 import time
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError
@@ -58,15 +58,27 @@ from bot.notifier import (
     iso,
     load_thread,
     save_thread,
-    write_scope,
 )
 from bot.routing import channel_for
+from bot.slack_tables import (
+    mark_outbox_failed,
+    mark_outbox_retry,
+    mark_outbox_sent,
+    node_messages,
+    open_approval_items,
+    pending_outbox_rows,
+    reminder_record,
+    save_message,
+)
 from engine.checksummary import details_page
 from engine.operator import NOTICE as OPERATOR_NOTICE
 from engine.ports import IssueInfo, SystemClock
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
 from engine.story import AUTHOR_NOTICE
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["SlackWorker", "PACE_ENV", "MAX_ATTEMPTS"]
 
@@ -117,7 +129,7 @@ class SlackWorker:
 
     def __init__(
         self,
-        services: Any,
+        services: Services,
         client: WebClient | None = None,
         pace_seconds: float | None = None,
         *,
@@ -187,12 +199,8 @@ class SlackWorker:
         Returns:
             The number of events handled (sent or set aside) in this pass.
         """
-        db = self.services.store.db()
         now = iso(self._now())
-        rows = db.execute(
-            "SELECT id, item, event, data, attempts, next_attempt_at FROM slack_outbox "
-            "WHERE sent_at IS NULL AND failed_at IS NULL ORDER BY id LIMIT 500"
-        ).fetchall()
+        rows = pending_outbox_rows(self.services.store, 500)
         held: set[str] = set()
         handled = 0
         for row_id, item, event, data, attempts, due in rows:
@@ -225,10 +233,7 @@ class SlackWorker:
                 log.warning("slack: approval sweep of %s failed: %s", item, _describe(exc))
 
     def _open_approval_items(self) -> list[str]:
-        rows = self.services.store.db().execute(
-            "SELECT DISTINCT item FROM slack_messages WHERE kind = 'approval' AND "
-            "data LIKE '%\"state\": \"open\"%' ORDER BY item").fetchall()
-        return [str(r[0]) for r in rows]
+        return open_approval_items(self.services.store)
 
     def _remind(self, ref: WorkItemRef) -> None:
         """Remind an approval gate that waits longer than ``slack.remindAfterHours``: one
@@ -260,7 +265,7 @@ class SlackWorker:
             text = reminder_text(gate, hours, users, item_url=url)
             self._refusable(lambda: self._call(
                 "chat_postMessage", channel=message["channel"],
-                thread_ts=self._thread_row(ref)["ts"], text=text, unfurl_links=False))
+                thread_ts=(self._thread_row(ref) or {})["ts"], text=text, unfurl_links=False))
             self._reminded(ref, gate, "", message["channel"], now)
         for user in users:
             if not self._due(ref, gate, user, now):
@@ -288,15 +293,12 @@ class SlackWorker:
         return True
 
     def _due(self, ref: WorkItemRef, gate: GateRef, user: str, now: Any) -> bool:
-        row = self.services.store.db().execute(
-            "SELECT data FROM slack_messages WHERE item = ? AND node = ? AND kind = "
-            "'reminder' AND slack_user = ?", (str(ref), gate.node, user)).fetchone()
-        if row is None:
+        last = reminder_record(self.services.store, ref, gate.node, user)
+        if last is None:
             return True
-        last = json.loads(row[0] or "{}")
         if last.get("gate") != gate.value():
             return True  # a new visit of the gate: its own reminders
-        return now - _parse_iso(str(last.get("at") or "")) >= timedelta(days=1)
+        return bool(now - _parse_iso(str(last.get("at") or "")) >= timedelta(days=1))
 
     def _reminded(self, ref: WorkItemRef, gate: GateRef, user: str, channel: str,
                   now: Any) -> None:
@@ -310,7 +312,7 @@ class SlackWorker:
             return self._failed(row_id, item, event, attempts, str(exc), permanent=True)
         except Exception as exc:  # noqa: BLE001 - any failure is retried from the outbox
             return self._failed(row_id, item, event, attempts, _describe(exc), permanent=False)
-        self._mark(row_id, "sent_at = ?", (iso(self._now()),))
+        mark_outbox_sent(self.services.store, row_id, iso(self._now()))
         self.sent += 1
         return True
 
@@ -320,25 +322,18 @@ class SlackWorker:
         if permanent and attempts >= MAX_ATTEMPTS:
             log.error("slack: %s for %s set aside after %d refusals: %s", event, item,
                       attempts, error)
-            self._mark(row_id, "failed_at = ?, attempts = ?, last_error = ?",
-                       (iso(self._now()), attempts, error))
+            mark_outbox_failed(self.services.store, row_id, iso(self._now()), attempts, error)
             return True
         delay = min(self.retry_max, self.retry_base * (2 ** (attempts - 1)))
         log.warning("slack: %s for %s failed (attempt %d), retry in %.0fs: %s", event, item,
                     attempts, delay, error)
         due = iso(self._now() + timedelta(seconds=delay))
-        self._mark(row_id, "attempts = ?, next_attempt_at = ?, last_error = ?",
-                   (attempts, due, error))
+        mark_outbox_retry(self.services.store, row_id, attempts, due, error)
         return False
 
     def _claim(self, row_id: int, now: str) -> bool:
         until = iso(self._now() + timedelta(seconds=CLAIM_SECONDS))
         return claim_outbox_row(self.services.store, row_id, self._owner, until, now)
-
-    def _mark(self, row_id: int, assignments: str, params: tuple[Any, ...]) -> None:
-        with write_scope(self.services.store) as db:  # every mark gives the claim back
-            db.execute(f"UPDATE slack_outbox SET {assignments}, claimed_by = '', "
-                       "claimed_until = '' WHERE id = ?", (*params, row_id))
 
     def _now(self) -> Any:
         return self._clock.now()
@@ -701,34 +696,18 @@ class SlackWorker:
         return load_thread(self.services.store, ref)
 
     def _messages(self, ref: WorkItemRef, node: str) -> list[dict[str, Any]]:
-        rows = self.services.store.db().execute(
-            "SELECT kind, slack_user, channel, ts, revision, data FROM slack_messages "
-            "WHERE item = ? AND node = ? ORDER BY kind, slack_user", (str(ref), node)
-        ).fetchall()
-        keys = ("kind", "slack_user", "channel", "ts", "revision", "data")
-        out = [dict(zip(keys, r, strict=True)) for r in rows]
-        for message in out:
-            message["data"] = json.loads(message["data"] or "{}")
-        return out
+        return node_messages(self.services.store, ref, node)
 
     def _same_message(self, ref: WorkItemRef, node: str, kind: str, user: str,
                       key: Mapping[str, Any]) -> bool:
         for message in self._messages(ref, node):
             if message["kind"] == kind and message["slack_user"] == user:
-                return message["data"] == dict(key)
+                return bool(message["data"] == dict(key))
         return False
 
     def _save_message(self, ref: WorkItemRef, node: str, kind: str, user: str, channel: str,
                       ts: str, revision: int, data: Mapping[str, Any]) -> None:
-        with write_scope(self.services.store) as db:
-            db.execute(
-                "INSERT INTO slack_messages (item, node, kind, slack_user, channel, ts, "
-                "revision, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT "
-                "(item, node, kind, slack_user) DO UPDATE SET channel = excluded.channel, "
-                "ts = excluded.ts, revision = excluded.revision, data = excluded.data",
-                (str(ref), node, kind, user, channel, ts, revision,
-                 json.dumps(dict(data), sort_keys=True)),
-            )
+        save_message(self.services.store, ref, node, kind, user, channel, ts, revision, data)
 
 
 def _refusal(exc: SlackApiError) -> bool:

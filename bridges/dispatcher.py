@@ -63,9 +63,9 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridges import telemetry
 from bridges.github.inbox import InboxError, WebhookInbox, webhook_inbox
@@ -92,10 +92,14 @@ from engine.hooks.phase_selection import (
     parse_selection,
     verify_checklist_editors,
 )
-from engine.ports import Comment, TrackerError
+from engine.ports import Comment, TrackerError, pull_request_cache
 from engine.refs import WorkItemRef
 from engine.settings import is_authorized
 from engine.state import ItemStatus
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
+    from engine.graph.model import Graph
 
 __all__ = ["Dispatcher", "DispatchResult", "HANDLED", "DROPPED", "DUPLICATE", "RETRY", "FAILED"]
 
@@ -144,7 +148,7 @@ def _unstarted(comment_id: int) -> str:
     return f"unstarted:{comment_key(comment_id)}"
 
 
-def _selection_node(graph: Any) -> str:
+def _selection_node(graph: Graph) -> str:
     """The phase-selection gate: the node whose exit runs ``classify-phase-selection``."""
     for node in graph.ordered():
         if any(h.name == "classify-phase-selection" for h in node.exit):
@@ -191,7 +195,7 @@ class Dispatcher:
             check of the inbox: a moving count is a queue being worked on).
     """
 
-    def __init__(self, services: Any, *, state: BridgeState | None = None,
+    def __init__(self, services: Services, *, state: BridgeState | None = None,
                  inbox: WebhookInbox | None = None, queue_size: int = 10000) -> None:
         self.services = services
         self.runtime = services.runtime
@@ -408,10 +412,8 @@ class Dispatcher:
     def _exclusive(self, delivery: Delivery) -> AbstractContextManager[Any]:
         # Replicas sharing PostgreSQL (issue 15 §3): a delivery's content key (else its id)
         # is handled by one replica at a time; in one process the handle lock suffices.
-        exclusive = getattr(self.state, "exclusive", None)
-        if exclusive is None:
-            return nullcontext()
-        return exclusive(str(delivery.data.get("key") or f"delivery:{delivery.delivery_id}"))
+        return self.state.exclusive(
+            str(delivery.data.get("key") or f"delivery:{delivery.delivery_id}"))
 
     def _handle_once(self, delivery: Delivery) -> DispatchResult:
         id_key = f"delivery:{delivery.delivery_id}"
@@ -445,8 +447,9 @@ class Dispatcher:
             return self._checklist_edited(ref, delivery.data["comment"])
         if delivery.event == PULL_REQUEST_HEAD:
             if delivery.data.get("fresh"):  # an edited body may link other items now
-                getattr(self.tracker, "forget_pull_request", lambda *a: None)(
-                    ref.owner, ref.repo, ref.number)
+                cache = pull_request_cache(self.tracker)
+                if cache is not None:
+                    cache.forget_pull_request(ref.owner, ref.repo, ref.number)
             return self._pull_request_head(ref)
         if delivery.event == MERGE_GROUP:
             return self._merge_group(ref, delivery)

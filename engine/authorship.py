@@ -203,7 +203,7 @@ def screen(comments: Sequence[Comment], tracker: Any, *,
         seen = _seen_edit(comment)
         if seen is not None:
             refused[id(comment)] = seen
-        elif comment.as_read and getattr(tracker, "comments_editable", True):
+        elif comment.as_read and tracker.comments_editable:
             ask.append(comment)
     unverified = ""
     held: set[int] = set()

@@ -239,7 +239,7 @@ def authorize_confirmation(graph: Graph, settings: EngineSettings, tracker: Any,
         tracker failure while reading whose work it is refuses (fail closed); its reason
         starts ``could not read``.
     """
-    membership = getattr(tracker, "team_membership", None)
+    membership = tracker.team_membership
     for node_id in request.get("nodes") or ():
         rule = rule_for(graph, settings, node_id)
         try:

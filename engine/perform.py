@@ -55,7 +55,7 @@ from engine.mergegate import (
     group_check,
     queue_pulls,
 )
-from engine.ports import SELF_MARKER, Comment, Ports, PullRequest, TrackerError
+from engine.ports import SELF_MARKER, Comment, Ports, PullRequest, TrackerError, merge_queue
 from engine.refs import WorkItemRef
 from engine.reviewers import record_result as record_reviews
 from engine.reviewers import send as send_reviews
@@ -106,7 +106,7 @@ def iso(moment: datetime) -> str:
 def backoff(attempts: int) -> float:
     """Seconds to wait after the ``attempts``-th transient failure: 2, 4, 8 … capped at
     :data:`BACKOFF_CAP` (GitHub: "back off exponentially", platform-facts B4)."""
-    return min(BACKOFF_CAP, BACKOFF_FIRST * 2 ** max(0, attempts - 1))
+    return min(BACKOFF_CAP, BACKOFF_FIRST * 2.0 ** max(0, attempts - 1))
 
 
 @dataclass(frozen=True)
@@ -237,14 +237,14 @@ def _pull_in_group(ports: Ports, store: Store | None, owner: str, repo: str,
 def _publish_group(effect: PublishMergeGroup, ports: Ports, store: Store | None) -> Outcome:
     """Answer a merge queue's ``checks_requested`` on the group's commit (issue 19 §4)."""
     owner, repo = effect.target.owner, effect.target.repo
-    commits = getattr(ports.tracker, "merge_group_commits", None)
-    publish = getattr(ports.tracker, "publish_commit_check", None)
-    if commits is None or publish is None:
+    queue = merge_queue(ports.tracker)
+    if queue is None:
         return Outcome(FAILED_OUTCOME, error="this tracker has no merge queue")
-    messages = commits(owner, repo, effect.base_sha, effect.head_sha) if effect.base_sha else []
+    messages = (queue.merge_group_commits(owner, repo, effect.base_sha, effect.head_sha)
+                if effect.base_sha else [])
     numbers = queue_pulls(effect.head_ref, messages) or [effect.target.number]
     check = group_check([(n, _pull_in_group(ports, store, owner, repo, n)) for n in numbers])
-    where = publish(effect.target, effect.head_sha, check)
+    where = queue.publish_commit_check(effect.target, effect.head_sha, check)
     return Outcome(DONE_OUTCOME, {"group": effect.head_sha, "state": check.state,
                                   "pulls": numbers, **dict(where or {})})
 
@@ -340,7 +340,7 @@ def _reword_posted_quiz_wait(state: Any, row: EffectRow, ports: Ports) -> None:
     parked = state.parked
     if state.current_node != node or parked.get("node") != node:
         return
-    editable = bool(getattr(ports.tracker, "comments_editable", True))
+    editable = bool(ports.tracker.comments_editable)
     reason = reason_once_posted(str(parked.get("reason") or ""), node, editable)
     if reason is not None:
         parked["reason"] = reason

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
 from engine.identity import Actor
 from engine.refs import WorkItemRef
@@ -24,6 +24,14 @@ __all__ = [
     "PullRequest",
     "Tracker",
     "CodeOwnersReader",
+    "MergeQueue",
+    "PostsAs",
+    "PullRequestCache",
+    "TrackerCapabilities",
+    "codeowners_reader",
+    "merge_queue",
+    "posts_as",
+    "pull_request_cache",
     "ArtifactStore",
     "Notifier",
     "Clock",
@@ -211,6 +219,29 @@ class PullRequest:
     author_kind: str = ""
 
 
+@dataclass(frozen=True)
+class TrackerCapabilities:
+    """What a tracker offers beyond the :class:`Tracker` port, declared by the tracker
+    itself (issue 20 §2: callers read this record through :func:`codeowners_reader`,
+    :func:`merge_queue`, :func:`posts_as` and :func:`pull_request_cache`, never probe
+    with ``getattr``).
+
+    Attributes:
+        codeowners: reads CODEOWNERS and a pull request's changed files
+            (:class:`CodeOwnersReader`, issue 24 §1).
+        merge_queue: answers merge-queue groups (:class:`MergeQueue`, issue 19 §4).
+        post_as: posts a comment as any author (:class:`PostsAs`: the offline thread,
+            where ``item advance --comment`` types a person's reply).
+        pull_request_cache: caches which items a pull request delivers
+            (:class:`PullRequestCache`, issue 19 §3).
+    """
+
+    codeowners: bool = False
+    merge_queue: bool = False
+    post_as: bool = False
+    pull_request_cache: bool = False
+
+
 @runtime_checkable
 class Tracker(Protocol):
     """Where a work item's thread lives (GitHub, or the offline SQLite thread).
@@ -225,6 +256,11 @@ class Tracker(Protocol):
     """
 
     comments_editable: bool
+
+    @property
+    def capabilities(self) -> TrackerCapabilities:
+        """What this tracker offers beyond the port (:class:`TrackerCapabilities`)."""
+        ...
 
     def list_comments(self, ref: WorkItemRef) -> list[Comment]:
         """All comments on the item (or pull request ``ref``), oldest first."""
@@ -325,6 +361,65 @@ class CodeOwnersReader(Protocol):
             TrackerError: the read failed.
         """
         ...
+
+
+class MergeQueue(Protocol):
+    """The tracker's merge-queue calls (issue 19 §4; ``TrackerCapabilities.merge_queue``)."""
+
+    def merge_group_commits(self, owner: str, repo: str, base: str, head: str) -> list[str]:
+        """The commit messages of a merge group (``base..head``), oldest first.
+
+        Raises:
+            TrackerError: the comparison could not be read.
+        """
+        ...
+
+    def publish_commit_check(self, where: WorkItemRef, sha: str,
+                             check: Any) -> Mapping[str, Any]:
+        """Publish ``check`` on commit ``sha`` of ``where``'s repository (``{sha, kind}``).
+
+        Raises:
+            TrackerError: the write failed.
+        """
+        ...
+
+
+class PostsAs(Protocol):
+    """A tracker that posts as any author (``TrackerCapabilities.post_as``)."""
+
+    def add_comment_as(self, ref: WorkItemRef, author: str, body: str) -> Comment:
+        """Post ``body`` on ``ref`` as ``author``."""
+        ...
+
+
+class PullRequestCache(Protocol):
+    """A tracker caching which items a pull request delivers
+    (``TrackerCapabilities.pull_request_cache``)."""
+
+    def forget_pull_request(self, owner: str, repo: str, number: int) -> None:
+        """Drop what is cached about pull request ``number`` (its body was edited)."""
+        ...
+
+
+def codeowners_reader(tracker: Tracker) -> CodeOwnersReader | None:
+    """``tracker`` as a :class:`CodeOwnersReader` when it declares one, else None."""
+    return cast(CodeOwnersReader, tracker) if tracker.capabilities.codeowners else None
+
+
+def merge_queue(tracker: Tracker) -> MergeQueue | None:
+    """``tracker`` as a :class:`MergeQueue` when it declares one, else None."""
+    return cast(MergeQueue, tracker) if tracker.capabilities.merge_queue else None
+
+
+def posts_as(tracker: Tracker) -> PostsAs | None:
+    """``tracker`` as a :class:`PostsAs` when it declares it, else None."""
+    return cast(PostsAs, tracker) if tracker.capabilities.post_as else None
+
+
+def pull_request_cache(tracker: Tracker) -> PullRequestCache | None:
+    """``tracker`` as a :class:`PullRequestCache` when it declares one, else None."""
+    return cast(PullRequestCache, tracker) if tracker.capabilities.pull_request_cache \
+        else None
 
 
 @runtime_checkable

@@ -48,7 +48,7 @@ _READS = frozenset({
     "team_membership", "items_for_pull_request", "merge_group_commits", "codeowners_file",
     "changed_files", "comment", "get_comment", "pull_commits",
 })
-_ATTRIBUTES = frozenset({"comments_editable"})
+_ATTRIBUTES = frozenset({"comments_editable", "capabilities"})
 
 
 class DryTracker:
@@ -224,7 +224,7 @@ def _effect_name(row: Any) -> str:
     """``post-comment``, ``add-label <label>``, ``notify <event>``, ``publish-gate`` ..."""
     effect = row.effect
     detail = getattr(effect, "label", "") or getattr(effect, "event", "")
-    if not detail and getattr(effect, "body", ""):
+    if not detail and getattr(effect, "body", None):
         first = str(effect.body).strip().splitlines()[0]
         detail = repr(first if len(first) <= 80 else first[:79] + "…")
     return f"{effect.kind} {detail}".strip()

@@ -124,7 +124,8 @@ def items_text(items: Sequence[ItemRow], limit: int = MAX_SECTION_TEXT) -> str:
     return "\n".join([*kept, _more(left)] if left else kept)
 
 
-def home_view(login: str, waiting: Sequence[WaitingRow], items: Sequence[ItemRow]) -> dict:
+def home_view(login: str, waiting: Sequence[WaitingRow],
+              items: Sequence[ItemRow]) -> dict[str, Any]:
     """The home tab for GitHub ``login`` ("" when the viewer is not linked).
 
     Args:

@@ -131,8 +131,10 @@ def _lenient_problems(ctx: click.Context) -> list[str]:
     from bot.config import Config, _defaults, _merge, config_schema
 
     path = ctx.obj.config_path or ("loopgate.yaml" if Path("loopgate.yaml").is_file() else None)
+    if not path:
+        return []
     try:
-        raw = yaml.safe_load(Path(path).read_text("utf-8")) if path else None
+        raw = yaml.safe_load(Path(path).read_text("utf-8"))
         if not isinstance(raw, dict):
             return []
         gates = raw.get("gates")

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from bot.config import Config, load_config
 from engine.errors import LoopgateError
 from engine.refs import WorkItemRef
+
+if TYPE_CHECKING:  # types only: built lazily, an offline command never loads the bridges
+    from bot.services import Services
+
+_T = TypeVar("_T")
 
 __all__ = ["CliContext", "parse_item", "fail", "known_node", "unknown_node_message"]
 
@@ -61,13 +67,14 @@ class CliContext:
     db_path: str | None = None
     _cache: dict[str, Any] = field(default_factory=dict)
 
-    def _get(self, key: str, build: Any) -> Any:
+    def _get(self, key: str, build: Callable[[], _T]) -> _T:
         if key not in self._cache:
             try:
                 self._cache[key] = build()
             except LoopgateError as exc:  # StartupError: 1 when a service was unreachable
                 fail(str(exc), code=getattr(exc, "exit_code", 2))
-        return self._cache[key]
+        found: _T = self._cache[key]
+        return found
 
     @property
     def config(self) -> Config:
@@ -75,7 +82,7 @@ class CliContext:
         return self._get("config", lambda: load_config(self.config_path))
 
     @property
-    def services(self) -> Any:
+    def services(self) -> Services:
         """The wired :class:`bot.services.Services` for this invocation."""
         from bot.services import Services
 

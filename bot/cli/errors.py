@@ -41,7 +41,8 @@ class OneLineError(click.ClickException):
     def __init__(self, wrapped: click.ClickException) -> None:
         super().__init__(wrapped.format_message())
         self.wrapped = wrapped
-        self.exit_code = wrapped.exit_code
+        # click declares exit_code a ClassVar; here it is the wrapped error's, per instance.
+        self.exit_code = wrapped.exit_code  # type: ignore[misc]
 
     def show(self, file: IO[Any] | None = None) -> None:
         """Print the one line to stderr (``file`` is ignored: errors go to stderr)."""

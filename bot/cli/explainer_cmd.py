@@ -47,7 +47,9 @@ def _refuse(lines: Iterable[str], summary: str) -> None:
 
 
 def _load(paths: Sequence[Path]) -> list[Content]:
-    contents, problems, unparsable = [], [], []
+    contents: list[Content] = []
+    problems: list[str] = []
+    unparsable: list[str] = []
     for path in paths:
         try:
             contents.append(load_content(path))

@@ -42,7 +42,7 @@ class HelpGroup(click.Group):
                 formatter.write_dl(rows)
 
 
-class FormatChoice(click.Choice):
+class FormatChoice(click.Choice[str]):
     """``click.Choice`` that also takes old words (:data:`FORMAT_ALIASES`) and returns the
     current one; only the current words are listed in help."""
 

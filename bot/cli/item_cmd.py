@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -23,11 +24,15 @@ from bot.cli.help import format_option
 from engine import events as ev
 from engine import fastjson, operator
 from engine.errors import ClaimRefused, LoopgateError, StoreError
+from engine.ports import posts_as
 from engine.refs import WorkItemRef
 from engine.report import build_report, render_history, render_table, visit_history, where
 from engine.runtime import OWED
 from engine.state import ItemState, ItemStatus
 from engine.visits import visits_from_json
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["register", "check_document", "fails"]
 
@@ -67,7 +72,7 @@ def _summary(state: ItemState) -> str:
     return f"{text}: {reason}" if reason and state.status != ItemStatus.COMPLETE else text
 
 
-def _fresh(services: Any, state: ItemState) -> ItemState:
+def _fresh(services: Services, state: ItemState) -> ItemState:
     """``state`` as stored now: the inline performer ran after the decision, so a wait that
     said "being posted" reads as posted (issue 23); the decided state if the read fails."""
     try:
@@ -76,8 +81,8 @@ def _fresh(services: Any, state: ItemState) -> ItemState:
         return state
 
 
-def _load_started(services: Any, ref: WorkItemRef) -> ItemState:
-    state = services.store.load(ref)
+def _load_started(services: Services, ref: WorkItemRef) -> ItemState:
+    state: ItemState | None = services.store.load(ref)
     if state is None or not state.current_node:
         _refused(f"{ref} is not started (not-started)")
     return state
@@ -129,11 +134,12 @@ def advance(obj: CliContext, item: WorkItemRef, comments: tuple[str, ...]) -> No
     parsed = [_read_comment(spec) for spec in comments]
     services = obj.services
     _load_started(services, item)
-    poster = getattr(services.ports.tracker, "add_comment_as", None)
+    poster = posts_as(services.ports.tracker)
     if parsed and poster is None:
         fail("the configured tracker cannot post as another author: --comment needs the "
              "local tracker (no github section in loopgate.yaml)")
-    posted = [_run(lambda a=a, b=b: poster(item, a, b)) for a, b in parsed]
+    posted = [_run(partial(poster.add_comment_as, item, a, b)) for a, b in parsed] if poster \
+        else []
     event: ev.Event = ev.Comments(tuple(posted)) if posted else ev.Recheck()
     state = _fresh(services, _run(lambda: services.runtime.advance(item, event).state))
     click.echo(_summary(state))
@@ -179,7 +185,7 @@ def _say_pending(request: dict[str, Any] | None) -> None:
     raise SystemExit(1)
 
 
-def _refuse_human_gate(services: Any, ref: WorkItemRef, node_id: str) -> None:
+def _refuse_human_gate(services: Services, ref: WorkItemRef, node_id: str) -> None:
     """Refuse (exit 1) a claim on ``node_id`` when it is ``ref``'s current node and a
     human gate.
 
@@ -337,8 +343,8 @@ def fails(report: dict[str, Any], fail_on: str | None) -> bool:
     return False
 
 
-def _reports(services: Any, item: WorkItemRef | None, recompute: bool,
-             node: str | None = None, status: str | None = None) -> Iterator[dict]:
+def _reports(services: Services, item: WorkItemRef | None, recompute: bool,
+             node: str | None = None, status: str | None = None) -> Iterator[dict[str, Any]]:
     graph = services.graph
     # One query for every owed or failed effect (check --all stays one pass).
     owed: dict[WorkItemRef, list[Any]] = {}
@@ -419,7 +425,7 @@ def _emit_table(reports: Iterable[dict[str, Any]], fail_on: str | None, *, color
     return failed
 
 
-def _check_filters(services: Any, item: WorkItemRef | None, all_items: bool,
+def _check_filters(services: Services, item: WorkItemRef | None, all_items: bool,
                    node: str | None, status: str | None) -> None:
     if (node or status) and (item is not None or not all_items):
         raise click.UsageError("--node and --status filter --all: give --all, not ITEM")

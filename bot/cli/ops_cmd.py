@@ -53,8 +53,6 @@ def _print_checks(ready: bool, body: dict[str, Any], where: str) -> None:
 def _local_checks(ctx: CliContext) -> dict[str, Any]:
     """What this process can check without the server: the database and the queues
     (read from the files alone: nothing here talks to GitHub or Slack)."""
-    from types import SimpleNamespace
-
     from bot.config import default_db_path
     from bot.database import database_url, describe_database
     from bot.health import backlogs, probe_database
@@ -80,7 +78,7 @@ def _local_checks(ctx: CliContext) -> dict[str, Any]:
                 from bridges.github.inbox import inbox_path, webhook_inbox
 
                 inbox = webhook_inbox(store) if inbox_path(path).exists() else None
-            found = backlogs(SimpleNamespace(store=store, config=ctx.config), inbox)
+            found = backlogs(store, ctx.config, inbox)
         finally:
             if inbox is not None:
                 inbox.close()

@@ -45,6 +45,7 @@ from engine.errors import LoopgateError
 
 if TYPE_CHECKING:
     from bot.server import Server
+    from bot.services import Services
 
 __all__ = ["register", "configure_logging"]
 
@@ -83,7 +84,7 @@ def _webhook_secret(config: Any, insecure: bool) -> str | None:
     return None
 
 
-def _verify_github(services: Any) -> None:
+def _verify_github(services: Services) -> None:
     """A GitHub App's id, key and installations, and every team an approval rule names,
     are checked before anything is polled; a mismatch exits 2 naming the setting."""
     from bot.services import verify_github, verify_teams
@@ -99,7 +100,7 @@ def _verify_github(services: Any) -> None:
         logger.info("github app %s", line)
 
 
-def _verify_slack(services: Any) -> None:
+def _verify_slack(services: Services) -> None:
     """Slack's tokens are tried once before anything starts (:mod:`bot.startup_probe`):
     a refused token exits 2, an unreachable Slack exits 1, each with one line."""
     if not services.config.has("slack"):
@@ -127,7 +128,7 @@ def _start_failure(exc: Exception) -> tuple[str, int]:
     return str(exc), 2
 
 
-def _verify_token(services: Any) -> None:
+def _verify_token(services: Services) -> None:
     """Token mode: ask GitHub once who the token is (``GET /user``), also when
     ``github.botLogin`` is set or the identity was remembered, so a revoked token is one
     line at start (exit 2, naming ``github.tokenEnv``'s variable), not a server that runs
@@ -135,8 +136,8 @@ def _verify_token(services: Any) -> None:
     section = services.config.section("github") if services.config.has("github") else {}
     if not section or section.get("app"):
         return  # offline, or App mode (verify_github checked the App)
-    tracker = services.ports.tracker
-    if getattr(tracker, "verified", False):
+    tracker = services.github
+    if tracker is None or tracker.verified:
         return  # building the services just asked (the identity probe)
     tracker.verify_credentials(str(section.get("tokenEnv") or "GITHUB_TOKEN"))
 
@@ -150,7 +151,7 @@ def _install_signals(stop: Callable[[], None]) -> None:
         signal.signal(sig, handler)
 
 
-def _poller(services: Any, dispatcher: Any) -> Any:
+def _poller(services: Services, dispatcher: Any) -> Any:
     """The poller (None when not polling: offline, or ``pollIntervalSeconds`` 0)."""
     if not services.config.has("github"):
         return None
@@ -161,7 +162,7 @@ def _poller(services: Any, dispatcher: Any) -> Any:
     from bridges.github.poller import Poller
 
     poller = Poller.from_services(services, dispatcher)
-    if getattr(services.store, "backend", "") == "postgresql":
+    if services.store.capabilities.shared:
         # Replicas: only the one holding the poller's advisory lock polls (issue 15 §3).
         from bridges.postgres.replicas import Leadership
 
@@ -173,7 +174,7 @@ class _SocketMode:
     """Socket Mode as a supervised member (slack_sdk runs and, on close, ends its threads;
     the listeners run in ``executor``, a member of its own)."""
 
-    def __init__(self, services: Any, token: str, executor: Executor) -> None:
+    def __init__(self, services: Services, token: str, executor: Executor) -> None:
         self._services = services
         self._token = token
         self._executor = executor
@@ -212,7 +213,7 @@ class _SocketMode:
         return self._handler is not None and bool(self._handler.client.is_connected())
 
 
-def _add_slack(supervisor: Supervisor, services: Any, dispatcher: Any,
+def _add_slack(supervisor: Supervisor, services: Services, dispatcher: Any,
                progress: dict[str, Callable[[], int]]) -> ThreadPool | None:
     """The Slack members: the outbox worker and the pool Bolt runs listeners in after the
     ack; returns that pool (None without Slack). The worker's sent count goes into
@@ -238,7 +239,7 @@ def _add_slack(supervisor: Supervisor, services: Any, dispatcher: Any,
     return listeners
 
 
-def _add_socket_mode(supervisor: Supervisor, services: Any,
+def _add_socket_mode(supervisor: Supervisor, services: Services,
                      listeners: ThreadPool | None) -> _SocketMode | None:
     if listeners is None:
         return None
@@ -254,16 +255,15 @@ def _add_socket_mode(supervisor: Supervisor, services: Any,
     return member
 
 
-def _add_effects_worker(supervisor: Supervisor, services: Any) -> dict[str, Callable[[], int]]:
+def _add_effects_worker(supervisor: Supervisor, services: Services) -> dict[str, Callable[[], int]]:
     """With GitHub, effects are carried out by one paced worker thread (issue 10 §1), not
     by the thread that committed them: the dispatcher goes on with the next delivery while
     GitHub's one-write-per-second pacing runs in the worker."""
     if not services.config.has("github"):
         return {}  # the offline thread is SQLite: carried out right after each commit
     from bridges.github.effects_worker import EffectWorker
-    from bridges.postgres.replicas import share_github_limits, shared_write_budget
+    from bridges.postgres.replicas import shared_write_budget
 
-    share_github_limits(services)  # on PostgreSQL replicas share pacing and limits
     worker = EffectWorker(services.store, services.ports, services.settings,
                           budget=shared_write_budget(services.store))
     services.perform_with(worker.wake)
@@ -271,7 +271,7 @@ def _add_effects_worker(supervisor: Supervisor, services: Any) -> dict[str, Call
     return {"github_effects": lambda: worker.performed}
 
 
-def _observability(supervisor: Supervisor, services: Any, dispatcher: Any, poller: Any,
+def _observability(supervisor: Supervisor, services: Services, dispatcher: Any, poller: Any,
                    socket: _SocketMode | None, progress: dict[str, Callable[[], int]]
                    ) -> tuple[Any, Any]:
     """The readiness checks (``/readyz``) and, unless ``server.metrics`` is false, the
@@ -302,7 +302,7 @@ def _observability(supervisor: Supervisor, services: Any, dispatcher: Any, polle
     return health, metrics
 
 
-def _add_self_audit(supervisor: Supervisor, services: Any) -> Any:
+def _add_self_audit(supervisor: Supervisor, services: Services) -> Any:
     """The self-audit (issue 22 §3, :mod:`bot.audit`): with GitHub and
     ``server.auditMinutes`` above 0 (default 15), a supervised loop; else None."""
     if not services.config.has("github"):
@@ -321,7 +321,7 @@ def _add_self_audit(supervisor: Supervisor, services: Any) -> Any:
     return audit
 
 
-def _build(supervisor: Supervisor, services: Any, secret: str | None,
+def _build(supervisor: Supervisor, services: Services, secret: str | None,
            insecure_webhooks: bool) -> Server:
     """Add every member of ``serve`` to ``supervisor``, in start order; returns the HTTP
     server (its URL is known once started)."""

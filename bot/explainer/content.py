@@ -112,7 +112,8 @@ def content_schema() -> dict[str, Any]:
     text = resources.files("templates").joinpath("explainer/content.schema.json").read_text(
         "utf-8"
     )
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 @dataclass(frozen=True)
@@ -353,7 +354,7 @@ def check_content(data: Any) -> list[str]:
 
 
 def _normalise(data: Mapping[str, Any]) -> dict[str, Any]:
-    out = json.loads(json.dumps(data))  # a deep, JSON-clean copy
+    out: dict[str, Any] = json.loads(json.dumps(data))  # a deep, JSON-clean copy
     if out["variant"] == "spec":
         out.setdefault("designHasCode", False)
     for excerpt in out["sections"].get("code", {}).get("excerpts", []):

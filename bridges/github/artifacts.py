@@ -10,15 +10,18 @@ never cached, so a pull request opened a moment ago is honoured at once.
 
 from __future__ import annotations
 
+import builtins
 import posixpath
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from bridges.github.errors import BridgeError
 from bridges.github.tracker import GitHubTracker
 from engine.ports import TrackerError
 from engine.refs import WorkItemRef
+
+_T = TypeVar("_T")
 
 __all__ = ["ContentsArtifactStore", "BRANCH_TTL"]
 
@@ -47,7 +50,7 @@ class ContentsArtifactStore:
         """Build from loopgate.yaml (``specDir``) and the wired tracker."""
         return cls(tracker, str(config.data.get("specDir") or "docs/specs"))
 
-    def _call(self, what: str, fn: Any) -> Any:
+    def _call(self, what: str, fn: Callable[[], _T]) -> _T:
         try:
             return fn()
         except BridgeError as exc:
@@ -98,7 +101,8 @@ class ContentsArtifactStore:
         return sorted(self._call(f"list {root}@{branch}",
                                  lambda: self._walk(ref, root, branch, root)))
 
-    def _walk(self, ref: WorkItemRef, path: str, branch: str, root: str) -> list[str]:
+    def _walk(self, ref: WorkItemRef, path: str, branch: str,
+              root: str) -> builtins.list[str]:  # `list` here is the method above
         entries = self.client.contents(ref.owner, ref.repo, path, branch)
         if not isinstance(entries, list):
             return []

@@ -187,14 +187,22 @@ class RateGuard:
         bounded = min(max(reset_at, now + timedelta(seconds=1)),
                       now + timedelta(seconds=self.max_wait))
         with self._lock:
-            was_open = self._until is None or now >= self._until
-            self._until = bounded if was_open else max(self._until, bounded)
+            current = self._until
+            was_open = current is None or now >= current
+            self._until = bounded if current is None or was_open else max(current, bounded)
             until = self._until
         telemetry.rate_limited(self.resource, until)
         if was_open:
             logger.warning("github rate limit resource=%s wait_until=%s", self.resource,
                            until.strftime("%Y-%m-%dT%H:%M:%SZ"))
         return RateLimited(until, self.resource)
+
+
+#: How a client makes the guard of its rate-limit resource: ``(resource, max_wait,
+#: clock) -> RateGuard``. :class:`RateGuard` itself (one process) by default; replicas
+#: sharing PostgreSQL pass one keeping the closed-until time in the database
+#: (``bridges.postgres.replicas.SharedRateGuard``), chosen when the client is built.
+GuardFactory = Callable[[str, float, Callable[[], datetime] | None], RateGuard]
 
 
 class WritePacer:
@@ -285,12 +293,14 @@ class GitHubClient:
         per_page: page size for lists (≤ 100).
         max_wait: longest wait imposed by one rate limit (seconds).
         clock: current UTC time (tests).
+        guards: makes the ``core`` guard (:data:`GuardFactory`).
     """
 
     def __init__(self, api_url: str, token: str = "", *, auth: TokenSource | None = None,
                  seconds_between_writes: float = 1.0, timeout: int = 15, per_page: int = 100,
                  max_wait: float = DEFAULT_MAX_WAIT,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None,
+                 guards: GuardFactory = RateGuard) -> None:
         # Transient transport failures are retried for reads only; 403/429 are never
         # retried here (the guard handles them, so PyGithub's own sleeping retry is off).
         retry = Retry(total=2, backoff_factor=0.2, status_forcelist=(502, 503, 504),
@@ -309,7 +319,7 @@ class GitHubClient:
         #: digest, used to cache what GitHub says about them (loopgate's own identity).
         self.identity = self.auth.identity
         self.per_page = per_page
-        self.guard = RateGuard("core", max_wait, clock)
+        self.guard = guards("core", max_wait, clock)
         self._clock = clock or (lambda: datetime.now(UTC))
         self._local_status = threading.local()  # the status of the call in hand (metrics)
         self._default_branches: dict[str, str] = {}
@@ -444,7 +454,8 @@ class GitHubClient:
         """
         _, _, data = self._raw(f"get issue {owner}/{repo}#{number}",
                                f"/repos/{owner}/{repo}/issues/{number}")
-        return data
+        found: dict[str, Any] = data
+        return found
 
     def list_comments(self, owner: str, repo: str, number: int) -> list[Comment]:
         """Every comment on issue/PR ``number`` (all pages), oldest first."""
@@ -516,7 +527,8 @@ class GitHubClient:
         """One pull request's JSON."""
         _, _, data = self._raw(f"get pull {owner}/{repo}#{number}",
                                f"/repos/{owner}/{repo}/pulls/{number}")
-        return data
+        found: dict[str, Any] = data
+        return found
 
     def pull_files(self, owner: str, repo: str, number: int) -> list[dict[str, Any]]:
         """``GET /repos/{o}/{r}/pulls/{n}/files``, every page: the files the pull request
@@ -608,7 +620,8 @@ class GitHubClient:
         """``GET /orgs/{org}/teams/{team_slug}`` (404: unknown, or hidden from us)."""
         _, _, data = self._raw(f"read team {org}/{team}",
                                f"/orgs/{quote(org)}/teams/{quote(team)}")
-        return data
+        found: dict[str, Any] = data
+        return found
 
     def team_membership(self, org: str, team: str, login: str) -> str:
         """``GET /orgs/{org}/teams/{team_slug}/memberships/{username}`` → its ``state``

@@ -41,7 +41,7 @@ from gql.transport.requests import RequestsHTTPTransport
 
 from bridges import telemetry
 from bridges.github.app import RequestsAuth, StaticToken, TokenSource, repository_scope
-from bridges.github.client import DEFAULT_MAX_WAIT, RateGuard, rate_limit_reset
+from bridges.github.client import DEFAULT_MAX_WAIT, GuardFactory, RateGuard, rate_limit_reset
 from bridges.github.errors import CredentialsError, GraphQLQueryError
 from engine.identity import Actor, parse_id
 from engine.ports import CommentEdit, CommentEdits, PullRequest
@@ -227,6 +227,7 @@ class GraphQLClient:
         timeout: seconds per request.
         max_wait: longest wait imposed by one rate limit (seconds).
         clock: current UTC time (tests).
+        guards: makes the ``graphql`` guard (:data:`bridges.github.client.GuardFactory`).
 
     Attributes:
         queries_sent: how many queries were sent (benchmarks, tests).
@@ -234,13 +235,14 @@ class GraphQLClient:
 
     def __init__(self, url: str, token: str = "", *, auth: TokenSource | None = None,
                  timeout: int = 15, max_wait: float = DEFAULT_MAX_WAIT,
-                 clock: Callable[[], datetime] | None = None) -> None:
+                 clock: Callable[[], datetime] | None = None,
+                 guards: GuardFactory = RateGuard) -> None:
         self.auth: TokenSource = auth or StaticToken(url, token)
         self._auth = RequestsAuth(self.auth)
         self._transport = RequestsHTTPTransport(url=url, auth=self._auth, timeout=timeout,
                                                 retries=0)
         self._client = Client(transport=self._transport, fetch_schema_from_transport=False)
-        self.guard = RateGuard("graphql", max_wait, clock)
+        self.guard = guards("graphql", max_wait, clock)
         self._clock = clock or (lambda: datetime.now(UTC))
         self._lock = threading.Lock()  # a sync gql Client runs one query at a time
         self.queries_sent = 0

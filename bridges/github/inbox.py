@@ -37,12 +37,14 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol, runtime_checkable
 
 from sqlite_utils import Database, Migrations
 
 from bridges.github.errors import BridgeError
 from bridges.github.group_commit import GroupWriter, Write, WriteTimeout
+from engine.store.base import Store
+from engine.store.sqlite import SqliteStore
 
 __all__ = [
     "MIGRATIONS",
@@ -54,6 +56,7 @@ __all__ = [
     "InboxEntry",
     "InboxError",
     "WebhookInbox",
+    "KeepsInbox",
     "SqliteInbox",
     "MemoryInbox",
     "inbox_path",
@@ -83,7 +86,7 @@ MIGRATIONS = Migrations("loopgate-inbox")
 
 @MIGRATIONS(name="0001_inbox")
 def _inbox(db: Database) -> None:
-    db["inbox"].create({"delivery_id": str, "event": str, "body": bytes, "received_at": str,
+    db.table("inbox").create({"delivery_id": str, "event": str, "body": bytes, "received_at": str,
                         "handled_at": str, "status": str}, pk="delivery_id")
     # The replay reads only the rows still owed; the handled ones are the many.
     db.execute("CREATE INDEX inbox_owed ON inbox (received_at) WHERE handled_at IS NULL")
@@ -355,25 +358,33 @@ class MemoryInbox:
         """Nothing to release."""
 
 
-def webhook_inbox(store: Any) -> WebhookInbox:
-    """The inbox beside ``store``: the PostgreSQL store's own tables
-    (:class:`bridges.postgres.inbox.PostgresInbox`), a :class:`SqliteInbox` next to a
-    file-backed store (one with a ``path``), else a :class:`MemoryInbox`.
+@runtime_checkable
+class KeepsInbox(Protocol):
+    """A store that keeps the webhook inbox in its own database, shared by every replica
+    (the PostgreSQL store, issue 15): it hands it out, so this module names no backend."""
+
+    def webhook_inbox(self) -> WebhookInbox:
+        """The inbox in this store's database."""
+        ...
+
+
+def webhook_inbox(store: Store) -> WebhookInbox:
+    """The inbox beside ``store``: the one a store keeps itself (PostgreSQL:
+    :class:`KeepsInbox`), a :class:`SqliteInbox` next to a store's file (its declared
+    ``capabilities.path``), else a :class:`MemoryInbox`.
 
     Raises:
         InboxError: the inbox file cannot be opened or migrated.
     """
-    if getattr(store, "backend", "") == "postgresql":  # shared by replicas (issue 15)
-        from bridges.postgres.inbox import PostgresInbox
-
-        return PostgresInbox(store)
-    path = getattr(store, "path", None)
-    if isinstance(path, Path):
+    if isinstance(store, KeepsInbox):  # shared by replicas (issue 15)
+        return store.webhook_inbox()
+    path = store.capabilities.path
+    if path is not None:
         return SqliteInbox(inbox_path(path))
     return MemoryInbox()
 
 
-def adopt_legacy_inbox(store: Any, inbox: WebhookInbox) -> int:
+def adopt_legacy_inbox(store: Store, inbox: WebhookInbox) -> int:
     """Move deliveries an older loopgate kept in the state database into ``inbox``.
 
     Before issue 10 the inbox was the ``github_inbox`` table of the state database. Rows
@@ -381,13 +392,13 @@ def adopt_legacy_inbox(store: Any, inbox: WebhookInbox) -> int:
     again), then deleted in one write transaction.
 
     Args:
-        store: the ``SqliteStore`` (anything without ``db()`` has no legacy rows).
+        store: the state store (only a ``SqliteStore`` ever held the legacy table).
         inbox: the inbox to move them into.
 
     Returns:
         How many deliveries were moved.
     """
-    if not callable(getattr(store, "db", None)) or getattr(store, "backend", "") != "sqlite":
+    if not isinstance(store, SqliteStore):
         return 0
     db = store.db()
     if not db["github_inbox"].exists():

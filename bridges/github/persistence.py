@@ -22,18 +22,22 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Protocol
+from typing import Protocol, runtime_checkable
 
 from sqlite_utils import Database, Migrations
+
+from engine.store.base import Store
+from engine.store.sqlite import SqliteStore
 
 __all__ = [
     "MIGRATIONS",
     "PollCursor",
     "BridgeState",
+    "KeepsBridgeState",
     "SqliteBridgeState",
     "MemoryBridgeState",
     "bridge_state",
@@ -51,16 +55,16 @@ MIGRATIONS = Migrations("loopgate-github")
 
 @MIGRATIONS(name="0001_poll_seen_deliveries")
 def _initial(db: Database) -> None:
-    db["github_poll"].create({"repo": str, "stream": str, "cursor": str, "etag": str,
+    db.table("github_poll").create({"repo": str, "stream": str, "cursor": str, "etag": str,
                               "etag_since": str, "updated_at": str}, pk=("repo", "stream"))
-    db["github_seen"].create({"scope": str, "kind": str, "key": str, "at": str},
+    db.table("github_seen").create({"scope": str, "kind": str, "key": str, "at": str},
                              pk=("scope", "kind", "key"))
-    db["github_deliveries"].create({"key": str, "status": str, "at": str}, pk="key")
+    db.table("github_deliveries").create({"key": str, "status": str, "at": str}, pk="key")
 
 
 @MIGRATIONS(name="0002_webhook_inbox")
 def _inbox(db: Database) -> None:  # legacy (see the module docstring); never edit
-    db["github_inbox"].create({"delivery_id": str, "event": str, "body": bytes,
+    db.table("github_inbox").create({"delivery_id": str, "event": str, "body": bytes,
                                "received_at": str}, pk="delivery_id")
 
 
@@ -123,24 +127,41 @@ class BridgeState(Protocol):
         """Record ``key`` handled with ``status``."""
         ...
 
+    def exclusive(self, key: str) -> AbstractContextManager[None]:
+        """Hold the delivery ``key`` names for the block: one replica at a time where
+        replicas share this state (PostgreSQL, issue 15 §3); nothing to hold elsewhere,
+        where the dispatcher's own lock serializes."""
+        ...
+
+
+@runtime_checkable
+class KeepsBridgeState(Protocol):
+    """A store that keeps the bridge state in its own database, shared by every replica
+    (the PostgreSQL store, issue 15): it hands it out, so this module names no backend."""
+
+    def bridge_state(self) -> BridgeState:
+        """The bridge state in this store's database."""
+        ...
+
 
 class SqliteBridgeState:
     """:class:`BridgeState` in the engine's SQLite file.
 
     Args:
-        store: an ``engine.store.sqlite.SqliteStore`` (needs ``db()``; uses ``writing()``).
+        store: the ``engine.store.sqlite.SqliteStore`` (its ``writing()`` scopes).
     """
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: SqliteStore) -> None:
         self.store = store
         with self._writing() as db:
             MIGRATIONS.apply(db)
 
     def _writing(self) -> AbstractContextManager[Database]:
-        writing = getattr(self.store, "writing", None)
-        if writing is not None:
-            return writing()
-        return _atomic(self.store.db())
+        return self.store.writing()
+
+    def exclusive(self, key: str) -> AbstractContextManager[None]:
+        """Nothing to hold: no replica shares a SQLite file (:class:`BridgeState`)."""
+        return nullcontext()
 
     def get_cursor(self, repo: str, stream: str) -> PollCursor:
         """The stored cursor of ``repo``/``stream`` (empty when never polled)."""
@@ -195,11 +216,6 @@ class SqliteBridgeState:
                 "(SELECT MAX(rowid) FROM github_deliveries) - ?", (DELIVERY_CAP,))
 
 
-@contextmanager
-def _atomic(db: Database) -> Iterator[Database]:
-    with db.atomic():
-        yield db
-
 
 class MemoryBridgeState:
     """:class:`BridgeState` in memory (unit tests; lost on exit)."""
@@ -247,14 +263,17 @@ class MemoryBridgeState:
             while len(self._handled) > DELIVERY_CAP:
                 self._handled.popitem(last=False)
 
+    def exclusive(self, key: str) -> AbstractContextManager[None]:
+        """Nothing to hold: one process (:class:`BridgeState`)."""
+        return nullcontext()
 
-def bridge_state(store: Any) -> BridgeState:
-    """The bridge state living beside ``store``: PostgreSQL on the PostgreSQL store
-    (issue 15), SQLite when the store has ``db()``, else in memory."""
-    if getattr(store, "backend", "") == "postgresql":
-        from bridges.postgres.bridge_state import PostgresBridgeState
 
-        return PostgresBridgeState(store)
-    if callable(getattr(store, "db", None)):
+def bridge_state(store: Store) -> BridgeState:
+    """The bridge state living beside ``store``: the one a store keeps itself (PostgreSQL,
+    issue 15: :class:`KeepsBridgeState`), SQLite in the SQLite store's file, else in
+    memory."""
+    if isinstance(store, KeepsBridgeState):
+        return store.bridge_state()
+    if isinstance(store, SqliteStore):
         return SqliteBridgeState(store)
     return MemoryBridgeState()

@@ -62,7 +62,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridges import telemetry
 from bridges.dispatcher import DUPLICATE, Dispatcher, DispatchResult
@@ -87,9 +87,13 @@ from bridges.github.router import (
 from bridges.github.tracker import GitHubTracker
 from bridges.github.webhook import Delivery
 from engine.authorship import could_matter, has_link_code, needs_check
+from engine.errors import ConfigError
 from engine.identity import Actor
 from engine.ports import Comment, TrackerError
 from engine.refs import WorkItemRef
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["Poller", "CycleReport", "RepoReport"]
 
@@ -239,10 +243,12 @@ class Poller:
         self.leadership: Any = None
 
     @classmethod
-    def from_services(cls, services: Any, dispatcher: Dispatcher, **kwargs: Any) -> Poller:
+    def from_services(cls, services: Services, dispatcher: Dispatcher, **kwargs: Any) -> Poller:
         """Build from wired services (``github`` section of loopgate.yaml)."""
         section = services.config.section("github")
-        tracker = services.ports.tracker
+        tracker = services.github
+        if tracker is None:
+            raise ConfigError("the poller needs the github section of loopgate.yaml")
         kwargs.setdefault("pulls", bool(services.settings.merge_gate))
         return cls(tracker.client, dispatcher, dispatcher.state,
                    repos=section.get("repos") or (),

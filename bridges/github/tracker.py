@@ -39,7 +39,7 @@ from bridges.github.app import (
     repository_scope,
     token_source_from_config,
 )
-from bridges.github.client import GitHubClient
+from bridges.github.client import GitHubClient, GuardFactory, RateGuard
 from bridges.github.errors import BridgeError, CredentialsError, GitHubApiError, RateLimited
 from bridges.github.graphql import GraphQLClient
 from engine.codeowners import LOOKUP as CODEOWNERS_LOOKUP
@@ -47,7 +47,14 @@ from engine.dispatch import PullCommit
 from engine.errors import ConfigError, StartupError
 from engine.identity import Actor
 from engine.mergegate import CHECK_NAME, PENDING, on_head
-from engine.ports import Comment, CommentEdits, IssueInfo, PullRequest, TrackerError
+from engine.ports import (
+    Comment,
+    CommentEdits,
+    IssueInfo,
+    PullRequest,
+    TrackerCapabilities,
+    TrackerError,
+)
 from engine.refs import WorkItemRef
 
 __all__ = ["GitHubTracker", "token_from_env", "tracker_error", "WRITE_INTERVAL_ENV",
@@ -183,6 +190,9 @@ class GitHubTracker:
 
     #: People tick a quiz box by editing loopgate's comment on GitHub.
     comments_editable = True
+    #: CODEOWNERS, merge queues and the pull request -> items cache (issue 20 §2).
+    capabilities = TrackerCapabilities(codeowners=True, merge_queue=True,
+                                       pull_request_cache=True)
     #: GitHub accepted the credentials once in this process (:meth:`verify_credentials`).
     verified = False
 
@@ -207,13 +217,16 @@ class GitHubTracker:
         self._clock = clock
 
     @classmethod
-    def from_config(cls, config: Any, source: TokenSource | None = None) -> GitHubTracker:
+    def from_config(cls, config: Any, source: TokenSource | None = None,
+                    guards: GuardFactory = RateGuard) -> GitHubTracker:
         """Build from loopgate.yaml's ``github`` section.
 
         Args:
             config: the validated configuration.
             source: the credentials to use (default: built from the section, see
                 :func:`~bridges.github.app.token_source_from_config`).
+            guards: makes both clients' rate guards (:data:`~bridges.github.client.
+                GuardFactory`; shared by replicas on PostgreSQL, issue 15 §3).
 
         Raises:
             ConfigError: the token variable (``github.tokenEnv``) is unset or empty, or the
@@ -222,9 +235,9 @@ class GitHubTracker:
         section = config.section("github")
         source = source or token_source_from_config(section, token_from_env)
         client = GitHubClient(section.get("apiUrl") or "https://api.github.com", auth=source,
-                              seconds_between_writes=_write_interval())
+                              seconds_between_writes=_write_interval(), guards=guards)
         graphql = GraphQLClient(section.get("graphqlUrl") or "https://api.github.com/graphql",
-                                auth=source)
+                                auth=source, guards=guards)
         return cls(client, graphql, repos=section.get("repos") or (),
                    branch_pattern=section.get("branchPattern") or "",
                    team_cache_seconds=float(section.get("teamCacheSeconds", 300)))
@@ -478,9 +491,10 @@ class GitHubTracker:
         sha = self._head_sha(pull)
         written: dict[str, Any] = {}
         for _ in range(3):
-            written = self._guarded(
-                f"loopgate check on {pull}",
-                lambda sha=sha: self._write_check(pull, sha, on_head(check, sha)))
+            def write(at: str = sha) -> dict[str, Any]:
+                return self._write_check(pull, at, on_head(check, at))
+
+            written = self._guarded(f"loopgate check on {pull}", write)
             newest = self._head_sha(pull)
             if newest == sha:
                 break

@@ -11,9 +11,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from bridges.github.errors import PayloadError, SignatureError
 
@@ -62,7 +62,16 @@ class Delivery:
         return f"{self.event}.{self.action}" if self.action else self.event
 
 
-def header(headers: Mapping[str, str], name: str) -> str:
+class HeaderItems(Protocol):
+    """Request headers as anything with ``items()`` of ``(name, value)`` pairs: a dict,
+    Flask's (werkzeug's) ``Headers``, which is no ``Mapping``."""
+
+    def items(self) -> Iterable[tuple[str, str]]:
+        """Every ``(name, value)`` pair, names in any case."""
+        ...
+
+
+def header(headers: HeaderItems, name: str) -> str:
     """A header's value looked up case-insensitively ("" when absent).
 
     Args:
@@ -93,7 +102,7 @@ def sign(body: bytes, secret: str | bytes) -> str:
     return _PREFIX + hmac.new(_secret_bytes(secret), body, hashlib.sha256).hexdigest()
 
 
-def verify_signature(headers: Mapping[str, str], body: bytes, secret: str | bytes) -> None:
+def verify_signature(headers: HeaderItems, body: bytes, secret: str | bytes) -> None:
     """Check ``X-Hub-Signature-256`` over the raw body.
 
     Args:
@@ -136,7 +145,7 @@ def _depth_over(value: Any, limit: int) -> bool:
     return False
 
 
-def parse_delivery(headers: Mapping[str, str], body: bytes) -> Delivery:
+def parse_delivery(headers: HeaderItems, body: bytes) -> Delivery:
     """Parse a verified webhook request into a :class:`Delivery`.
 
     Args:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bridges.github.persistence import (
     DELIVERY_CAP,
@@ -21,6 +21,9 @@ from bridges.github.persistence import (
     SET_CURSOR,
     PollCursor,
 )
+
+if TYPE_CHECKING:  # the store hands this state out (PostgresStore.bridge_state)
+    from bridges.postgres.store import PostgresStore
 
 __all__ = ["PostgresBridgeState"]
 
@@ -37,7 +40,7 @@ class PostgresBridgeState:
             when it opens).
     """
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: PostgresStore) -> None:
         self.store = store
 
     def exclusive(self, key: str) -> AbstractContextManager[None]:

@@ -18,10 +18,13 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridges.github.inbox import inbox_path
 from engine.errors import StoreError
+
+if TYPE_CHECKING:  # types only
+    from bridges.postgres.store import PostgresStore
 
 __all__ = ["CopyReport", "copy_sqlite_to_postgres", "TABLES"]
 
@@ -65,7 +68,7 @@ def _pg_columns(db: Any, table: str) -> set[str]:
     return {r[0] for r in rows}
 
 
-def copy_sqlite_to_postgres(source: Path, store: Any) -> CopyReport:
+def copy_sqlite_to_postgres(source: Path, store: PostgresStore) -> CopyReport:
     """Copy the SQLite database ``source`` (and its inbox file) into ``store``.
 
     Args:

@@ -14,10 +14,13 @@ from __future__ import annotations
 import os
 import socket
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING
 
 from bridges.github import inbox as inbox_module
 from bridges.github.inbox import HANDLED, HELD, NEW, OWED, InboxEntry, InboxError
+
+if TYPE_CHECKING:  # types only: the store imports this module (webhook_inbox)
+    from bridges.postgres.store import PostgresStore
 
 __all__ = ["PostgresInbox", "LEASE_SECONDS"]
 
@@ -47,7 +50,7 @@ class PostgresInbox:
         owner: this replica's name in leases (default ``host:pid``).
     """
 
-    def __init__(self, store: Any, owner: str | None = None) -> None:
+    def __init__(self, store: PostgresStore, owner: str | None = None) -> None:
         self.store = store
         self.owner = owner or f"{socket.gethostname()}:{os.getpid()}"
 

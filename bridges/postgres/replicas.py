@@ -25,15 +25,18 @@ import socket
 import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import psycopg
 
-from bridges.github.client import RateGuard
+from bridges.github.client import GuardFactory, RateGuard
 from bridges.github.effects_worker import PER_HOUR, PER_MINUTE, WriteBudget
 
+if TYPE_CHECKING:
+    from engine.store.base import Store
+
 __all__ = ["Leadership", "SharedWriteBudget", "SharedRateGuard", "POLLER_LOCK", "BUDGET_ENV",
-           "shared_write_budget", "share_github_limits", "leader_log"]
+           "shared_write_budget", "rate_guards", "leader_log"]
 
 logger = logging.getLogger(__name__)
 
@@ -252,26 +255,28 @@ def _budget_limits() -> tuple[int, int]:
     return minute, hour
 
 
-def shared_write_budget(store: Any) -> Any:
-    """The write budget for ``store``: shared on PostgreSQL (spaced as the GitHub client
-    spaces writes, ``LOOPGATE_GITHUB_WRITE_INTERVAL`` for test rigs), else the process's
-    own; ``LOOPGATE_GITHUB_WRITE_BUDGET`` overrides the limits for test rigs."""
+def shared_write_budget(store: Store) -> Any:
+    """The write budget for ``store``: shared where replicas share the database (its
+    declared ``capabilities.shared``: PostgreSQL; spaced as the GitHub client spaces
+    writes, ``LOOPGATE_GITHUB_WRITE_INTERVAL`` for test rigs), else the process's own;
+    ``LOOPGATE_GITHUB_WRITE_BUDGET`` overrides the limits for test rigs."""
     minute, hour = _budget_limits()
-    if getattr(store, "backend", "") == "postgresql":
+    if store.capabilities.shared:
         from bridges.github.tracker import _write_interval
 
         return SharedWriteBudget(store, minute, hour, spacing=_write_interval())
     return WriteBudget(minute, hour)
 
 
-def share_github_limits(services: Any) -> None:
-    """On PostgreSQL, make the GitHub clients' rate guards shared by every replica."""
-    if getattr(services.store, "backend", "") != "postgresql":
-        return
-    tracker = services.ports.tracker
-    for attr in ("client", "graphql"):
-        client = getattr(tracker, attr, None)
-        guard = getattr(client, "guard", None)
-        if isinstance(guard, RateGuard) and not isinstance(guard, SharedRateGuard):
-            client.guard = SharedRateGuard(services.store, guard.resource, guard.max_wait,
-                                           guard._clock)
+def rate_guards(store: Store) -> GuardFactory:
+    """How the GitHub clients over ``store`` make their rate guards, given when they are
+    built (issue 20 §2): shared by every replica where the store is shared (PostgreSQL,
+    issue 15 §3), else each process's own :class:`RateGuard`."""
+    if not store.capabilities.shared:
+        return RateGuard
+
+    def shared(resource: str, max_wait: float,
+               clock: Callable[[], datetime] | None) -> RateGuard:
+        return SharedRateGuard(store, resource, max_wait, clock)
+
+    return shared

@@ -28,7 +28,7 @@ import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager, nullcontext
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -43,6 +43,7 @@ from bridges.postgres.sql import to_pg
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
 from engine.state import ItemState
+from engine.store.base import StoreCapabilities
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
 from engine.store.rows import (
     KV_DELETE,
@@ -52,6 +53,9 @@ from engine.store.rows import (
     SELECT_EVENTS,
     SELECT_REFS,
     Query,
+    event_counts,
+    item_counts,
+    open_waits,
     read_state,
     stream_states,
     write_statements,
@@ -62,6 +66,10 @@ from engine.store.sqlite_effects import (
     effect_row_values,
     finish_values,
 )
+
+if TYPE_CHECKING:  # lazily at run time: they implement the GitHub bridge's protocols
+    from bridges.postgres.bridge_state import PostgresBridgeState
+    from bridges.postgres.inbox import PostgresInbox
 
 __all__ = ["PostgresStore", "describe", "without_password"]
 
@@ -153,6 +161,26 @@ class PostgresStore:
         self.effects = PostgresEffectQueue(self._read, self._write)
 
     backend = "postgresql"
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        """One database every replica shares (issue 15 §3): :meth:`exclusive` holds an
+        advisory lock; guards, budgets, the inbox and bridge state live here too."""
+        return StoreCapabilities("postgresql", shared=True)
+
+    def webhook_inbox(self) -> PostgresInbox:
+        """The webhook inbox in this database, shared by every replica (issue 15 §3;
+        ``bridges.github.inbox.KeepsInbox``)."""
+        from bridges.postgres.inbox import PostgresInbox
+
+        return PostgresInbox(self)
+
+    def bridge_state(self) -> PostgresBridgeState:
+        """The GitHub bridge's state in this database (issue 15;
+        ``bridges.github.persistence.KeepsBridgeState``)."""
+        from bridges.postgres.bridge_state import PostgresBridgeState
+
+        return PostgresBridgeState(self)
 
     # -- portable SQL (the bot's tables) -------------------------------------------------
     def db(self) -> PgSession:
@@ -306,11 +334,28 @@ class PostgresStore:
             rows = _query(conn)(SELECT_EVENTS, (str(ref),))
         return [{"seq": s, "at": a, "kind": k, "data": json.loads(d)} for s, a, k, d in rows]
 
+    # -- what /metrics reads (DatabaseStore) ---------------------------------------------
+    def item_counts(self) -> list[tuple[str, str, int]]:
+        """``(current node, status, count)`` of the work items, sorted."""
+        with self._read() as conn:
+            return item_counts(_query(conn))
+
+    def open_waits(self) -> list[tuple[str, str]]:
+        """``(node, entered_at)`` of every item neither complete nor escalated."""
+        with self._read() as conn:
+            return open_waits(_query(conn))
+
+    def event_counts(self, kinds: Sequence[str]) -> dict[tuple[str, str], int]:
+        """``{(kind, node): count}`` of the logged events of ``kinds`` (the data's node
+        read as jsonb: SQLite's ``json_extract`` is not PostgreSQL's)."""
+        with self._read() as conn:
+            return event_counts(_query(conn), kinds, "(data::jsonb ->> 'node')")
+
     # -- kv (bridges) ------------------------------------------------------------------
     def kv_get(self, namespace: str, key: str, default: Any = None) -> Any:
         """The JSON value stored under ``(namespace, key)``, or ``default``."""
         with self._read() as conn:
-            rows = _query(conn)(KV_GET, (namespace, key))
+            rows = list(_query(conn)(KV_GET, (namespace, key)))
         return default if not rows else json.loads(rows[0][0])
 
     def kv_set(self, namespace: str, key: str, value: Any) -> None:

@@ -324,9 +324,9 @@ def _suggest_skip_target(doc: _Doc, node_id: str) -> str:
     for wanted in (outcomes.PASS, outcomes.APPROVED, outcomes.SELECTED):
         for edge in leaving:
             if edge["on"] == wanted:
-                return edge["to"]
+                return str(edge["to"])
     if leaving:
-        return leaving[0]["to"]
+        return str(leaving[0]["to"])
     ids = [n["id"] for n in doc.nodes]
     position = ids.index(node_id)
     return ids[position + 1] if position + 1 < len(ids) else "<the node that follows it>"

@@ -163,7 +163,8 @@ def undo_bool_keys(value: Any) -> Any:
 def graph_schema() -> dict[str, Any]:
     """The JSON Schema of graph files (``graphs/graph.schema.json``, package data)."""
     text = resources.files("graphs").joinpath("graph.schema.json").read_text("utf-8")
-    return json.loads(text)
+    schema: dict[str, Any] = json.loads(text)
+    return schema
 
 
 @lru_cache(maxsize=1)
@@ -261,7 +262,7 @@ def _what(error: ValidationError) -> str:
         extra = sorted(str(k) for k in value if k not in allowed)
         return f"unknown key {', '.join(repr(k) for k in extra)}"
     if error.validator == "required":
-        return error.message.replace("is a required property", "is missing")
+        return str(error.message).replace("is a required property", "is missing")
     if error.validator == "enum":
         choices = ", ".join(str(c) for c in error.validator_value)
         return f"{value!r} is not one of {choices}"
@@ -269,4 +270,4 @@ def _what(error: ValidationError) -> str:
         return f"{value!r} is not a kebab-case name"
     if error.validator == "type":
         return f"{value!r} should be of type {error.validator_value}"
-    return error.message
+    return str(error.message)

@@ -30,7 +30,7 @@ from engine.hooks.markers import (
     review_prefix,
     with_self_marker,
 )
-from engine.ports import SELF_MARKER, Comment, TrackerError
+from engine.ports import SELF_MARKER, Comment, TrackerError, codeowners_reader
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
 from engine.state import ItemState
@@ -236,14 +236,13 @@ def code_owners_for(tracker: Any, ref: WorkItemRef, node_id: str,
     pulls = [p for p in tracker.delivering_pull_requests(ref) if p.state == "open"]
     if not pulls:
         return Ownership(problem="no open pull request delivers this work item yet")
-    read_file = getattr(tracker, "codeowners_file", None)
-    read_changes = getattr(tracker, "changed_files", None)
-    if read_file is None or read_changes is None:
+    reader = codeowners_reader(tracker)
+    if reader is None:
         raise TrackerError("this tracker cannot read CODEOWNERS or a pull request's files")
     try:
-        found = read_file(ref.owner, ref.repo)
+        found = reader.codeowners_file(ref.owner, ref.repo)
         changed = [path for p in pulls
-                   for path in read_changes(WorkItemRef(ref.owner, ref.repo, p.number))]
+                   for path in reader.changed_files(WorkItemRef(ref.owner, ref.repo, p.number))]
     except TrackerError as exc:
         raise TrackerError(f"CODEOWNERS or the changed files of {ref.owner}/{ref.repo} "
                            f"could not be read: {exc}") from exc
@@ -261,11 +260,8 @@ def team_lookup(ctx: HookContext) -> Callable[[str, str, str], bool]:
     """Team membership through the tracker port (``team_membership``); a failure is
     logged (``graph.team_lookup_failed``) and re-raised, so the person is refused."""
     def member(org: str, team: str, login: str) -> bool:
-        lookup = getattr(ctx.ports.tracker, "team_membership", None)
-        if lookup is None:
-            raise TrackerError("this tracker cannot look teams up")
         try:
-            return bool(lookup(org, team, login))
+            return bool(ctx.ports.tracker.team_membership(org, team, login))
         except Exception as exc:
             log.warning("team lookup %s/%s for %s failed on %s: %s", org, team, login,
                         ctx.ref, exc)
@@ -410,11 +406,12 @@ def _gate_checks(node: Node) -> list[str]:
 
 
 def _validated_paths(node: Node) -> tuple[str, ...]:
-    # Every path the node's gate checks: its own `validates` and its validate-artifacts'.
-    paths = list(node.validates)
+    # Every path the node's gate checks: its own `validates` and its validate-artifacts',
+    # each as its `a|b` string (the node's own were tuples of alternatives, mixed in as such).
+    paths = ["|".join(alts) for alts in node.validates]
     for ref in node.exit:
         if ref.name == "validate-artifacts":
-            given = ref.params.get("validates") or ()
+            given: str | Sequence[str] = ref.params.get("validates") or ()
             paths += [given] if isinstance(given, str) else list(given)
     return tuple(paths)
 

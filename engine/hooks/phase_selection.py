@@ -657,7 +657,7 @@ def verify_checklist_editors(tracker: Any, settings: EngineSettings, comment_id:
             (:func:`checklist_editor_problem`).
         TrackerError: the lookup failed or was rate limited (callers fail closed: wait).
     """
-    if not getattr(tracker, "comments_editable", True):
+    if not tracker.comments_editable:
         return
     found = tracker.comment_edits([comment_id])
     problem = checklist_editor_problem(found.get(comment_id), settings)

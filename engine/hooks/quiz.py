@@ -424,8 +424,8 @@ def latest_editor(edits: CommentEdits) -> tuple[str, str, str, str]:
         return "", "", last.edited_at, "the latest edit names no editor"
     if not edits.editor or normalize_login(edits.editor) != normalize_login(last.editor):
         return "", "", last.edited_at, "the edit history disagrees with the comment's editor"
-    newest = _when(edits.last_edited_at)
-    if edits.last_edited_at and (newest is None or newest > _when(last.edited_at)):
+    newest, last_at = _when(edits.last_edited_at), _when(last.edited_at)
+    if edits.last_edited_at and (newest is None or (last_at is not None and newest > last_at)):
         return "", "", last.edited_at, "the edit history misses the latest edit"
     kind = "Bot" if "Bot" in (last.editor_type, edits.editor_type) else last.editor_type
     return last.editor, kind, last.edited_at, ""

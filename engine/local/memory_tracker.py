@@ -24,6 +24,7 @@ from engine.ports import (
     CommentEdits,
     IssueInfo,
     PullRequest,
+    TrackerCapabilities,
     TrackerError,
 )
 from engine.refs import WorkItemRef
@@ -56,6 +57,8 @@ class MemoryTracker:
 
     #: Tests edit comments as GitHub users do (:meth:`edit_comment`).
     comments_editable = True
+    #: Code owners, merge groups and posting as anyone, as tests set them up.
+    capabilities = TrackerCapabilities(codeowners=True, merge_queue=True, post_as=True)
 
     def __init__(self, bot_login: str = "loopgate-bot") -> None:
         self.bot_login = bot_login

@@ -12,10 +12,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from engine.ports import Comment, CommentEdit, CommentEdits, IssueInfo, PullRequest, TrackerError
+from engine.ports import (
+    Comment,
+    CommentEdit,
+    CommentEdits,
+    IssueInfo,
+    PullRequest,
+    TrackerCapabilities,
+    TrackerError,
+)
 from engine.refs import WorkItemRef
+from engine.store.base import DatabaseStore
 from engine.store.memory import utc_now_iso
-from engine.store.sqlite import SqliteStore
 
 __all__ = ["LocalTracker", "LOCAL_BOT_LOGIN"]
 
@@ -34,14 +42,17 @@ class LocalTracker:
     """A :class:`~engine.ports.Tracker` over the store's thread tables.
 
     Args:
-        store: the SQLite store holding the thread.
+        store: the store holding the thread (SQLite; its portable statements also run on
+            PostgreSQL).
         bot_login: the author of comments posted through :meth:`add_comment`.
     """
 
     #: Nobody edits the offline thread: a quiz is attested by a typed reply (issue 14 §4).
     comments_editable = False
+    #: ``item advance --comment`` posts a person's reply (:meth:`add_comment_as`).
+    capabilities = TrackerCapabilities(post_as=True)
 
-    def __init__(self, store: SqliteStore, bot_login: str = LOCAL_BOT_LOGIN) -> None:
+    def __init__(self, store: DatabaseStore, bot_login: str = LOCAL_BOT_LOGIN) -> None:
         self.store = store
         self.bot_login = bot_login
 

@@ -6,8 +6,10 @@ Two implementations share one conformance suite (``tests/engine/test_store_confo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from engine.effects import Effect
@@ -15,7 +17,8 @@ from engine.refs import WorkItemRef
 from engine.state import ItemState
 from engine.store.effect_queue import EffectQueue
 
-__all__ = ["Transaction", "Store", "SqlSession", "SqlTables", "EVENT_KINDS"]
+__all__ = ["Transaction", "Store", "SqlSession", "SqlTables", "StoreCapabilities",
+           "DatabaseStore", "EVENT_KINDS"]
 
 #: Event kinds the runtime and hooks append (bridges add ``quiz_*``/``slack.*`` kinds).
 EVENT_KINDS = (
@@ -77,7 +80,16 @@ class Store(Protocol):
         effects: the outbox (:class:`~engine.store.effect_queue.EffectQueue`).
     """
 
-    effects: EffectQueue
+    @property
+    def effects(self) -> EffectQueue:
+        """The outbox (read-only here, so a store may hold a narrower queue type)."""
+        ...
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        """What the backend offers (:class:`StoreCapabilities`, fixed for the store's
+        life): callers choosing the inbox, bridge state or a lock read it, never probe."""
+        ...
 
     def transaction(self, ref: WorkItemRef) -> AbstractContextManager[Transaction]:
         """Open a write transaction on ``ref``.
@@ -121,6 +133,12 @@ class SqlSession(Protocol):
         ``rowcount``. Inside the thread's open write scope it joins that transaction."""
         ...
 
+    @property
+    def conn(self) -> Any:
+        """The connection under the session (``execute``, ``executemany``): sqlite3's on
+        SQLite, the session itself on PostgreSQL (so ``db.conn.execute`` runs on both)."""
+        ...
+
 
 @runtime_checkable
 class SqlTables(Protocol):
@@ -139,4 +157,75 @@ class SqlTables(Protocol):
     def writing(self) -> AbstractContextManager[SqlSession]:
         """A write scope: joins the thread's open transaction, else one transaction
         committed on normal exit and rolled back on an exception."""
+        ...
+
+
+@dataclass(frozen=True)
+class StoreCapabilities:
+    """What a store's backend offers, declared by the backend itself (issue 20 §2: callers
+    read this record and never probe a store with ``getattr``, as LangGraph's savers
+    declare what they support).
+
+    Attributes:
+        backend: ``"memory"``, ``"sqlite"`` or ``"postgresql"``.
+        shared: several processes (replicas, issue 15 §3) share the database, so
+            :meth:`DatabaseStore.exclusive` serializes across them and rate guards, write
+            budgets, the inbox and bridge state are kept in it.
+        path: the SQLite file the store lives in (the webhook inbox sits beside it), or
+            None when there is no file.
+    """
+
+    backend: str
+    shared: bool = False
+    path: Path | None = None
+
+
+class DatabaseStore(Store, SqlTables, Protocol):
+    """A store over a database, as the application opens it (``bot.database.open_store``:
+    :class:`~engine.store.sqlite.SqliteStore` or ``bridges.postgres.store.PostgresStore``):
+    state and outbox (:class:`Store`), other rooms' tables (:class:`SqlTables`), a kv
+    namespace, named exclusion and closing, with its :class:`StoreCapabilities`.
+    """
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        """What this backend offers (fixed for the store's life)."""
+        ...
+
+    def exclusive(self, name: str) -> AbstractContextManager[None]:
+        """Hold ``name`` for the block: one holder at a time across the processes sharing
+        the database (nothing to hold where ``capabilities.shared`` is False)."""
+        ...
+
+    def close(self) -> None:
+        """Close the store's connections (the store is not used after)."""
+        ...
+
+    def kv_get(self, namespace: str, key: str, default: Any = None) -> Any:
+        """The JSON value stored under ``(namespace, key)``, or ``default``."""
+        ...
+
+    def kv_set(self, namespace: str, key: str, value: Any) -> None:
+        """Store the JSON-serialisable ``value`` under ``(namespace, key)``."""
+        ...
+
+    def kv_delete(self, namespace: str, key: str) -> None:
+        """Remove ``(namespace, key)`` (nothing when absent)."""
+        ...
+
+    def kv_items(self, namespace: str) -> dict[str, Any]:
+        """Every ``key: value`` of ``namespace``."""
+        ...
+
+    def item_counts(self) -> list[tuple[str, str, int]]:
+        """``(current node, status, count)`` of the work items, sorted (``/metrics``)."""
+        ...
+
+    def open_waits(self) -> list[tuple[str, str]]:
+        """``(node, entered_at)`` of every item neither complete nor escalated."""
+        ...
+
+    def event_counts(self, kinds: Sequence[str]) -> dict[tuple[str, str], int]:
+        """``{(kind, node): count}`` of the logged events of ``kinds`` (``node``: the
+        event data's, "" without one)."""
         ...

@@ -18,7 +18,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from engine.effects import DONE, FAILED, PENDING, RUNNING, Effect, EffectRow
 from engine.refs import WorkItemRef
@@ -85,7 +85,7 @@ class MemoryEffectQueue:
             self._next += 1
             self._rows[self._next] = EffectRow(self._next, key, ref, effect, created_at=at)
 
-    def finish(self, row_id: int, result: dict, error: str = "") -> None:
+    def finish(self, row_id: int, result: dict[str, Any], error: str = "") -> None:
         """Mark ``row_id`` done with ``result``, or failed for good when ``error`` is set."""
         row = self._rows.get(row_id)
         if row is not None:

@@ -18,6 +18,7 @@ from engine.effects import Effect
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
 from engine.state import ItemState
+from engine.store.base import StoreCapabilities
 from engine.store.effect_queue import MemoryEffectQueue
 
 __all__ = ["MemoryStore", "StoreTransaction", "utc_now_iso"]
@@ -201,3 +202,8 @@ class MemoryStore:
     def close(self) -> None:
         """Nothing to release (kept for symmetry with :class:`SqliteStore`)."""
         return None
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        """Memory of this process only: no file, no SQL tables, not shared (issue 20 §2)."""
+        return StoreCapabilities("memory")

@@ -34,7 +34,7 @@ _NODE_KEYED = ("skips", "opt_ins", "decisions", "completions")
 
 @MIGRATIONS(name="0001_item_state")
 def _item_state(db: Database) -> None:
-    db["items"].create(
+    db.table("items").create(
         {
             "item": str,
             "owner": str,
@@ -52,8 +52,8 @@ def _item_state(db: Database) -> None:
         pk="item",
         not_null={"owner", "repo", "number"},
     )
-    db["items"].create_index(["owner", "repo", "number"])
-    db["node_records"].create(
+    db.table("items").create_index(["owner", "repo", "number"])
+    db.table("node_records").create(
         {
             "item": str,
             "node": str,
@@ -72,8 +72,8 @@ def _item_state(db: Database) -> None:
         columns = {"item": str, "node": str, "ord": int, "data": str}
         if table in ("skips", "opt_ins"):
             columns["via"] = str
-        db[table].create(columns, pk=("item", "node"))
-    db["forced_moves"].create(
+        db.table(table).create(columns, pk=("item", "node"))
+    db.table("forced_moves").create(
         {
             "item": str,
             "ord": int,
@@ -90,16 +90,16 @@ def _item_state(db: Database) -> None:
 
 @MIGRATIONS(name="0002_event_log")
 def _event_log(db: Database) -> None:
-    db["events"].create(
+    db.table("events").create(
         {"seq": int, "item": str, "at": str, "kind": str, "data": str},
         pk="seq",
     )
-    db["events"].create_index(["item", "seq"])
+    db.table("events").create_index(["item", "seq"])
 
 
 @MIGRATIONS(name="0003_local_thread")
 def _local_thread(db: Database) -> None:
-    db["comments"].create(
+    db.table("comments").create(
         {
             "id": int,
             "item": str,
@@ -110,8 +110,8 @@ def _local_thread(db: Database) -> None:
         },
         pk="id",
     )
-    db["comments"].create_index(["item", "id"])
-    db["comment_edits"].create(
+    db.table("comments").create_index(["item", "id"])
+    db.table("comment_edits").create(
         {
             "id": int,
             "comment_id": int,
@@ -122,12 +122,12 @@ def _local_thread(db: Database) -> None:
         },
         pk="id",
     )
-    db["comment_edits"].create_index(["comment_id", "id"])
+    db.table("comment_edits").create_index(["comment_id", "id"])
 
 
 @MIGRATIONS(name="0004_kv")
 def _kv(db: Database) -> None:
-    db["kv"].create(
+    db.table("kv").create(
         {"namespace": str, "key": str, "value": str, "updated_at": str},
         pk=("namespace", "key"),
     )
@@ -137,7 +137,7 @@ def _kv(db: Database) -> None:
 def _effects(db: Database) -> None:
     # The outbox of effects (issue 10 §1): written with the item transaction that emitted
     # them, carried out after commit. ``key`` is the idempotency key a posted comment carries.
-    db["effects"].create(
+    db.table("effects").create(
         {
             "id": int,
             "key": str,
@@ -158,9 +158,9 @@ def _effects(db: Database) -> None:
         defaults={"attempts": 0, "not_before": "", "last_error": "", "result": "{}",
                   "claimed_by": "", "claimed_until": ""},
     )
-    db["effects"].create_index(["key"], unique=True)
-    db["effects"].create_index(["item", "status", "id"])
-    db["effects"].create_index(["status", "id"])
+    db.table("effects").create_index(["key"], unique=True)
+    db.table("effects").create_index(["item", "status", "id"])
+    db.table("effects").create_index(["status", "id"])
 
 
 @MIGRATIONS(name="0006_visits")
@@ -168,5 +168,5 @@ def _visits(db: Database) -> None:
     # Each visit to a node with its own decision (issue 19 §2): ``data`` is the node's
     # JSON list of visits. Items written before have none; they are read from
     # ``decisions`` and ``node_records`` (engine.visits.legacy_visits).
-    db["visits"].create({"item": str, "node": str, "ord": int, "data": str},
+    db.table("visits").create({"item": str, "node": str, "ord": int, "data": str},
                         pk=("item", "node"))

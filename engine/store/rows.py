@@ -9,7 +9,7 @@ go through ``query(sql, params) -> iterable of tuples``, so this module imports 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine import fastjson
@@ -21,7 +21,7 @@ from engine.visits import visits_from_document, visits_to_json
 __all__ = [
     "ENTRY_TABLES", "CHILD_TABLES", "ITEM_COLUMNS", "Query", "read_state", "write_statements",
     "stream_states", "SELECT_EVENTS", "SELECT_REFS", "KV_GET", "KV_SET", "KV_DELETE",
-    "KV_ITEMS",
+    "KV_ITEMS", "item_counts", "open_waits", "event_counts",
 ]
 
 #: ``query(sql, params)`` -> rows as tuples (a driver's ``execute``, placeholders converted).
@@ -68,6 +68,38 @@ KV_SET = ("INSERT INTO kv (namespace, key, value, updated_at) VALUES (?, ?, ?, ?
           "updated_at = excluded.updated_at")
 KV_DELETE = "DELETE FROM kv WHERE namespace = ? AND key = ?"
 KV_ITEMS = "SELECT key, value FROM kv WHERE namespace = ? ORDER BY key"
+_ITEM_COUNTS = ("SELECT current_node, status, COUNT(*) FROM items GROUP BY 1, 2 "
+                "ORDER BY 1, 2")
+_OPEN_WAITS = ("SELECT i.current_node, r.entered_at FROM items i JOIN node_records r "
+               "ON r.item = i.item AND r.node = i.current_node "
+               "WHERE i.status NOT IN ('complete', 'escalated')")
+
+
+# -- what /metrics reads (issue 13; behind the stores since issue 20 §2) ---------------------
+def item_counts(query: Query) -> list[tuple[str, str, int]]:
+    """``(current node, status, count)`` of the work items, sorted."""
+    return [(str(node or ""), str(status or ""), int(count))
+            for node, status, count in query(_ITEM_COUNTS, ())]
+
+
+def open_waits(query: Query) -> list[tuple[str, str]]:
+    """``(node, entered_at)`` of every work item neither complete nor escalated: where it
+    waits and since when (ISO-8601, as recorded; "" when not recorded)."""
+    return [(str(node or ""), str(entered or "")) for node, entered in query(_OPEN_WAITS, ())]
+
+
+def event_counts(query: Query, kinds: Sequence[str],
+                 node_of_data: str) -> dict[tuple[str, str], int]:
+    """``{(kind, node): count}`` of the logged events of ``kinds``; ``node`` is the event
+    data's ``node`` ("" without one). ``node_of_data`` is the backend's SQL expression
+    for it (SQLite's ``json_extract``, PostgreSQL's ``->>``: the one part that differs)."""
+    if not kinds:
+        return {}
+    marks = ", ".join("?" for _ in kinds)
+    sql = (f"SELECT kind, COALESCE({node_of_data}, ''), COUNT(*) FROM events "
+           f"WHERE kind IN ({marks}) GROUP BY 1, 2")
+    return {(str(kind), str(node)): int(count)
+            for kind, node, count in query(sql, tuple(kinds))}
 
 
 # -- row <-> state -----------------------------------------------------------------------

@@ -21,8 +21,8 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,7 @@ from sqlite_utils import Database
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
 from engine.state import ItemState
+from engine.store.base import StoreCapabilities
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
 from engine.store.migrations import MIGRATIONS
 from engine.store.rows import (
@@ -41,6 +42,9 @@ from engine.store.rows import (
     SELECT_EVENTS,
     SELECT_REFS,
     Query,
+    event_counts,
+    item_counts,
+    open_waits,
     read_state,
     stream_states,
     write_statements,
@@ -82,8 +86,19 @@ class SqliteStore:
         StoreError: the file cannot be opened or migrated.
     """
 
-    #: Which implementation this is (callers choosing a bridge-state backend ask).
+    #: Which implementation this is (the one SQL statement that differs asks).
     backend = "sqlite"
+
+    @property
+    def capabilities(self) -> StoreCapabilities:
+        """A file one process serves (replicas need PostgreSQL, issue 15 §3), at
+        :attr:`path` (issue 20 §2)."""
+        return StoreCapabilities("sqlite", shared=False, path=self.path)
+
+    def exclusive(self, name: str) -> AbstractContextManager[None]:
+        """Nothing to hold: no replica shares a SQLite file, and in one process the
+        callers' own locks serialize (:class:`~engine.store.base.DatabaseStore`)."""
+        return nullcontext()
 
     def __init__(
         self,
@@ -270,6 +285,19 @@ class SqliteStore:
         """The item's event log, oldest first: ``[{seq, at, kind, data}]``."""
         rows = self.db().conn.execute(SELECT_EVENTS, (str(ref),))
         return [{"seq": s, "at": a, "kind": k, "data": json.loads(d)} for s, a, k, d in rows]
+
+    # -- what /metrics reads (DatabaseStore) ---------------------------------------------
+    def item_counts(self) -> list[tuple[str, str, int]]:
+        """``(current node, status, count)`` of the work items, sorted."""
+        return item_counts(_query(self.db().conn))
+
+    def open_waits(self) -> list[tuple[str, str]]:
+        """``(node, entered_at)`` of every item neither complete nor escalated."""
+        return open_waits(_query(self.db().conn))
+
+    def event_counts(self, kinds: Sequence[str]) -> dict[tuple[str, str], int]:
+        """``{(kind, node): count}`` of the logged events of ``kinds``."""
+        return event_counts(_query(self.db().conn), kinds, "json_extract(data, '$.node')")
 
     # -- kv (bridges) ------------------------------------------------------------------
     def kv_get(self, namespace: str, key: str, default: Any = None) -> Any:

@@ -184,4 +184,5 @@ class SqliteEffectQueue(SqlEffectQueue):
 
     def _change(self, sql: str, params: Any) -> int:
         with self._writing() as db:
-            return db.conn.execute(sql, params).rowcount
+            changed: int = db.conn.execute(sql, params).rowcount
+            return changed

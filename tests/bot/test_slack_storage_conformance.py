@@ -4,6 +4,7 @@ SQLite and on a real PostgreSQL server."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 from types import SimpleNamespace
@@ -31,6 +32,7 @@ from engine.store.base import SqlSession, SqlTables
 from engine.store.sqlite import SqliteStore
 
 REF = WorkItemRef("acme", "widgets", 7)
+OTHER = WorkItemRef("acme", "widgets", 8)
 NOW = "2026-03-01T12:00:00Z"
 LATER = "2026-03-01T12:02:00Z"
 
@@ -140,3 +142,100 @@ def test_the_readiness_check_reads_the_slack_outbox_on_both_backends(store: Any)
                    "next_attempt_at) VALUES (?, ?, ?, ?, ?)",
                    (str(REF), "quiz-pending", "{}", NOW, NOW))
     assert _slack_backlog(store, now) == Backlog(1, 600.0)
+
+
+def test_the_listeners_reads_and_writes_behave_the_same_on_both_backends(store: Any) -> None:
+    """Issue 20 §2: the listeners' SQL lives in bot.slack_tables (one set of statements
+    for SQLite and PostgreSQL): a card redraw owed, an approval message's revision and
+    done state, the threads' recorded authors."""
+    from bot.slack_tables import (
+        approval_message_revision,
+        card_redraw_owed,
+        homes,
+        mark_approval_message_done,
+        save_home,
+        thread_authors,
+    )
+
+    ensure_slack_tables(store)
+    assert not card_redraw_owed(store, REF)
+    OutboxNotifier(store).send(REF, "phase-selection-changed", {"node": "phase-selection"})
+    assert card_redraw_owed(store, REF) and not card_redraw_owed(store, OTHER)
+
+    assert approval_message_revision(store, REF, "design", "C1", "1.5") is None
+    with store.writing() as db:
+        db.execute("INSERT INTO slack_messages (item, node, kind, slack_user, channel, ts, "
+                   "revision, data) VALUES (?, ?, 'approval', '', ?, ?, 2, '{}')",
+                   (str(REF), "design", "C1", "1.5"))
+    assert approval_message_revision(store, REF, "design", "C1", "1.5") == 2
+    assert approval_message_revision(store, REF, "design", "C1", "9.9") is None
+    mark_approval_message_done(store, REF, "design", "C1", "1.5", revision=3, gate="g")
+    (revision, data), = store.db().execute(
+        "SELECT revision, data FROM slack_messages WHERE item = ?", (str(REF),)).fetchall()
+    assert (revision, json.loads(data)) == (3, {"gate": "g", "state": "done"})
+
+    assert homes(store) == []
+    save_home(store, "U1", "alice", [str(REF)])
+    save_home(store, "U1", "alice", [str(REF), str(OTHER)])  # replaced, not added
+    assert homes(store) == [("U1", {"login": "alice", "items": [str(REF), str(OTHER)]})]
+
+    save_thread(store, REF, channel="C1", ts="1.0", revision=1, kind="card",
+                author="Carol")
+    save_thread(store, OTHER, channel="C1", ts="2.0", revision=1, kind="card")
+    assert thread_authors(store) == {str(REF): "Carol"}
+
+
+def test_the_outbox_backlog_of_a_sqlite_file_before_the_bot_made_its_tables_is_empty(
+        tmp_path: Path) -> None:
+    from bot.slack_tables import outbox_backlog
+
+    fresh = SqliteStore(tmp_path / "fresh.db")
+    try:
+        assert outbox_backlog(fresh) == (0, "")
+        ensure_slack_tables(fresh)
+        OutboxNotifier(fresh).send(REF, "gate-waiting", {"node": "design"})
+        count, oldest = outbox_backlog(fresh)
+        assert count == 1 and oldest.endswith("Z")
+    finally:
+        fresh.close()
+
+
+def test_the_workers_outbox_and_messages_behave_the_same_on_both_backends(store: Any) -> None:
+    """Issue 20 §2: what the Slack worker reads and writes, through bot.slack_tables."""
+    from bot.slack_tables import (
+        mark_outbox_failed,
+        mark_outbox_retry,
+        mark_outbox_sent,
+        node_messages,
+        open_approval_items,
+        pending_outbox_rows,
+        reminder_record,
+        save_message,
+    )
+
+    ensure_slack_tables(store)
+    notifier = OutboxNotifier(store)
+    for event in ("gate-waiting", "item-started", "gate-passed"):
+        notifier.send(REF, event, {"node": "design"})
+    rows = pending_outbox_rows(store)
+    assert [r[2] for r in rows] == ["gate-waiting", "item-started", "gate-passed"]
+    first, second, third = (r[0] for r in rows)
+    assert claim_outbox_row(store, first, "me", LATER, NOW)
+    mark_outbox_sent(store, first, LATER)
+    mark_outbox_retry(store, second, 1, LATER, "timeout")
+    mark_outbox_failed(store, third, LATER, 5, "channel_not_found")
+    assert [(r[0], r[4], r[5]) for r in pending_outbox_rows(store)] == [(second, 1, LATER)]
+    assert claim_outbox_row(store, first, "other", LATER, NOW) is False  # sent: no claim
+
+    save_message(store, REF, "design", "approval", "", "C1", "1.5", 1,
+                 {"state": "open", "gate": "g"})
+    save_message(store, REF, "design", "reminder", "U1", "D1", "2.5", 0, {"gate": "g"})
+    assert open_approval_items(store) == [str(REF)]
+    assert reminder_record(store, REF, "design", "U1") == {"gate": "g"}
+    assert reminder_record(store, REF, "design", "U2") is None
+    assert [(m["kind"], m["slack_user"], m["data"]) for m in node_messages(store, REF,
+                                                                           "design")] == [
+        ("approval", "", {"gate": "g", "state": "open"}), ("reminder", "U1", {"gate": "g"})]
+    save_message(store, REF, "design", "approval", "", "C1", "1.5", 2,
+                 {"state": "done", "gate": "g"})
+    assert open_approval_items(store) == []

@@ -180,3 +180,34 @@ def test_a_rate_limit_one_replica_hit_stops_the_others_without_a_request(
     first.check()
     one.close()
     two.close()
+
+
+def test_the_clients_are_built_with_shared_guards_on_postgresql_only(
+        pg_database: str, tmp_path: Path) -> None:
+    """Issue 20 §2: the guards are given when the clients are built (no swap at run time):
+    shared through the database where the store declares itself shared, else each
+    process's own."""
+    from bridges.github.client import GitHubClient, RateGuard
+    from bridges.github.graphql import GraphQLClient
+    from bridges.postgres.replicas import rate_guards
+    from engine.store.sqlite import SqliteStore
+
+    one, two = PostgresStore(pg_database), PostgresStore(pg_database)
+    local = SqliteStore(tmp_path / "loopgate.db")
+    try:
+        rest = GitHubClient("http://127.0.0.1:9", "t", guards=rate_guards(one))
+        graphql = GraphQLClient("http://127.0.0.1:9/graphql", "t", guards=rate_guards(two))
+        assert isinstance(rest.guard, SharedRateGuard) and rest.guard.resource == "core"
+        assert isinstance(graphql.guard, SharedRateGuard)
+        assert graphql.guard.resource == "graphql"
+        rest.guard.close(datetime.now(UTC) + timedelta(minutes=5))
+        other = SharedRateGuard(two, "core", max_wait=900)  # another replica sees it
+        with pytest.raises(RateLimited):
+            other.check()
+        other.clear()
+        alone = GitHubClient("http://127.0.0.1:9", "t", guards=rate_guards(local))
+        assert type(alone.guard) is RateGuard and rate_guards(local) is RateGuard
+    finally:
+        one.close()
+        two.close()
+        local.close()

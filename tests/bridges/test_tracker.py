@@ -12,7 +12,7 @@ from bridges.github.errors import RateLimited
 from bridges.github.graphql import GraphQLClient
 from bridges.github.tracker import GitHubTracker
 from engine.errors import ConfigError
-from engine.ports import ArtifactStore, Tracker, TrackerError
+from engine.ports import ArtifactStore, Tracker, TrackerCapabilities, TrackerError
 from engine.refs import WorkItemRef
 from tests.bridges.conftest import REPO
 from tests.fakes.github import FakeGitHub
@@ -32,6 +32,9 @@ def test_the_tracker_and_store_implement_the_ports(fake: FakeGitHub) -> None:
     tracker = _tracker(fake)
     assert isinstance(tracker, Tracker)
     assert isinstance(ContentsArtifactStore(tracker), ArtifactStore)
+    # Issue 20 §2: what it offers beyond the port, declared (no caller probes it).
+    assert tracker.capabilities == TrackerCapabilities(codeowners=True, merge_queue=True,
+                                                       pull_request_cache=True)
 
 
 def test_from_config_names_the_missing_token_variable(monkeypatch: pytest.MonkeyPatch) -> None:

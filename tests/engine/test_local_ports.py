@@ -178,3 +178,28 @@ def test_one_issue_is_one_work_item_however_its_repository_is_spelled() -> None:
 
     assert WorkItemRef.parse("ACME/Widgets#7") == WorkItemRef("acme", "widgets", 7)
     assert str(WorkItemRef("Codertocat", "Hello-World", 1)) == "codertocat/hello-world#1"
+
+
+def test_each_tracker_declares_what_it_offers_beyond_the_port(tracker: LocalTracker) -> None:
+    """Issue 20 §2: a tracker declares its capabilities; callers get the narrower port
+    from them (None when not declared) and never probe with getattr."""
+    from engine.local.memory_tracker import MemoryTracker
+    from engine.ports import (
+        TrackerCapabilities,
+        codeowners_reader,
+        merge_queue,
+        posts_as,
+        pull_request_cache,
+    )
+    from engine.simulate import DryTracker
+
+    assert tracker.capabilities == TrackerCapabilities(post_as=True)
+    assert posts_as(tracker) is tracker
+    assert codeowners_reader(tracker) is merge_queue(tracker) is None
+    assert pull_request_cache(tracker) is None
+    memory = MemoryTracker()
+    assert memory.capabilities == TrackerCapabilities(codeowners=True, merge_queue=True,
+                                                      post_as=True)
+    assert codeowners_reader(memory) is merge_queue(memory) is memory
+    dry = DryTracker(tracker)  # a simulation declares what the real tracker does
+    assert dry.capabilities is tracker.capabilities and codeowners_reader(dry) is None

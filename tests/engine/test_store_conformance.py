@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,8 @@ from sqlite_utils import Database
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
+from engine.store.base import StoreCapabilities
+from engine.store.memory import MemoryStore
 from engine.store.migrations import MIGRATION_SET, MIGRATIONS
 from engine.store.sqlite import SqliteStore
 from engine.visits import Visit, VisitDecision
@@ -406,3 +409,48 @@ def test_sqlite_load_all_leaves_the_thread_free_to_write(tmp_path: Path) -> None
     assert seen == [1, 2]
     assert all(s.surface == {"seen": True} for s in store.load_all())
     store.close()
+
+
+def test_each_backend_declares_its_capabilities(store: Any) -> None:
+    """Issue 20 §2: a store says what it offers (a frozen record), so no caller probes it;
+    ``exclusive`` is a no-op where nothing is shared and a real lock where replicas are."""
+    caps = store.capabilities
+    path = store.path if isinstance(store, SqliteStore) else None
+    expected = {"memory": StoreCapabilities("memory"),
+                "sqlite": StoreCapabilities("sqlite", path=path),
+                "postgresql": StoreCapabilities("postgresql", shared=True)}
+    assert caps == expected[caps.backend]
+    assert type(store).__name__ == {"memory": "MemoryStore", "sqlite": "SqliteStore",
+                                    "postgresql": "PostgresStore"}[caps.backend]
+    with pytest.raises(FrozenInstanceError):
+        caps.shared = True  # type: ignore[misc]
+    if caps.backend != "memory":
+        assert isinstance(caps.path, Path) == (caps.backend == "sqlite")
+        with store.exclusive("conformance"):
+            assert store.load(REF) is None
+
+
+def test_what_metrics_reads_is_the_same_on_both_databases(store: Any) -> None:
+    """Issue 20 §2: /metrics reads the item counts, the open waits and the event counts
+    through the store (its SQL was in bot/metrics.py, and read the events' node with
+    SQLite's json_extract, which PostgreSQL lacks)."""
+    if isinstance(store, MemoryStore):
+        pytest.skip("the memory store is no database: /metrics runs over SQL stores")
+    other = WorkItemRef("acme", "widgets", 8)
+    with store.transaction(REF) as tx:
+        state = tx.create("loop")
+        state.current_node, state.status = "design", "parked"
+        state.nodes["design"] = NodeRecord(1, "", "2026-03-01T12:00:00Z", "", "", False)
+        tx.log("graph.quiz_attested", {"node": "spec-quiz"})
+        tx.log("graph.quiz_attested", {"node": "spec-quiz"})
+        tx.log("graph.effect_failed", {"effect": "post-comment"})
+        tx.log("graph.advanced", {"node": "design"})
+    with store.transaction(other) as tx:
+        state = tx.create("loop")
+        state.current_node, state.status = "done", "complete"
+        state.nodes["done"] = NodeRecord(1, "pass", "t1", "t2", "", False)
+    assert store.item_counts() == [("design", "parked", 1), ("done", "complete", 1)]
+    assert store.open_waits() == [("design", "2026-03-01T12:00:00Z")]
+    assert store.event_counts(["graph.quiz_attested", "graph.effect_failed"]) == {
+        ("graph.quiz_attested", "spec-quiz"): 2, ("graph.effect_failed", ""): 1}
+    assert store.event_counts([]) == {}

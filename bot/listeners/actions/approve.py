@@ -9,10 +9,9 @@ ephemeral sentence and one log line, and nothing changes.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
 
@@ -21,8 +20,11 @@ from bot.blocks import ids
 from bot.blocks.approval import GateRef, approval_done_message, decision_modal
 from bot.blocks.escaping import slack_text
 from bot.home import refresh_homes
-from bot.notifier import write_scope
+from bot.slack_tables import approval_message_revision, mark_approval_message_done
 from engine.checksummary import details_page
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["on_approve", "on_open_modal", "parse_gate_click", "finish", "rewrite_message",
            "MODAL_OUTCOMES"]
@@ -49,7 +51,7 @@ def parse_gate_click(body: Mapping[str, Any]) -> GateRef:
     Raises:
         ValueError: the button's value does not parse.
     """
-    action = next(iter(body.get("actions") or ()), {}) or {}
+    action: dict[str, Any] = next(iter(body.get("actions") or ()), {}) or {}
     return GateRef.parse(str(action.get("value") or ""))
 
 
@@ -79,7 +81,7 @@ def on_approve(ack: Callable[..., Any], body: dict[str, Any], client: Any,
     finish(context["services"], client, gate, user, "approved", "", channel, ts)
 
 
-def finish(services: Any, client: Any, gate: GateRef, user: str, outcome: str, text: str,
+def finish(services: Services, client: Any, gate: GateRef, user: str, outcome: str, text: str,
            channel: str, ts: str) -> Decided:
     """Decide, then rewrite the message (decided or outdated) or tell the clicker why not.
 
@@ -99,16 +101,13 @@ def finish(services: Any, client: Any, gate: GateRef, user: str, outcome: str, t
     return result
 
 
-def rewrite_message(services: Any, client: Any, gate: GateRef, channel: str, ts: str) -> None:
+def rewrite_message(services: Services, client: Any, gate: GateRef, channel: str, ts: str) -> None:
     """Rewrite the gate's message read-only with the recorded outcome (fresh revision)."""
     state = services.store.load(gate.ref)
     if state is None:
         return
-    row = services.store.db().execute(
-        "SELECT revision FROM slack_messages WHERE item = ? AND node = ? AND kind = ? "
-        "AND channel = ? AND ts = ?", (str(gate.ref), gate.node, "approval", channel, ts)
-    ).fetchone()
-    revision = (int(row[0]) if row else 0) + 1
+    recorded = approval_message_revision(services.store, gate.ref, gate.node, channel, ts)
+    revision = (recorded or 0) + 1
     decision = gate_decision(state, gate)  # the visit the message was for (issue 19 §2)
     url = _item_url(services, gate)
     visit = gate_visit(state, gate)
@@ -119,16 +118,12 @@ def rewrite_message(services: Any, client: Any, gate: GateRef, channel: str, ts:
                                                                gate.ref))
     client.chat_update(channel=channel, ts=ts, text=slack_text(text),
                        blocks=[b.to_dict() for b in blocks])
-    if row:
-        with write_scope(services.store) as db:
-            db.execute(
-                "UPDATE slack_messages SET revision = ?, data = ? WHERE item = ? AND node = ? "
-                "AND kind = 'approval' AND channel = ? AND ts = ?",
-                (revision, json.dumps({"gate": gate.value(), "state": "done"}),
-                 str(gate.ref), gate.node, channel, ts))
+    if recorded is not None:
+        mark_approval_message_done(services.store, gate.ref, gate.node, channel, ts,
+                                   revision=revision, gate=gate.value())
 
 
-def _item_url(services: Any, gate: GateRef) -> str:
+def _item_url(services: Services, gate: GateRef) -> str:
     try:
         return services.ports.tracker.issue_info(gate.ref).url
     except Exception:  # noqa: BLE001 - a link is a nicety
@@ -143,7 +138,7 @@ def on_open_modal(ack: Callable[..., Any], body: dict[str, Any], client: Any,
     the gate's approval rule, which may read GitHub, is applied on submission instead."""
     ack()
     user, channel, ts = _where(body)
-    action = next(iter(body.get("actions") or ()), {}) or {}
+    action: dict[str, Any] = next(iter(body.get("actions") or ()), {}) or {}
     outcome = MODAL_OUTCOMES.get(str(action.get("action_id") or ""), "")
     gate = _clicked_gate(body, client, channel, user)
     if gate is None:

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager, nullcontext
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.approvals import VIA
 from bot.blocks import ids
@@ -26,12 +26,16 @@ from bot.blocks.mirror import initial_state
 from bot.click_lock import item_lock
 from bot.identity import resolve_login
 from bot.notifier import load_thread, save_thread
+from bot.slack_tables import card_redraw_owed
 from engine import events as ev
 from engine.checksummary import details_page
 from engine.errors import WorkItemRefError
 from engine.ports import IssueInfo, TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["Click", "ExecuteOutcome", "on_execute", "execute", "parse_click", "REFUSED_EVENT"]
 
@@ -41,11 +45,10 @@ log = logging.getLogger(__name__)
 REFUSED_EVENT = "slack.execute_refused"
 
 
-def _replicas_lock(services: Any, ref: WorkItemRef) -> AbstractContextManager[Any]:
+def _replicas_lock(services: Services, ref: WorkItemRef) -> AbstractContextManager[Any]:
     # Replicas on PostgreSQL (issue 15 §3): clicks on one card at different replicas are
     # handled one after the other too (an advisory lock on the item; none on SQLite).
-    exclusive = getattr(services.store, "exclusive", None)
-    return exclusive(f"execute:{ref}") if exclusive is not None else nullcontext()
+    return services.store.exclusive(f"execute:{ref}")
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,7 @@ def parse_click(body: Mapping[str, Any]) -> Click:
     """
     container = body.get("container") or {}
     message = body.get("message") or {}
-    action = next((a for a in body.get("actions") or ()
+    action: dict[str, Any] = next((a for a in body.get("actions") or ()
                    if a.get("action_id") == ids.ACTION_EXECUTE), {})
     revisions = [p.revision for p in (ids.parse_block_id(str(b.get("block_id") or ""))
                                       for b in message.get("blocks") or ()) if p]
@@ -125,7 +128,7 @@ def on_execute(ack: Callable[..., Any], body: dict[str, Any], client: Any,
     execute(context["services"], client, body)
 
 
-def execute(services: Any, client: Any, body: Mapping[str, Any]) -> ExecuteOutcome:
+def execute(services: Services, client: Any, body: Mapping[str, Any]) -> ExecuteOutcome:
     """Handle one Execute click (after the ack).
 
     Args:
@@ -162,7 +165,7 @@ def _already(ref: WorkItemRef, decision: Mapping[str, Any]) -> ExecuteOutcome:
                           "nothing changed.", decision)
 
 
-def _decide(services: Any, click: Click) -> ExecuteOutcome:
+def _decide(services: Services, click: Click) -> ExecuteOutcome:
     ref = click.ref
     node_id = phase_selection_node_id(services.graph)
     state = services.store.load(ref)
@@ -202,7 +205,7 @@ def _decide(services: Any, click: Click) -> ExecuteOutcome:
                           f"{result.reason or 'no reason was given'}.", login=login)
 
 
-def _stale_card(services: Any, click: Click) -> str:
+def _stale_card(services: Services, click: Click) -> str:
     """Why the clicked drawing of the card no longer shows the GitHub checklist ("" when
     it does): the card was redrawn since (a higher revision is recorded), or a redraw for
     a checklist edited on GitHub was not sent yet (queued, or refused by Slack: then only
@@ -211,37 +214,38 @@ def _stale_card(services: Any, click: Click) -> str:
     redrawn = (thread is not None and thread["kind"] == "card" and thread["ts"] == click.ts
                and click.revision < int(thread["revision"]))
     # Unsent includes a redraw Slack refused for good: fail closed (GitHub still answers).
-    queued = services.store.db().execute(
-        "SELECT 1 FROM slack_outbox WHERE item = ? AND event = 'phase-selection-changed' "
-        "AND sent_at IS NULL LIMIT 1", (str(click.ref),)).fetchone()
-    if not redrawn and queued is None:
+    if not redrawn and not card_redraw_owed(services.store, click.ref):
         return ""
     return (f"The phase-selection checklist of {click.ref} was changed on GitHub after this "
             "card was drawn, so nothing was selected. The card is redrawn with the "
             "checklist's rows: check them and click Execute again.")
 
 
-def _refuse(services: Any, click: Click, login: str, code: str, message: str) -> ExecuteOutcome:
+def _refuse(services: Services, click: Click, login: str, code: str,
+            message: str) -> ExecuteOutcome:
     log.info("execute on %s refused for %s: %s", click.ref, click.user, code)
     with services.store.transaction(click.ref) as tx:
         tx.log(REFUSED_EVENT, {"slackUser": click.user, "login": login, "reason": code})
     return ExecuteOutcome(code, message, None, login)
 
 
-def _issue_info(services: Any, ref: WorkItemRef) -> IssueInfo:
+def _issue_info(services: Services, ref: WorkItemRef) -> IssueInfo:
     try:
         return services.ports.tracker.issue_info(ref)
     except TrackerError:
         return IssueInfo(ref=ref, title="", url="", author="")
 
 
-def _rewrite_card(services: Any, client: Any, click: Click, decision: Mapping[str, Any]) -> None:
+def _rewrite_card(services: Services, client: Any, click: Click,
+                  decision: Mapping[str, Any]) -> None:
     """The card becomes the read-only confirmation (fresh block ids: a new revision)."""
     store = services.store
     thread = load_thread(store, click.ref)
     parent = thread is None or thread["ts"] == click.ts
     revision = max(click.revision, thread["revision"] if thread and parent else 0) + 1
     state = store.load(click.ref)
+    if state is None:  # started just before this rewrite; never gone after it
+        return
     info = _issue_info(services, click.ref)
     blocks = status_card(services.graph, info, current_node=state.current_node,
                          status=state.status, decision=decision, revision=revision,

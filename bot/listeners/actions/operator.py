@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.approvals import VIA
 from bot.blocks.escaping import slack_text
@@ -24,6 +24,9 @@ from engine import events as ev
 from engine import operator
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["on_operator_confirm", "confirm"]
 
@@ -36,11 +39,11 @@ def _where(body: Mapping[str, Any]) -> tuple[str, str, str, str]:
     user = str((body.get("user") or {}).get("id") or "")
     channel = str((body.get("channel") or {}).get("id") or container.get("channel_id") or "")
     ts = str(message.get("ts") or container.get("message_ts") or "")
-    action = next(iter(body.get("actions") or ()), {}) or {}
+    action: dict[str, Any] = next(iter(body.get("actions") or ()), {}) or {}
     return user, channel, ts, str(action.get("value") or "")
 
 
-def confirm(services: Any, ref: WorkItemRef, request_id: str,
+def confirm(services: Services, ref: WorkItemRef, request_id: str,
             slack_user: str) -> tuple[str, str, dict[str, Any]]:
     """Feed a Confirm click to the runtime as the clicker's linked login.
 

@@ -3,24 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.blocks.card import phase_selection_node_id
 from bot.blocks.report import check_report_blocks, item_list_blocks
 from bot.identity import resolve_login
 from bot.listeners.commands.refs import parse_item
 from bot.listeners.commands.replies import Reply
-from bot.notifier import ensure_slack_tables
+from bot.slack_tables import thread_authors
 from engine.refs import WorkItemRef
 from engine.report import build_report
 from engine.settings import normalize_login
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["check_item", "my_items", "run_check", "item_owners", "involved_states"]
 
 _AUTHOR_KEYS = ("issueAuthor", "author")
 
 
-def run_check(services: Any, user: str, args: Sequence[str]) -> Reply:
+def run_check(services: Services, user: str, args: Sequence[str]) -> Reply:
     """``/loop check`` with zero or one argument."""
     if not args:
         return my_items(services, user)
@@ -29,7 +32,7 @@ def run_check(services: Any, user: str, args: Sequence[str]) -> Reply:
     return check_item(services, parse_item(args[0]))
 
 
-def check_item(services: Any, ref: WorkItemRef) -> Reply:
+def check_item(services: Services, ref: WorkItemRef) -> Reply:
     """The Block Kit report of one work item.
 
     Raises:
@@ -44,13 +47,12 @@ def check_item(services: Any, ref: WorkItemRef) -> Reply:
     return Reply(text, [b.to_dict() for b in check_report_blocks(report)])
 
 
-def _recorded_authors(services: Any) -> dict[str, str]:
-    ensure_slack_tables(services.store)
-    rows = services.store.db().execute("SELECT item, author FROM slack_threads").fetchall()
-    return {str(item): normalize_login(author) for item, author in rows if author}
+def _recorded_authors(services: Services) -> dict[str, str]:
+    return {item: normalize_login(author)
+            for item, author in thread_authors(services.store).items()}
 
 
-def item_owners(services: Any, state: Any, authors: dict[str, str] | None = None) -> set[str]:
+def item_owners(services: Services, state: Any, authors: dict[str, str] | None = None) -> set[str]:
     """The logins that own a work item: who executed its phase selection and the issue's
     author (as recorded when the card was posted, or in the item's surface)."""
     node_id = phase_selection_node_id(services.graph)
@@ -62,14 +64,14 @@ def item_owners(services: Any, state: Any, authors: dict[str, str] | None = None
     return {lg for lg in (by, author) if lg}
 
 
-def involved_states(services: Any, login: str) -> list[Any]:
+def involved_states(services: Services, login: str) -> list[Any]:
     """The states of the work items ``login`` owns (:func:`item_owners`), store order."""
     authors = _recorded_authors(services)
     return [state for state in services.store.load_all()
             if login in item_owners(services, state, authors)]
 
 
-def my_items(services: Any, user: str) -> Reply:
+def my_items(services: Services, user: str) -> Reply:
     """The caller's work items: those whose phase selection they executed, or whose issue
     they authored (as recorded when the card was posted, or in the item's surface)."""
     login = resolve_login(services, user)

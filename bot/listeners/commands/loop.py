@@ -8,13 +8,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bot.identity import LinkError, create_link_code, resolve_login, unlink
 from bot.listeners.commands.check import run_check
 from bot.listeners.commands.refs import parse_item, unwrap_links
 from bot.listeners.commands.replies import HELP_TEXT, Reply
 from engine.errors import LoopgateError
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["on_loop", "run_loop_command"]
 
@@ -30,7 +33,7 @@ def on_loop(ack: Callable[..., Any], command: Mapping[str, Any], respond: Callab
     respond(**reply.kwargs())
 
 
-def run_loop_command(services: Any, user: str, text: str) -> Reply:
+def run_loop_command(services: Services, user: str, text: str) -> Reply:
     """Run ``/loop <text>`` for Slack user ``user``.
 
     Returns:
@@ -46,11 +49,11 @@ def run_loop_command(services: Any, user: str, text: str) -> Reply:
         return Reply(str(exc))
 
 
-def _help(services: Any, user: str, args: Sequence[str]) -> Reply:
+def _help(services: Services, user: str, args: Sequence[str]) -> Reply:
     return Reply(HELP_TEXT)
 
 
-def _login_or_refusal(services: Any, user: str) -> tuple[str, Reply | None]:
+def _login_or_refusal(services: Services, user: str) -> tuple[str, Reply | None]:
     login = resolve_login(services, user)
     if not login:
         return "", Reply("Your Slack account is not linked to a GitHub login: "
@@ -60,7 +63,7 @@ def _login_or_refusal(services: Any, user: str) -> tuple[str, Reply | None]:
     return login, None
 
 
-def _start(services: Any, user: str, args: Sequence[str]) -> Reply:
+def _start(services: Services, user: str, args: Sequence[str]) -> Reply:
     if len(args) != 1:
         return Reply("Usage: `/loop start owner/repo#N`.")
     ref = parse_item(args[0])
@@ -79,7 +82,7 @@ def _start(services: Any, user: str, args: Sequence[str]) -> Reply:
     return Reply(f"Started {ref}; it is at {state.current_node}.")
 
 
-def _link(services: Any, user: str, args: Sequence[str]) -> Reply:
+def _link(services: Services, user: str, args: Sequence[str]) -> Reply:
     if len(args) != 1:
         return Reply("Usage: `/loop link <github-login>`.")
     code = create_link_code(services, user, args[0])
@@ -91,7 +94,7 @@ def _link(services: Any, user: str, args: Sequence[str]) -> Reply:
         f"within 15 minutes (until {code.expires_at}). The code works once.")
 
 
-def _unlink(services: Any, user: str, args: Sequence[str]) -> Reply:
+def _unlink(services: Services, user: str, args: Sequence[str]) -> Reply:
     removed = unlink(services, user)
     configured = user in (services.config.section("slack").get("identities") or {})
     text = "Your link was removed." if removed else "You had no stored link."
