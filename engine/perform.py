@@ -47,6 +47,7 @@ from engine.hooks.common import posted_by_loopgate
 from engine.hooks.quiz import reason_once_posted
 from engine.mergegate import (
     FAILURE,
+    SUCCESS,
     SURFACE_KEY,
     GateCheck,
     bind_to_head,
@@ -55,6 +56,7 @@ from engine.mergegate import (
     queue_pulls,
 )
 from engine.ports import SELF_MARKER, Comment, Ports, PullRequest, TrackerError
+from engine.queuegroup import unaccounted, why_unaccounted
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
 from engine.store.base import Store
@@ -214,25 +216,46 @@ def _publish(row: EffectRow, effect: PublishGate, ports: Ports,
 
 
 def _pull_in_group(ports: Ports, store: Store | None, owner: str, repo: str,
-                   number: int) -> GateCheck:
+                   number: int) -> tuple[GateCheck, str]:
     # Issue 19 §4: the check of one pull request of a merge group, over every item it
-    # delivers, bound to its head as GitHub says it is now.
+    # delivers, bound to its head as GitHub says it is now; and that head ("" unknown).
     numbers = ports.tracker.items_for_pull_request(owner, repo, number)
     if not numbers:
-        return GateCheck(FAILURE, f"#{number} delivers no work item")
+        return GateCheck(FAILURE, f"#{number} delivers no work item"), ""
     checks: list[tuple[str, GateCheck | None]] = []
+    head = ""
     for n in numbers:
         item = WorkItemRef(owner, repo, n)
         pull = next((p for p in ports.tracker.delivering_pull_requests(item)
                      if p.number == number and p.state == "open"), None)
+        head = head or (pull.head_sha if pull is not None else "")
         checks.append((str(item), _check_of(store, item, pull) if pull is not None else
                        GateCheck(FAILURE, f"{item}: #{number} is not an open pull request "
                                           "delivering it")))
-    return combine(checks)
+    return combine(checks), head
+
+
+def _group_unaccounted(effect: PublishMergeGroup, ports: Ports,
+                       heads: Mapping[int, str]) -> str:
+    # The rebase gap of issue 19 §4: every commit of base..head must be brought by a pull
+    # request checked above, or the group fails naming the commit (engine.queuegroup).
+    owner, repo = effect.target.owner, effect.target.repo
+    listing = getattr(ports.tracker, "merge_group_commit_list", None)
+    if listing is None:
+        return "this tracker cannot list the group's commits"
+    commits = listing(owner, repo, effect.base_sha, effect.head_sha) if effect.base_sha else []
+    left = unaccounted(commits, heads)
+    own_commits = getattr(ports.tracker, "pull_request_commits", None)
+    if left is not None and own_commits is not None:
+        # Only a rebase-method group needs each pull request's own commits.
+        left = unaccounted(commits, heads, {n: own_commits(owner, repo, n) for n in heads})
+    return why_unaccounted(left) if left is not None else ""
 
 
 def _publish_group(effect: PublishMergeGroup, ports: Ports, store: Store | None) -> Outcome:
-    """Answer a merge queue's ``checks_requested`` on the group's commit (issue 19 §4)."""
+    """Answer a merge queue's ``checks_requested`` on the group's commit (issue 19 §4):
+    ``success`` only when every identified pull request is covered on its head and every
+    commit of the group is accounted for by one of them."""
     owner, repo = effect.target.owner, effect.target.repo
     commits = getattr(ports.tracker, "merge_group_commits", None)
     publish = getattr(ports.tracker, "publish_commit_check", None)
@@ -240,7 +263,12 @@ def _publish_group(effect: PublishMergeGroup, ports: Ports, store: Store | None)
         return Outcome(FAILED_OUTCOME, error="this tracker has no merge queue")
     messages = commits(owner, repo, effect.base_sha, effect.head_sha) if effect.base_sha else []
     numbers = queue_pulls(effect.head_ref, messages) or [effect.target.number]
-    check = group_check([(n, _pull_in_group(ports, store, owner, repo, n)) for n in numbers])
+    per_pull = {n: _pull_in_group(ports, store, owner, repo, n) for n in numbers}
+    check = group_check([(n, c) for n, (c, _) in per_pull.items()])
+    if check.state == SUCCESS:
+        why = _group_unaccounted(effect, ports, {n: h for n, (_, h) in per_pull.items()})
+        if why:
+            check = GateCheck(FAILURE, why, check.summary)
     where = publish(effect.target, effect.head_sha, check)
     return Outcome(DONE_OUTCOME, {"group": effect.head_sha, "state": check.state,
                                   "pulls": numbers, **dict(where or {})})

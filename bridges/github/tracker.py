@@ -29,7 +29,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -47,6 +47,7 @@ from engine.errors import ConfigError, StartupError
 from engine.identity import Actor
 from engine.mergegate import CHECK_NAME, PENDING, on_head
 from engine.ports import Comment, CommentEdits, IssueInfo, PullRequest, TrackerError
+from engine.queuegroup import GroupCommit
 from engine.refs import WorkItemRef
 
 __all__ = ["GitHubTracker", "token_from_env", "tracker_error", "WRITE_INTERVAL_ENV",
@@ -491,6 +492,32 @@ class GitHubTracker:
                                     lambda: self.client.compare_commits(owner, repo, base, head))
         return [str((c.get("commit") or {}).get("message") or "") for c in commits]
 
+    def merge_group_commit_list(self, owner: str, repo: str, base: str, head: str
+                                ) -> list[GroupCommit]:
+        """The commits of a merge group (``base..head``, ``compare``), oldest first, with
+        their parents and authors (issue 19 §4: every commit must be accounted for).
+
+        Raises:
+            TrackerError: the comparison could not be read.
+        """
+        with repository_scope(f"{owner}/{repo}"):
+            commits = self._guarded(f"commits of the merge group {head[:7]} in {owner}/{repo}",
+                                    lambda: self.client.compare_commits(owner, repo, base, head))
+        return [_group_commit(c) for c in commits]
+
+    def pull_request_commits(self, owner: str, repo: str, number: int) -> list[GroupCommit]:
+        """Pull request ``number``'s own commits (``GET /pulls/{n}/commits``), oldest first
+        (issue 19 §4: a rebase-method group replays them).
+
+        Raises:
+            TrackerError: the list could not be read.
+        """
+        with repository_scope(f"{owner}/{repo}"):
+            commits = self._guarded(f"commits of {owner}/{repo}#{number}",
+                                    lambda: self.client.pull_request_commits(owner, repo,
+                                                                             number))
+        return [_group_commit(c) for c in commits]
+
     # -- code owners (issue 24 §1) -------------------------------------------------------------
     def codeowners_file(self, owner: str, repo: str) -> tuple[str, str] | None:
         """The repository's CODEOWNERS on its default branch: ``(path, text)`` of the first
@@ -698,3 +725,15 @@ def _quiet_probe() -> Iterator[None]:
     finally:
         for one, level in zip(loggers, levels, strict=True):
             one.setLevel(level)
+
+
+def _group_commit(data: Mapping[str, Any]) -> GroupCommit:
+    """A REST commit object (``sha``, ``parents[].sha``, ``commit.message``,
+    ``commit.author``) as a :class:`~engine.queuegroup.GroupCommit`."""
+    inner = data.get("commit") if isinstance(data.get("commit"), Mapping) else {}
+    author = inner.get("author") if isinstance(inner.get("author"), Mapping) else {}
+    parents = tuple(str(p.get("sha") or "") for p in data.get("parents") or ()
+                    if isinstance(p, Mapping))
+    return GroupCommit(str(data.get("sha") or ""), str(inner.get("message") or ""), parents,
+                       (str(author.get("name") or ""), str(author.get("email") or ""),
+                        str(author.get("date") or "")))

@@ -25,6 +25,7 @@ from engine.ports import (
     PullRequest,
     TrackerError,
 )
+from engine.queuegroup import GroupCommit
 from engine.refs import WorkItemRef
 
 __all__ = ["MemoryTracker", "MemoryArtifactStore"]
@@ -72,6 +73,10 @@ class MemoryTracker:
         #: Issue 19 §4: merge group checks by commit, and each group's commit messages.
         self.commit_checks: dict[str, list[object]] = {}
         self.group_messages: dict[str, list[str]] = {}
+        #: A group's commits with parents and authors (``head sha -> [GroupCommit]``), and
+        #: each pull request's own commits (``number -> [GroupCommit]``).
+        self.group_commits: dict[str, list[GroupCommit]] = {}
+        self.own_commits: dict[int, list[GroupCommit]] = {}
         #: Issue 24 §1: repository files (``owner/name`` -> path -> text) and each pull
         #: request's changed files.
         self.repo_files: dict[str, dict[str, str]] = {}
@@ -179,6 +184,23 @@ class MemoryTracker:
         with self._lock:
             self._enter("merge_group_commits", owner, repo, base, head)
             return list(self.group_messages.get(head, []))
+
+    def merge_group_commit_list(self, owner: str, repo: str, base: str, head: str
+                                ) -> list[GroupCommit]:
+        """:attr:`group_commits` for ``head``; else :attr:`group_messages` as parentless
+        commits (which no merge or squash reading accounts for; issue 19 §4)."""
+        with self._lock:
+            self._enter("merge_group_commit_list", owner, repo, base, head)
+            if head in self.group_commits:
+                return list(self.group_commits[head])
+            return [GroupCommit(hashlib.sha1(f"{head}:{i}:{m}".encode()).hexdigest(), m)
+                    for i, m in enumerate(self.group_messages.get(head, []))]
+
+    def pull_request_commits(self, owner: str, repo: str, number: int) -> list[GroupCommit]:
+        """:attr:`own_commits` of pull request ``number`` ([] when unset)."""
+        with self._lock:
+            self._enter("pull_request_commits", owner, repo, number)
+            return list(self.own_commits.get(number, []))
 
     # -- code owners (issue 24 §1) -----------------------------------------------------------
     def codeowners_file(self, owner: str, repo: str) -> tuple[str, str] | None:

@@ -190,3 +190,86 @@ def test_an_edited_pull_request_is_a_head_event_keyed_by_its_body(fake: FakeGitH
     assert edited.event == opened.event == "pull_request_head"
     assert edited.data["fresh"] is True and "fresh" not in opened.data
     assert edited.data["key"].startswith(opened.data["key"] + ":body:")
+
+
+# -- the rebase gap: every commit of the group is accounted for ----------------------------
+def _status(world: GitHubWorld, group: dict) -> dict:
+    return world.fake.statuses[(REPO, group["head_sha"])][-1]
+
+
+def test_a_rebase_group_carrying_another_pull_requests_commits_fails(
+        world: GitHubWorld) -> None:
+    # Rebase method: the group's commits are the pull requests' own commits replayed; their
+    # titles name no pull request, so only head_ref's #pr is found. mallory's unlinked pull
+    # request queued ahead rides along unless every commit must be accounted for.
+    world.serve()
+    _, pr = _approved_item(world)
+    sneaky = world.fake.open_pr(REPO, "mallory-tweak", author="mallory")
+    world.fake.push(REPO, sneaky, message="Tweak the widget limits")
+    group = world.fake.queue(REPO, [sneaky, pr], method="rebase")
+    assert group["head_ref"].endswith(f"/pr-{pr}-{group['base_sha']}")
+    _deliver(world, group)
+    status = _status(world, group)
+    [first, *_] = world.fake.queue_commits(REPO, group)
+    assert status["state"] == "failure"
+    assert status["description"] == (
+        f"commit {first['sha'][:7]} (\"Work on mallory-tweak\") is not accounted for by any "
+        "pull request loopgate identified in the group")
+
+
+def test_a_rebase_group_of_a_covered_pull_request_gets_success(world: GitHubWorld) -> None:
+    world.serve()
+    _, pr = _approved_item(world)
+    group = world.fake.queue(REPO, [pr], method="rebase")
+    _deliver(world, group)
+    assert (_status(world, group)["state"], _status(world, group)["description"]) == (
+        SUCCESS, f"every pull request in the group is covered: #{pr}")
+    # the pull request's own commits were read to match the replayed ones
+    assert any(r.path.endswith(f"/pulls/{pr}/commits") for r in world.fake.requests)
+
+
+def test_a_rebase_group_with_a_commit_more_than_the_pull_request_fails(
+        world: GitHubWorld) -> None:
+    world.serve()
+    _, pr = _approved_item(world)
+    group = world.fake.queue(REPO, [pr], method="rebase")
+    commits = world.fake.queue_commits(REPO, group)
+    # one more replayed commit, its message copied from the covered one (count must match)
+    extra = {**commits[-1], "sha": "e" * 40, "parents": [commits[-1]["sha"]]}
+    commits.insert(0, extra)
+    _deliver(world, group)
+    # the copy matches first; the real replayed commit is then one too many
+    assert _status(world, group)["state"] == "failure"
+    assert _status(world, group)["description"].startswith(
+        f"commit {commits[1]['sha'][:7]} (\"Work on issue-")
+
+
+def test_merge_and_squash_groups_stay_green_and_an_extra_commit_fails(
+        world: GitHubWorld) -> None:
+    world.serve()
+    ref = world.issue("Add a widget")
+    pr = world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number], author="carol")
+    world.fake.push(REPO, pr, message="Second commit")  # two own commits before the gates
+    runtime = world.services.runtime
+    runtime.start(ref)
+    runtime.force(ref, "human-approval", "test", "tester")
+    comment = world.comment(ref, "approved", as_user="alice")
+    [latest] = [c for c in world.services.ports.tracker.list_comments(ref) if c.id == comment.id]
+    assert runtime.advance(ref, {"comments": [latest]}).current_node == "complete"
+    merged = world.fake.queue(REPO, [pr])
+    squashed = world.fake.queue(REPO, [pr], method="squash")
+    # merge: the pull request's two commits and its merge commit; squash: one commit
+    assert len(world.fake.queue_commits(REPO, merged)) == 3
+    assert len(world.fake.queue_commits(REPO, squashed)) == 1
+    for group in (merged, squashed):
+        _deliver(world, group)
+        assert _status(world, group)["state"] == SUCCESS
+    # a merge group carrying a commit outside every merged pull request's history fails
+    forged = world.fake.queue(REPO, [pr])
+    commits = world.fake.queue_commits(REPO, forged)
+    commits.insert(0, {"sha": "f" * 40, "parents": [forged["base_sha"]],
+                       "message": "Sneak in a change", "author": {"name": "mallory"}})
+    _deliver(world, forged)
+    assert (_status(world, forged)["state"], _status(world, forged)["description"]) == (
+        "failure", "commit fffffff (\"Sneak in a change\") is not accounted for by any pull "
+                   "request loopgate identified in the group")

@@ -224,6 +224,9 @@ class FakeIssue:
     head_branch: str = ""
     closes: list[int] = field(default_factory=list)
     head_sha: str = ""  # a pull request's head commit (changes on push)
+    # A pull request's own commits once pushed to (GET /pulls/{n}/commits), oldest first:
+    # {sha, message, author: {name, email, date}, parents: [sha]}; [] = one made-up commit.
+    commits: list[dict[str, Any]] = field(default_factory=list)
     head_repo: str = ""  # a fork's full name ("" = the base repository)
 
 
@@ -307,6 +310,8 @@ def _routes() -> list[_Route]:
         ("GET", "pull", rf"/repos/{seg}/pulls/(?P<number>\d+)"),
         # Issue 24: a pull request's changed files (GET /repos/{o}/{r}/pulls/{n}/files).
         ("GET", "pull-files", rf"/repos/{seg}/pulls/(?P<number>\d+)/files"),
+        # Issue 19 §4 (rebase groups): a pull request's commits.
+        ("GET", "pull-commits", rf"/repos/{seg}/pulls/(?P<number>\d+)/commits"),
         ("GET", "contents", rf"/repos/{seg}/contents(?:/(?P<path>.*))?"),
         # Issue 11: commit statuses, check runs, team membership (GitHub REST shapes).
         ("POST", "status-create", rf"/repos/{seg}/statuses/(?P<sha>[0-9a-fA-F]+)"),
@@ -491,16 +496,38 @@ class FakeGitHub(LoopbackServer):
             pr = self._repo(repo).issues[number]
             return pr.head_sha or hashlib.sha1(f"{repo}:{pr.head_branch}".encode()).hexdigest()
 
-    def push(self, repo: str, number: int) -> str:
-        """A new commit on pull request ``number``'s head branch; returns its SHA (send
-        the ``pull_request.synchronize`` webhook yourself, as GitHub would)."""
+    def push(self, repo: str, number: int, message: str = "") -> str:
+        """A new commit on pull request ``number``'s head branch (``message``, default
+        "More work on <branch>"); returns its SHA (send the ``pull_request.synchronize``
+        webhook yourself, as GitHub would)."""
         with self.lock:
             pr = self._repo(repo).issues[number]
             old = self.head_sha(repo, number)
+            pr.commits = self._own_commits(repo, number)
             self._old_commits.setdefault(repo, set()).add(old)  # still a commit of the repo
             pr.head_sha = hashlib.sha1(f"{old}:next".encode()).hexdigest()
             pr.updated_at = _iso(self.now())
+            pr.commits.append({"sha": pr.head_sha, "parents": [old],
+                               "message": message or f"More work on {pr.head_branch}",
+                               "author": self._git_person(pr.author, pr.updated_at)})
             return pr.head_sha
+
+    @staticmethod
+    def _git_person(login: str, date: str) -> dict[str, str]:
+        # A commit's git author (REST commit.author: name, email, date).
+        return {"name": login, "email": f"{login}@users.noreply.github.com", "date": date}
+
+    def _base_sha(self, repo: str) -> str:
+        return hashlib.sha1(f"{repo}:{self._repo(repo).default_branch}".encode()).hexdigest()
+
+    def _own_commits(self, repo: str, number: int) -> list[dict[str, Any]]:
+        # A pull request's own commits: those pushed, or one commit at its head whose
+        # parent is the base branch's tip (the branch as opened).
+        pr = self._repo(repo).issues[number]
+        if pr.commits:
+            return [dict(c) for c in pr.commits]
+        return [{"sha": self.head_sha(repo, number), "parents": [self._base_sha(repo)],
+                 "message": pr.title, "author": self._git_person(pr.author, pr.created_at)}]
 
     def set_fork(self, repo: str, number: int, fork: str) -> None:
         """Make pull request ``number`` come from the fork ``fork`` (``owner/name``)."""
@@ -1659,33 +1686,43 @@ class FakeGitHub(LoopbackServer):
             pr.body = "\n".join(f"Closes #{n}" for n in pr.closes)
             pr.updated_at = _iso(self.now())
 
-    def queue(self, repo: str, pulls: list[int], *, squash: bool = False) -> dict[str, Any]:
+    def queue(self, repo: str, pulls: list[int], *, squash: bool = False,
+              method: str = "") -> dict[str, Any]:
         """Put ``pulls`` in one merge group as GitHub's merge queue builds it: a temporary
-        branch ``gh-readonly-queue/<base>/pr-<last N>-<base sha>`` with one commit per pull
-        request on top of the base branch ("Merge pull request #N from …", or "<title>
-        (#N)" when squashing), platform-facts F1.
+        branch ``gh-readonly-queue/<base>/pr-<last N>-<base sha>`` on top of the base
+        branch, built with the queue's one merge method (``method``: ``merge``, default;
+        ``squash``, also ``squash=True``; ``rebase``), platform-facts F1 and
+        docs.github.com "About pull request merges":
+
+        - merge: per pull request a merge commit "Merge pull request #N from …" whose
+          second parent is the pull request's head; its own commits come along
+          (``compare`` lists them, they are not in the base);
+        - squash: one commit "<title> (#N)" per pull request;
+        - rebase: each of the pull request's own commits replayed one by one, "added onto
+          the base branch individually without a merge commit": same message and author,
+          a new sha, GitHub as committer.
 
         Returns:
             The ``merge_group`` object of the webhook (OpenAPI ``merge-group``:
             ``head_sha``, ``head_ref``, ``base_sha``, ``base_ref``, ``head_commit``).
         """
+        method = method or ("squash" if squash else "merge")
+        if method not in ("merge", "squash", "rebase"):
+            raise ValueError(f"unknown merge method {method!r}")
         with self.lock:
             r = self._repo(repo)
             base = r.default_branch
-            base_sha = hashlib.sha1(f"{repo}:{base}".encode()).hexdigest()
+            base_sha = self._base_sha(repo)
             parent, commits = base_sha, []
             for n in pulls:
-                pr = r.issues[n]
-                message = (f"{pr.title} (#{n})" if squash else
-                           f"Merge pull request #{n} from {r.owner}/{pr.head_branch}\n\n"
-                           f"{pr.title}")
                 # Every group is a new commit (GitHub builds a fresh one per queue entry).
-                seed = f"{parent}:{n}:{self.head_sha(repo, n)}:{len(self.merge_groups)}"
-                parent = hashlib.sha1(seed.encode()).hexdigest()
-                commits.append((parent, message))
+                salt = f"{n}:{self.head_sha(repo, n)}:{len(self.merge_groups)}"
+                built = self._queue_commits(repo, n, method, parent, salt)
+                commits.extend(built)
+                parent = built[-1]["sha"]
             known = self._old_commits.setdefault(repo, set())
-            known.update({base_sha, *(sha for sha, _ in commits)})
-            head_sha, message = commits[-1]
+            known.update({base_sha, *(c["sha"] for c in commits)})
+            head_sha, message = commits[-1]["sha"], commits[-1]["message"]
             now = _iso(self.now())
             person = {"name": "GitHub", "email": "noreply@github.com"}
             group = {"head_sha": head_sha,
@@ -1696,6 +1733,38 @@ class FakeGitHub(LoopbackServer):
                          "author": person, "committer": person}}
             self.merge_groups[head_sha] = {"repo": repo, "commits": commits, "group": group}
             return group
+
+    def queue_commits(self, repo: str, group: dict[str, Any]) -> list[dict[str, Any]]:
+        """The commits a merge group's branch holds over its base, oldest first (what
+        ``compare`` answers; a test may add to the list to build a forged group)."""
+        with self.lock:
+            return self.merge_groups[group["head_sha"]]["commits"]
+
+    def _queue_commits(self, repo: str, number: int, method: str, parent: str,
+                       salt: str) -> list[dict[str, Any]]:
+        # The commits one pull request adds to a merge group's branch (see queue()).
+        r = self._repo(repo)
+        pr = r.issues[number]
+        now = _iso(self.now())
+        github = {"name": "GitHub", "email": "noreply@github.com", "date": now}
+        if method == "squash":
+            sha = hashlib.sha1(f"{parent}:{salt}".encode()).hexdigest()
+            return [{"sha": sha, "parents": [parent], "message": f"{pr.title} (#{number})",
+                     "author": self._git_person(pr.author, now), "committer": github}]
+        own = self._own_commits(repo, number)
+        if method == "merge":
+            sha = hashlib.sha1(f"{parent}:{salt}".encode()).hexdigest()
+            merge = {"sha": sha, "parents": [parent, own[-1]["sha"]],
+                     "message": f"Merge pull request #{number} from {r.owner}/"
+                                f"{pr.head_branch}\n\n{pr.title}",
+                     "author": github, "committer": github}
+            return [*own, merge]
+        replayed = []
+        for commit in own:
+            sha = hashlib.sha1(f"{parent}:{commit['sha']}:{salt}".encode()).hexdigest()
+            replayed.append({**commit, "sha": sha, "parents": [parent], "committer": github})
+            parent = sha
+        return replayed
 
     def merge_group_webhook(self, repo: str, group: dict[str, Any], *,
                             action: str = "checks_requested", reason: str = "dequeued",
@@ -1726,14 +1795,34 @@ class FakeGitHub(LoopbackServer):
         if found is None or found["repo"] != repo.full_name \
                 or found["group"]["base_sha"] != p["base"]:
             raise _NotFound(p["head"])
-        commits = [{"sha": sha, "node_id": _node_id("Commit", int(sha[:8], 16)),
-                    "commit": {"message": message, "author": {"name": "GitHub"},
-                               "committer": {"name": "GitHub"}},
-                    "html_url": f"{HTML_BASE}/{repo.full_name}/commit/{sha}"}
-                   for sha, message in found["commits"]]
+        commits = [self._commit_json(repo.full_name, c) for c in found["commits"]]
         return _Response(200, {"status": "ahead", "ahead_by": len(commits), "behind_by": 0,
                                "total_commits": len(commits), "commits": commits,
                                "files": []})
+
+    @staticmethod
+    def _commit_json(full_name: str, c: dict[str, Any]) -> dict[str, Any]:
+        # REST "commit" object as compare and pulls/{n}/commits list it: sha, node_id,
+        # commit {message, author, committer}, parents [{sha, url}], html_url.
+        sha = c["sha"]
+        author = c.get("author") or {"name": "GitHub"}
+        return {"sha": sha, "node_id": _node_id("Commit", int(sha[:8], 16)),
+                "commit": {"message": c["message"], "author": author,
+                           "committer": c.get("committer") or author},
+                "parents": [{"sha": p, "url": f"{HTML_BASE}/{full_name}/commit/{p}"}
+                            for p in c.get("parents") or ()],
+                "html_url": f"{HTML_BASE}/{full_name}/commit/{sha}"}
+
+    def _r_pull_commits(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                        h: Any) -> _Response:
+        # GET /repos/{o}/{r}/pulls/{n}/commits: the pull request's commits, oldest first,
+        # at most 250 (docs.github.com rest/pulls/pulls#list-commits-on-a-pull-request).
+        repo, issue = self._issue(p)
+        if not issue.is_pr:
+            raise _NotFound(p["number"])
+        own = self._own_commits(repo.full_name, issue.number)[:250]
+        return self._page([self._commit_json(repo.full_name, c) for c in own], q,
+                          self._full_path(h))
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.01) -> bool:
