@@ -56,7 +56,7 @@ from engine.mergegate import (
     queue_pulls,
 )
 from engine.ports import SELF_MARKER, Comment, Ports, PullRequest, TrackerError
-from engine.queuegroup import unaccounted, why_unaccounted
+from engine.queuegroup import GroupCommit, unaccounted, why_unaccounted
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
 from engine.store.base import Store
@@ -235,15 +235,28 @@ def _pull_in_group(ports: Ports, store: Store | None, owner: str, repo: str,
     return combine(checks), head
 
 
-def _group_unaccounted(effect: PublishMergeGroup, ports: Ports,
+def _group_commits(effect: PublishMergeGroup, ports: Ports) -> list[GroupCommit] | str:
+    # The group's commits, base..head, every one; or why they could not all be read (a
+    # transient failure raises: the effect is retried and the queue waits).
+    listing = getattr(ports.tracker, "merge_group_commit_list", None)
+    if listing is None:
+        return "this tracker cannot list the group's commits"
+    if not effect.base_sha:
+        return []
+    try:
+        return list(listing(effect.target.owner, effect.target.repo, effect.base_sha,
+                            effect.head_sha))
+    except TrackerError as exc:
+        if not exc.permanent:
+            raise
+        return f"could not read every commit of the group ({exc})"
+
+
+def _group_unaccounted(effect: PublishMergeGroup, ports: Ports, commits: list[GroupCommit],
                        heads: Mapping[int, str]) -> str:
     # The rebase gap of issue 19 §4: every commit of base..head must be brought by a pull
     # request checked above, or the group fails naming the commit (engine.queuegroup).
     owner, repo = effect.target.owner, effect.target.repo
-    listing = getattr(ports.tracker, "merge_group_commit_list", None)
-    if listing is None:
-        return "this tracker cannot list the group's commits"
-    commits = listing(owner, repo, effect.base_sha, effect.head_sha) if effect.base_sha else []
     left = unaccounted(commits, heads)
     own_commits = getattr(ports.tracker, "pull_request_commits", None)
     if left is not None and own_commits is not None:
@@ -257,16 +270,17 @@ def _publish_group(effect: PublishMergeGroup, ports: Ports, store: Store | None)
     ``success`` only when every identified pull request is covered on its head and every
     commit of the group is accounted for by one of them."""
     owner, repo = effect.target.owner, effect.target.repo
-    commits = getattr(ports.tracker, "merge_group_commits", None)
     publish = getattr(ports.tracker, "publish_commit_check", None)
-    if commits is None or publish is None:
+    if publish is None:
         return Outcome(FAILED_OUTCOME, error="this tracker has no merge queue")
-    messages = commits(owner, repo, effect.base_sha, effect.head_sha) if effect.base_sha else []
+    commits = _group_commits(effect, ports)
+    messages = [c.message for c in commits] if isinstance(commits, list) else []
     numbers = queue_pulls(effect.head_ref, messages) or [effect.target.number]
     per_pull = {n: _pull_in_group(ports, store, owner, repo, n) for n in numbers}
     check = group_check([(n, c) for n, (c, _) in per_pull.items()])
     if check.state == SUCCESS:
-        why = _group_unaccounted(effect, ports, {n: h for n, (_, h) in per_pull.items()})
+        why = commits if isinstance(commits, str) else _group_unaccounted(
+            effect, ports, commits, {n: h for n, (_, h) in per_pull.items()})
         if why:
             check = GateCheck(FAILURE, why, check.summary)
     where = publish(effect.target, effect.head_sha, check)

@@ -498,11 +498,17 @@ class GitHubTracker:
         their parents and authors (issue 19 §4: every commit must be accounted for).
 
         Raises:
-            TrackerError: the comparison could not be read.
+            TrackerError: the comparison could not be read; permanent when GitHub counts
+                more commits than could be read (never a partial list: a commit not read
+                would not be checked).
         """
         with repository_scope(f"{owner}/{repo}"):
-            commits = self._guarded(f"commits of the merge group {head[:7]} in {owner}/{repo}",
-                                    lambda: self.client.compare_commits(owner, repo, base, head))
+            commits, total = self._guarded(
+                f"commits of the merge group {head[:7]} in {owner}/{repo}",
+                lambda: self.client.compare_all_commits(owner, repo, base, head))
+        if total > len(commits):
+            raise TrackerError(f"the merge group {head[:7]} has {total} commits; loopgate "
+                               f"read {len(commits)}", permanent=True)
         return [_group_commit(c) for c in commits]
 
     def pull_request_commits(self, owner: str, repo: str, number: int) -> list[GroupCommit]:

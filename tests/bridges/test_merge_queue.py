@@ -273,3 +273,29 @@ def test_merge_and_squash_groups_stay_green_and_an_extra_commit_fails(
     assert (_status(world, forged)["state"], _status(world, forged)["description"]) == (
         "failure", "commit fffffff (\"Sneak in a change\") is not accounted for by any pull "
                    "request loopgate identified in the group")
+
+
+def test_every_page_of_a_large_group_is_read(world: GitHubWorld) -> None:
+    # GitHub pages a comparison of many commits (per_page ≤ 100): a group of 111 commits
+    # is read whole, so a legitimate one passes and a commit on page 2 is still checked.
+    world.serve()
+    ref = world.issue("Add a widget")
+    pr = world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number], author="carol")
+    for n in range(109):
+        world.fake.push(REPO, pr, message=f"Step {n}")
+    runtime = world.services.runtime
+    runtime.start(ref)
+    runtime.force(ref, "human-approval", "test", "tester")
+    comment = world.comment(ref, "approved", as_user="alice")
+    [latest] = [c for c in world.services.ports.tracker.list_comments(ref) if c.id == comment.id]
+    assert runtime.advance(ref, {"comments": [latest]}).current_node == "complete"
+    group = world.fake.queue(REPO, [pr])
+    assert len(world.fake.queue_commits(REPO, group)) == 111
+    _deliver(world, group)
+    assert _status(world, group)["state"] == SUCCESS
+    forged = world.fake.queue(REPO, [pr])
+    commits = world.fake.queue_commits(REPO, forged)
+    commits.insert(105, {"sha": "d" * 40, "parents": [commits[104]["sha"]],
+                         "message": "Late addition", "author": {"name": "mallory"}})
+    _deliver(world, forged)
+    assert _status(world, forged)["description"].startswith("commit ddddddd (\"Late addition\")")

@@ -1796,8 +1796,15 @@ class FakeGitHub(LoopbackServer):
                 or found["group"]["base_sha"] != p["base"]:
             raise _NotFound(p["head"])
         commits = [self._commit_json(repo.full_name, c) for c in found["commits"]]
-        return _Response(200, {"status": "ahead", "ahead_by": len(commits), "behind_by": 0,
-                               "total_commits": len(commits), "commits": commits,
+        total = len(commits)
+        if "page" in q or "per_page" in q:
+            # Paged as GitHub pages a comparison of many commits (per_page ≤ 100, page);
+            # total_commits still counts them all.
+            size = max(1, min(int(q.get("per_page", 30)), 100))
+            page = max(1, int(q.get("page", 1)))
+            commits = commits[(page - 1) * size: page * size]
+        return _Response(200, {"status": "ahead", "ahead_by": total, "behind_by": 0,
+                               "total_commits": total, "commits": commits,
                                "files": []})
 
     @staticmethod
