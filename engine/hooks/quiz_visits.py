@@ -73,9 +73,11 @@ def earlier_ids(ctx: HookContext, node: str, entry: Mapping[str, Any]) -> list[i
 def written_during(ctx: HookContext, node: str, comment: Comment) -> bool:
     """True when ``comment`` may answer ``node``'s current visit: its id is above the
     visit's ``after_comment``; without that anchor, a first visit takes every comment and a
-    later one those created at or after it was entered (engine.hooks.feedback's rule)."""
+    later one those created at or after it was entered (engine.hooks.feedback's rule). A
+    Slack click (comment id 0: no GitHub comment) is bound to the visit by the event's
+    ``expectNode`` and the card's own check, and is kept, as feedback keeps it."""
     visit = ctx.state.visit(node)
-    if visit is None:
+    if visit is None or not comment.id:
         return True
     if visit.after_comment:
         return comment.id > visit.after_comment

@@ -183,3 +183,16 @@ def test_an_execute_reply_of_an_earlier_visit_does_not_choose_for_a_later_one(
     state = world.advance_with(again)
     assert state.current_node == "brainstorming"
     assert state.decisions["phase-selection"]["commentId"] == again.id
+
+
+def test_a_slack_selection_on_a_later_visit_still_counts(world: World) -> None:
+    # A Slack click is a comment with no id (bot/listeners/actions/execute.py): the visit
+    # binding of GitHub replies must not refuse it.
+    first = world.reply("alice", "the-loop execute")
+    assert world.advance_with(first).current_node == "brainstorming"
+    world.runtime.force(REF, "phase-selection", "choose again", "tester")
+    click = Comment(id=0, author="alice", body="the-loop execute")
+    state = world.runtime.advance(REF, {"comments": [click], "via": "slack",
+                                        "expectNode": "phase-selection"})
+    assert state.current_node == "brainstorming"
+    assert state.decisions["phase-selection"]["via"] == "slack"
