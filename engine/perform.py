@@ -56,7 +56,7 @@ from engine.mergegate import (
     queue_pulls,
 )
 from engine.ports import SELF_MARKER, Comment, Ports, PullRequest, TrackerError
-from engine.queuegroup import GroupCommit, unaccounted, why_unaccounted
+from engine.queuegroup import GroupCommit, queue_branch, unaccounted, why_unaccounted
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
 from engine.store.base import Store
@@ -265,6 +265,27 @@ def _group_unaccounted(effect: PublishMergeGroup, ports: Ports, commits: list[Gr
     return why_unaccounted(left) if left is not None else ""
 
 
+def _queued_pulls(effect: PublishMergeGroup, ports: Ports) -> list[int]:
+    # The merge queue's own list of the group's pull requests ([] when unknown).
+    ask = getattr(ports.tracker, "merge_queue_pulls", None)
+    branch = queue_branch(effect.head_ref)
+    if ask is None or not branch:
+        return []
+    return list(ask(effect.target.owner, effect.target.repo, branch, effect.head_sha))
+
+
+def _group_verdict(effect: PublishMergeGroup, ports: Ports,
+                   commits: list[GroupCommit] | str,
+                   per_pull: Mapping[int, tuple[GateCheck, str]]) -> GateCheck:
+    # Every identified pull request covered on its head, then every commit accounted for.
+    check = group_check([(n, c) for n, (c, _) in per_pull.items()])
+    if check.state != SUCCESS:
+        return check
+    why = commits if isinstance(commits, str) else _group_unaccounted(
+        effect, ports, commits, {n: h for n, (_, h) in per_pull.items()})
+    return GateCheck(FAILURE, why, check.summary) if why else check
+
+
 def _publish_group(effect: PublishMergeGroup, ports: Ports, store: Store | None) -> Outcome:
     """Answer a merge queue's ``checks_requested`` on the group's commit (issue 19 §4):
     ``success`` only when every identified pull request is covered on its head and every
@@ -277,12 +298,15 @@ def _publish_group(effect: PublishMergeGroup, ports: Ports, store: Store | None)
     messages = [c.message for c in commits] if isinstance(commits, list) else []
     numbers = queue_pulls(effect.head_ref, messages) or [effect.target.number]
     per_pull = {n: _pull_in_group(ports, store, owner, repo, n) for n in numbers}
-    check = group_check([(n, c) for n, (c, _) in per_pull.items()])
-    if check.state == SUCCESS:
-        why = commits if isinstance(commits, str) else _group_unaccounted(
-            effect, ports, commits, {n: h for n, (_, h) in per_pull.items()})
-        if why:
-            check = GateCheck(FAILURE, why, check.summary)
+    check = _group_verdict(effect, ports, commits, per_pull)
+    if check.state != SUCCESS and isinstance(commits, list):
+        # A rebase-method group's commits name no pull request: ask the queue which ones
+        # it holds, check those too, and account for the commits again.
+        more = [n for n in _queued_pulls(effect, ports) if n not in per_pull]
+        if more:
+            per_pull.update({n: _pull_in_group(ports, store, owner, repo, n) for n in more})
+            numbers = [*numbers, *more]
+            check = _group_verdict(effect, ports, commits, per_pull)
     where = publish(effect.target, effect.head_sha, check)
     return Outcome(DONE_OUTCOME, {"group": effect.head_sha, "state": check.state,
                                   "pulls": numbers, **dict(where or {})})

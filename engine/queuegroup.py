@@ -27,7 +27,10 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-__all__ = ["GroupCommit", "unaccounted", "why_unaccounted"]
+__all__ = ["GroupCommit", "unaccounted", "why_unaccounted", "queue_branch"]
+
+_QUEUE_REF = re.compile(
+    r"^(?:refs/heads/)?gh-readonly-queue/(?P<base>.+)/pr-[1-9][0-9]*-[0-9a-f]+$")
 
 _MERGE_TITLE = re.compile(r"^Merge pull request #(?P<n>[1-9][0-9]*) ")
 _SQUASH_TITLE = re.compile(r"\(#(?P<n>[1-9][0-9]*)\)$")
@@ -143,3 +146,11 @@ def why_unaccounted(commit: GroupCommit) -> str:
     title = commit.title[:60] or "(no message)"
     return (f"commit {commit.sha[:7]} (\"{title}\") is not accounted for by any pull request "
             "loopgate identified in the group")
+
+
+def queue_branch(head_ref: str) -> str:
+    """The base branch a merge group's ``head_ref``
+    (``refs/heads/gh-readonly-queue/<base>/pr-<N>-<sha>``, platform-facts F1) names; ""
+    when it is no merge queue ref."""
+    match = _QUEUE_REF.match((head_ref or "").strip())
+    return match["base"] if match else ""

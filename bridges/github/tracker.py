@@ -511,6 +511,19 @@ class GitHubTracker:
                                f"read {len(commits)}", permanent=True)
         return [_group_commit(c) for c in commits]
 
+    def merge_queue_pulls(self, owner: str, repo: str, branch: str, head_sha: str
+                          ) -> list[int]:
+        """The pull requests GitHub's merge queue of ``branch`` put in the group whose
+        head is ``head_sha`` (GraphQL ``mergeQueue.entries``; issue 19 §4: a rebase-method
+        group's commits name no pull request). [] when the queue does not list it.
+
+        Raises:
+            TrackerError: the query failed.
+        """
+        return self._guarded(f"merge queue of {owner}/{repo}:{branch}",
+                             lambda: self.graphql.merge_queue_pulls(owner, repo, branch,
+                                                                    head_sha))
+
     def pull_request_commits(self, owner: str, repo: str, number: int) -> list[GroupCommit]:
         """Pull request ``number``'s own commits (``GET /pulls/{n}/commits``), oldest first
         (issue 19 §4: a rebase-method group replays them).

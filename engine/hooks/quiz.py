@@ -792,13 +792,9 @@ def _with_note(result: HookResult, note: HookResult | None) -> HookResult:
     return HookResult.wait(f"{note.reason}; {result.reason}", **data)
 
 
-def _quiz_attested(ctx: HookContext, node: str) -> HookResult:
-    earlier = _earlier_tick(ctx, node, earlier_ids(ctx, node, _posted(ctx, node)))
-    late = _post_late(ctx, node)
-    if late is not None:
-        return _typed(ctx, node) or _with_note(late, earlier)
-    if earlier is not None:
-        return _typed(ctx, node) or earlier
+def _digest_check(ctx: HookContext, node: str) -> HookResult | str:
+    # The current digest, or what to do instead: wait (unreadable), re-post bound to the
+    # heads, or answer stale (the spec or the heads moved since the recorded quiz).
     try:
         digest = spec_digest(ctx, ctx.params.get("digest"))
     except (TrackerError, OSError, ValueError) as exc:
@@ -809,6 +805,27 @@ def _quiz_attested(ctx: HookContext, node: str) -> HookResult:
         return _rebind(ctx, node)
     if digest != NO_DIGEST and posted and posted != digest:
         return _stale(ctx, node, posted, digest)
+    return digest
+
+
+def _quiz_attested(ctx: HookContext, node: str) -> HookResult:
+    entry = _posted(ctx, node)
+    earlier = _earlier_tick(ctx, node, earlier_ids(ctx, node, entry))
+    if entry and not entry_is_current(ctx, node, entry):
+        # Sent back as a new visit without the entry hook (a push): a moved digest still
+        # sends the item to the explainer before a new quiz comment is posted here.
+        moved = _digest_check(ctx, node)
+        if isinstance(moved, HookResult) and moved.kind == PASS:
+            return moved
+    late = _post_late(ctx, node)
+    if late is not None:
+        return _typed(ctx, node) or _with_note(late, earlier)
+    if earlier is not None:
+        return _typed(ctx, node) or earlier
+    checked = _digest_check(ctx, node)
+    if isinstance(checked, HookResult):
+        return checked
+    digest = checked
     att = ctx.event.get("attestation")
     result = _check_attestation(ctx, node, digest, att) if isinstance(att, Mapping) else None
     if result is not None and result.kind == PASS:

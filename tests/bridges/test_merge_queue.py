@@ -208,6 +208,10 @@ def test_a_rebase_group_carrying_another_pull_requests_commits_fails(
     world.fake.push(REPO, sneaky, message="Tweak the widget limits")
     group = world.fake.queue(REPO, [sneaky, pr], method="rebase")
     assert group["head_ref"].endswith(f"/pr-{pr}-{group['base_sha']}")
+    # the queue's own list does not name it (GitHub answers no entry for this head):
+    # the commit nobody accounts for is named
+    entries = world.fake.merge_queue_entries[REPO]["main"]
+    world.fake.merge_queue_entries[REPO]["main"] = []
     _deliver(world, group)
     status = _status(world, group)
     [first, *_] = world.fake.queue_commits(REPO, group)
@@ -215,6 +219,24 @@ def test_a_rebase_group_carrying_another_pull_requests_commits_fails(
     assert status["description"] == (
         f"commit {first['sha'][:7]} (\"Work on mallory-tweak\") is not accounted for by any "
         "pull request loopgate identified in the group")
+    # the queue names it: the pull request itself is named, not covered
+    world.fake.merge_queue_entries[REPO]["main"] = entries
+    again = world.fake.queue(REPO, [sneaky, pr], method="rebase")
+    _deliver(world, again)
+    assert (_status(world, again)["state"], _status(world, again)["description"]) == (
+        "failure", f"#{sneaky} is not covered: #{sneaky} delivers no work item")
+
+
+def test_a_rebase_group_of_two_covered_pull_requests_gets_success(world: GitHubWorld) -> None:
+    # The queue's entries (GraphQL mergeQueue) name the pull request queued ahead, whose
+    # replayed commits the title-less group does not name.
+    world.serve()
+    _, first = _approved_item(world)
+    _, second = _approved_item(world, "Add a gadget")
+    group = world.fake.queue(REPO, [first, second], method="rebase")
+    _deliver(world, group)
+    assert (_status(world, group)["state"], _status(world, group)["description"]) == (
+        SUCCESS, f"every pull request in the group is covered: #{second}, #{first}")
 
 
 def test_a_rebase_group_of_a_covered_pull_request_gets_success(world: GitHubWorld) -> None:

@@ -41,3 +41,11 @@ def test_replayed_commits_match_by_count_order_message_and_author() -> None:
     assert unaccounted(forged, {8: "2" * 40}, {8: theirs}) == forged[0]
     assert unaccounted(list(reversed(replayed)), {8: "2" * 40}, {8: theirs}) is not None
     assert unaccounted([], {8: HEAD8}) is None
+
+
+def test_the_queue_branch_is_read_from_the_group_ref() -> None:
+    from engine.queuegroup import queue_branch
+
+    assert queue_branch("refs/heads/gh-readonly-queue/main/pr-8-" + "a" * 40) == "main"
+    assert queue_branch("gh-readonly-queue/release/1.x/pr-12-abc123") == "release/1.x"
+    assert queue_branch("refs/heads/main") == ""

@@ -407,6 +407,9 @@ class FakeGitHub(LoopbackServer):
         self._old_commits: dict[str, set[str]] = {}
         #: Issue 19 §4: merge groups by head sha (:meth:`queue`).
         self.merge_groups: dict[str, dict[str, Any]] = {}
+        #: Each repository's merge queue per base branch: ``[(pull number, group head)]``
+        #: front first, as the latest :meth:`queue` left it (GraphQL ``mergeQueue``).
+        self.merge_queue_entries: dict[str, dict[str, list[tuple[int, str]]]] = {}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -1633,9 +1636,24 @@ class FakeGitHub(LoopbackServer):
             found = repo.issues.get(number)
             return self._gql_pr(repo, found) if found and found.is_pr else None
 
+        def merge_queue(info: Any, branch: str | None = None) -> Any:
+            # Repository.mergeQueue(branch) → MergeQueue.entries: each queued pull request
+            # with its position (1 = front) and the head commit of the group built for it
+            # (GitHub's schema: MergeQueueEntry.position/headCommit/pullRequest).
+            entries = self.merge_queue_entries.get(full_name, {}).get(
+                branch or repo.default_branch)
+            if entries is None:
+                return None
+            nodes = [{"__typename": "MergeQueueEntry", "position": n + 1,
+                      "headCommit": {"__typename": "Commit", "oid": head},
+                      "pullRequest": self._gql_pr(repo, repo.issues[number])}
+                     for n, (number, head) in enumerate(entries)]
+            return {"__typename": "MergeQueue",
+                    "entries": lambda info, **_: self._connection(nodes)}
+
         return {"__typename": "Repository", "id": _node_id("Repository", repo.id),
                 "name": repo.name, "nameWithOwner": full_name, "issue": issue,
-                "pullRequest": pull,
+                "pullRequest": pull, "mergeQueue": merge_queue,
                 "defaultBranchRef": {"__typename": "Ref", "name": repo.default_branch}}
 
     # -- issue 19: other Apps' check runs, the merge queue ---------------------------------
@@ -1713,13 +1731,16 @@ class FakeGitHub(LoopbackServer):
             r = self._repo(repo)
             base = r.default_branch
             base_sha = self._base_sha(repo)
-            parent, commits = base_sha, []
+            parent, commits, entries = base_sha, [], []
             for n in pulls:
                 # Every group is a new commit (GitHub builds a fresh one per queue entry).
                 salt = f"{n}:{self.head_sha(repo, n)}:{len(self.merge_groups)}"
                 built = self._queue_commits(repo, n, method, parent, salt)
                 commits.extend(built)
                 parent = built[-1]["sha"]
+                # Each entry's group holds the entries ahead of it and its own commits.
+                entries.append((n, parent))
+            self.merge_queue_entries.setdefault(repo, {})[base] = entries
             known = self._old_commits.setdefault(repo, set())
             known.update({base_sha, *(c["sha"] for c in commits)})
             head_sha, message = commits[-1]["sha"], commits[-1]["message"]
