@@ -17,6 +17,12 @@ one of three shapes:
   individually"); a replayed commit keeps its message and author (name, e-mail, date;
   git-rebase(1)) but gets a new sha and committer, so it is matched to the pull
   request's ``GET /pulls/{n}/commits`` by count, order, message and author.
+  [UNCERTAIN] GitHub's docs do not say the queue keeps each author date when it rebases
+  (git-rebase does); if it did not, rebase groups fail closed. That list holds at most 250
+  commits, so a pull request with more cannot be matched (fail closed too).
+
+A rebase group's commits name no pull request: besides ``head_ref`` and the titles, the
+performer asks the queue which pull requests the group holds (GraphQL ``mergeQueue``).
 
 Pure: the performer reads the commits through the tracker and hands them here.
 """
