@@ -312,9 +312,10 @@ def _existing_quiz_comment(
     ctx: HookContext, comments: Sequence[Comment], node: str, digest: str,
     skip: Sequence[int] = (),
 ) -> Comment | None:
-    # An earlier visit's quiz comment (``skip``) is never reused (issue 19 §2).
+    # An earlier visit's quiz comment (``skip``, or one posted before this visit began) is
+    # never reused (issue 19 §2).
     for comment in comments:
-        if comment.id in skip:
+        if comment.id in skip or not written_during(ctx, node, comment):
             continue
         if has_quiz_marker(comment.body, node, digest) and posted_by_loopgate(
             comment, ctx.settings
