@@ -297,16 +297,11 @@ def _publish_group(effect: PublishMergeGroup, ports: Ports, store: Store | None)
     commits = _group_commits(effect, ports)
     messages = [c.message for c in commits] if isinstance(commits, list) else []
     numbers = queue_pulls(effect.head_ref, messages) or [effect.target.number]
+    # The queue's own list too: a rebase-method group's commits name no pull request, and a
+    # commit title can name one that is not in the group at all.
+    numbers += [n for n in _queued_pulls(effect, ports) if n not in numbers]
     per_pull = {n: _pull_in_group(ports, store, owner, repo, n) for n in numbers}
     check = _group_verdict(effect, ports, commits, per_pull)
-    if check.state != SUCCESS and isinstance(commits, list):
-        # A rebase-method group's commits name no pull request: ask the queue which ones
-        # it holds, check those too, and account for the commits again.
-        more = [n for n in _queued_pulls(effect, ports) if n not in per_pull]
-        if more:
-            per_pull.update({n: _pull_in_group(ports, store, owner, repo, n) for n in more})
-            numbers = [*numbers, *more]
-            check = _group_verdict(effect, ports, commits, per_pull)
     where = publish(effect.target, effect.head_sha, check)
     return Outcome(DONE_OUTCOME, {"group": effect.head_sha, "state": check.state,
                                   "pulls": numbers, **dict(where or {})})

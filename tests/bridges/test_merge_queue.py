@@ -321,3 +321,30 @@ def test_every_page_of_a_large_group_is_read(world: GitHubWorld) -> None:
                          "message": "Late addition", "author": {"name": "mallory"}})
     _deliver(world, forged)
     assert _status(world, forged)["description"].startswith("commit ddddddd (\"Late addition\")")
+
+
+def test_a_commit_title_naming_a_covered_pull_request_outside_the_group_is_no_cover(
+        world: GitHubWorld) -> None:
+    # Rebase method: mallory's one commit is titled like #seven's squash commit and bob's
+    # covered pull request's one commit like its own. Read as a squash group every commit
+    # was accounted for; the queue's own list names mallory's pull request, which is not
+    # covered.
+    world.serve()
+    _, seven = _approved_item(world)
+    ref = world.issue("Add a gadget")
+    mine = world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number], author="bob")
+    world.fake.repos[REPO].issues[mine].title = f"Add a gadget (#{mine})"
+    runtime = world.services.runtime
+    runtime.start(ref)
+    runtime.force(ref, "human-approval", "test", "tester")
+    comment = world.comment(ref, "approved", as_user="alice")
+    [latest] = [c for c in world.services.ports.tracker.list_comments(ref) if c.id == comment.id]
+    assert runtime.advance(ref, {"comments": [latest]}).current_node == "complete"
+    sneaky = world.fake.open_pr(REPO, "mallory-tweak", author="mallory",
+                                title=f"Tweak the limits (#{seven})")
+    group = world.fake.queue(REPO, [sneaky, mine], method="rebase")
+    titles = [c["message"] for c in world.fake.queue_commits(REPO, group)]
+    assert titles == [f"Tweak the limits (#{seven})", f"Add a gadget (#{mine})"]
+    _deliver(world, group)
+    assert (_status(world, group)["state"], _status(world, group)["description"]) == (
+        "failure", f"#{sneaky} is not covered: #{sneaky} delivers no work item")
