@@ -185,6 +185,9 @@ def gate_visit(state: ItemState, gate: GateRef) -> Visit | None:
     history = state.history(gate.node)
     if not history:
         return None
+    if gate.visit:  # the button names its visit (issue 19 §2)
+        numbered = [v for v in history if v.number == gate.visit]
+        return numbered[-1] if numbered else None
     if not gate.entered_at:
         return history[-1]
     exact = [v for v in history if v.entered_at == gate.entered_at]
@@ -211,7 +214,8 @@ def _said(decision: dict[str, Any]) -> str:
 def _outdated(state: ItemState, gate: GateRef) -> str:
     record = state.nodes.get(gate.node)
     entered = record.entered_at if record is not None else ""
-    if state.current_node == gate.node and (not gate.entered_at or entered == gate.entered_at):
+    if state.current_node == gate.node and (not gate.entered_at or entered == gate.entered_at) \
+            and _same_visit(state, gate):
         return ""
     visit = gate_visit(state, gate)
     said = _said(gate_decision(state, gate))
@@ -222,8 +226,25 @@ def _outdated(state: ItemState, gate: GateRef) -> str:
         return (f"This message is outdated: it was for visit {visit.number} of `{gate.node}` "
                 f"of {gate.ref}{said}; `{gate.node}` waits again (visit {current.number}) — "
                 "answer its newer message. Nothing changed.")
+    if state.current_node == gate.node and current is not None:
+        # An older button naming no visit, entered the same second as another visit.
+        return (f"This message is outdated: `{gate.node}` of {gate.ref} waits again (visit "
+                f"{current.number}) and this message does not say which visit it was for — "
+                "answer its newer message. Nothing changed.")
     return (f"This message is outdated: `{gate.node}` of {gate.ref} is no longer waiting"
             f"{said}; the item is at `{state.current_node or '—'}`. Nothing changed.")
+
+
+def _same_visit(state: ItemState, gate: GateRef) -> bool:
+    # Issue 19 §2: a button naming its visit is for that visit only; an older button (no
+    # number) only when no other visit shares its entry time (a fast walk back re-enters
+    # within the clock's second), else it cannot tell which visit it was for.
+    current = state.visit(gate.node)
+    if current is None:
+        return True
+    if gate.visit:
+        return gate.visit == current.number
+    return sum(1 for v in state.history(gate.node) if v.entered_at == gate.entered_at) < 2
 
 
 def check_gate(services: Services, gate: GateRef, slack_user: str, *,

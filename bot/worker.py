@@ -377,7 +377,8 @@ class SlackWorker:
         if state is None or state.current_node != node or record is None:
             self._thread_line(ref, event, data)  # it moved before the notice: no buttons
             return
-        gate = GateRef(ref, node, record.entered_at)
+        visit = state.visit(node)  # the buttons name their visit (issue 19 §2)
+        gate = GateRef(ref, node, record.entered_at, visit.number if visit is not None else 0)
         key = {"gate": gate.value(), "state": "open"}
         if self._same_message(ref, node, "approval", "", key):
             return  # already posted before a retry
@@ -414,8 +415,10 @@ class SlackWorker:
             except ValueError:
                 continue
             record = state.nodes.get(gate.node)
+            current = state.visit(gate.node)
             if state.current_node == gate.node and record is not None \
-                    and record.entered_at == gate.entered_at:
+                    and record.entered_at == gate.entered_at \
+                    and (not gate.visit or current is None or current.number == gate.visit):
                 continue
             try:
                 rewrite_message(self.services, self.client, gate, message["channel"],

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, cast, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, cast, runtime_checkable
 
 from engine.identity import Actor
 from engine.refs import WorkItemRef
+
+if TYPE_CHECKING:  # types only
+    from engine.queuegroup import GroupCommit
 
 __all__ = [
     "SELF_MARKER",
@@ -371,6 +374,36 @@ class MergeQueue(Protocol):
 
         Raises:
             TrackerError: the comparison could not be read.
+        """
+        ...
+
+    def merge_group_commit_list(self, owner: str, repo: str, base: str, head: str
+                                ) -> list[GroupCommit]:
+        """Every commit of a merge group (``base..head``), oldest first, with parents and
+        authors (issue 19 §4: each must be accounted for by a pull request).
+
+        Raises:
+            TrackerError: not every commit could be read (permanent when GitHub counts more
+                than it lists).
+        """
+        ...
+
+    def pull_request_commits(self, owner: str, repo: str, number: int) -> list[GroupCommit]:
+        """Pull request ``number``'s own commits, oldest first (a rebase-method group
+        replays them).
+
+        Raises:
+            TrackerError: the read failed.
+        """
+        ...
+
+    def merge_queue_pulls(self, owner: str, repo: str, branch: str, head_sha: str
+                          ) -> list[int]:
+        """The pull requests the merge queue holds up to the group whose head is
+        ``head_sha`` on ``branch``, in queue order ([] when the queue names none).
+
+        Raises:
+            TrackerError: the read failed.
         """
         ...
 

@@ -46,6 +46,7 @@ SIMULATED_VIA = "slack"
 _READS = frozenset({
     "list_comments", "labels", "delivering_pull_requests", "issue_info", "comment_edits",
     "team_membership", "items_for_pull_request", "merge_group_commits", "codeowners_file",
+    "merge_group_commit_list", "pull_request_commits", "merge_queue_pulls",
     "changed_files", "comment", "get_comment", "pull_commits",
 })
 _ATTRIBUTES = frozenset({"comments_editable", "capabilities"})

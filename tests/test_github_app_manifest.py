@@ -59,6 +59,8 @@ GRAPHQL = {
     "comment_edits": [("issues", "read"), ("pull_requests", "read")],
     "delivering_pull_requests": [("pull_requests", "read")],
     "pull_request_items": [("pull_requests", "read")],
+    # Issue 19 §4: the merge queue's entries (which pull requests a group holds).
+    "merge_queue_entries": [("merge_queues", "read"), ("pull_requests", "read")],
 }
 #: Webhook events loopgate subscribes to -> the permission GitHub requires for them.
 EVENTS = {"issues": "issues", "issue_comment": "issues", "pull_request": "pull_requests",
@@ -116,7 +118,7 @@ def test_the_manifest_asks_exactly_the_permissions_the_code_needs(
                                                "contents": "read", "metadata": "read",
                                                "checks": "write", "members": "read",
                                                "merge_queues": "read"}
-    # merge_queues is asked for the merge_group event alone (no REST call needs it).
+    # merge_queues is asked for the merge_group event and the merge_queue_entries query.
     needed = {**_needed(), **{EVENTS[e]: "read" for e in manifest["default_events"]
                               if EVENTS[e] not in _needed()}}
     assert manifest["default_permissions"] == needed

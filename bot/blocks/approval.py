@@ -58,39 +58,48 @@ _MODAL_PROMPTS = {"approved-with-comments": "Your comments (they go on the issue
 
 @dataclass(frozen=True)
 class GateRef:
-    """One visit of an approval gate: the work item, the node, and when it was entered
-    (a gate re-entered after changes were requested is a new visit, so an old message's
-    buttons are outdated).
+    """One visit of an approval gate: the work item, the node, when it was entered and
+    which visit it is (a gate re-entered after changes were requested is a new visit, so
+    an old message's buttons are outdated).
 
     Attributes:
         ref: the work item.
         node: the gate's node id.
         entered_at: ``state.nodes[node].entered_at`` of the visit ("" when unknown).
+        visit: the visit's number (1, 2, ...; issue 19 §2), 0 for a button posted before
+            buttons named it: two visits entered within one clock second share
+            ``entered_at``, so only the number tells them apart.
     """
 
     ref: WorkItemRef
     node: str
     entered_at: str = ""
+    visit: int = 0
 
     def value(self) -> str:
-        """``owner/repo#N|node|enteredAt`` (the buttons' value)."""
-        return f"{self.ref}|{self.node}|{self.entered_at}"
+        """``owner/repo#N|node|enteredAt|visit`` (the buttons' value; without ``|visit``
+        when the number is unknown, the shape buttons had before)."""
+        base = f"{self.ref}|{self.node}|{self.entered_at}"
+        return f"{base}|{self.visit}" if self.visit else base
 
     @classmethod
     def parse(cls, value: str) -> GateRef:
-        """Parse :meth:`value`.
+        """Parse :meth:`value` (both shapes: three parts, or four with the visit).
 
         Raises:
-            ValueError: not three ``|``-separated parts, or a bad work item or node.
+            ValueError: not three or four ``|``-separated parts, or a bad work item, node
+                or visit number.
         """
         parts = str(value or "").split("|")
-        if len(parts) != 3 or not parts[1] or not parts[1].replace("-", "").isalnum():
+        if len(parts) not in (3, 4) or not parts[1] \
+                or not parts[1].replace("-", "").isalnum() \
+                or (len(parts) == 4 and not (parts[3].isdigit() and len(parts[3]) < 7)):
             raise ValueError(f"not a gate reference: {str(value)[:80]!r}")
         try:
             ref = WorkItemRef.parse(parts[0])
         except WorkItemRefError as exc:
             raise ValueError(str(exc)) from None
-        return cls(ref, parts[1], parts[2])
+        return cls(ref, parts[1], parts[2], int(parts[3]) if len(parts) == 4 else 0)
 
 
 def mentions(users: Sequence[str]) -> str:

@@ -592,6 +592,34 @@ class GitHubClient:
         commits = data.get("commits") if isinstance(data, dict) else None
         return [c for c in commits or () if isinstance(c, dict)]
 
+    def compare_all_commits(self, owner: str, repo: str, base: str, head: str,
+                            max_pages: int = 30) -> tuple[list[dict[str, Any]], int]:
+        """Every commit ``head`` has that ``base`` has not (``compare``, paged with
+        ``per_page``/``page`` as GitHub asks for comparisons of many commits), oldest first,
+        and GitHub's ``total_commits``. Stops after ``max_pages`` pages; the caller compares
+        the two numbers (issue 19 §4: a merge group's commits, every one of them)."""
+        commits: list[dict[str, Any]] = []
+        total = 0
+        for page in range(1, max_pages + 1):
+            _, _, data = self._raw(f"commits of {owner}/{repo}@{base[:12]}...{head[:12]}",
+                                   f"/repos/{owner}/{repo}/compare/{base}...{head}",
+                                   {"per_page": self.per_page, "page": page})
+            data = data if isinstance(data, dict) else {}
+            found = [c for c in data.get("commits") or () if isinstance(c, dict)]
+            total = int(data.get("total_commits") or 0)
+            commits.extend(found)
+            if not found or len(commits) >= total:
+                break
+        return commits, total
+
+    def pull_request_commits(self, owner: str, repo: str, number: int
+                             ) -> list[dict[str, Any]]:
+        """``GET /repos/{o}/{r}/pulls/{n}/commits``, every page: the pull request's own
+        commits, oldest first (GitHub lists at most 250). Issue 19 §4: matching a
+        rebase-method merge group's replayed commits."""
+        return self._all_pages(f"commits of pull {owner}/{repo}#{number}",
+                               f"/repos/{owner}/{repo}/pulls/{number}/commits", {})
+
     def create_check_run(self, owner: str, repo: str, body: Mapping[str, Any]
                          ) -> dict[str, Any]:
         """``POST /repos/{o}/{r}/check-runs`` (GitHub Apps only)."""

@@ -367,6 +367,33 @@ class GraphQLClient:
                             str((n.get("author") or {}).get("__typename") or ""))
                 for n in nodes if isinstance(n, Mapping) and isinstance(n.get("number"), int)]
 
+    def merge_queue_pulls(self, owner: str, repo: str, branch: str, head_sha: str
+                          ) -> list[int]:
+        """The pull requests of the merge queue group whose head commit is ``head_sha``:
+        the entry built on it and every entry ahead of it (a group holds the pull requests
+        already queued ahead, platform-facts F1), by position.
+
+        Returns:
+            Pull request numbers, front of the queue first; [] when no entry of ``branch``'s
+            queue has that head (or the queue lists more than 100 entries).
+        """
+        data = self.execute("merge_queue_entries",
+                            {"owner": owner, "name": repo, "branch": branch})
+        queue = (data.get("repository") or {}).get("mergeQueue") or {}
+        entries = queue.get("entries") or {}
+        nodes = [n for n in entries.get("nodes") or () if isinstance(n, Mapping)]
+        if int(entries.get("totalCount") or 0) > len(nodes):
+            return []
+        ours = [n for n in nodes if ((n.get("headCommit") or {}).get("oid")) == head_sha]
+        if not ours or not isinstance(ours[0].get("position"), int):
+            return []
+        limit = int(ours[0]["position"])
+        ahead = sorted((int(n["position"]), int((n.get("pullRequest") or {})["number"]))
+                       for n in nodes if isinstance(n.get("position"), int)
+                       and n["position"] <= limit
+                       and isinstance((n.get("pullRequest") or {}).get("number"), int))
+        return [number for _, number in ahead]
+
     def pull_request_items(self, owner: str, repo: str, number: int) -> tuple[str, list[int]]:
         """A pull request's head branch and the issue numbers it closes.
 

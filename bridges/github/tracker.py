@@ -29,7 +29,7 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
@@ -55,6 +55,7 @@ from engine.ports import (
     TrackerCapabilities,
     TrackerError,
 )
+from engine.queuegroup import GroupCommit
 from engine.refs import WorkItemRef
 
 __all__ = ["GitHubTracker", "token_from_env", "tracker_error", "WRITE_INTERVAL_ENV",
@@ -526,6 +527,51 @@ class GitHubTracker:
                                     lambda: self.client.compare_commits(owner, repo, base, head))
         return [str((c.get("commit") or {}).get("message") or "") for c in commits]
 
+    def merge_group_commit_list(self, owner: str, repo: str, base: str, head: str
+                                ) -> list[GroupCommit]:
+        """The commits of a merge group (``base..head``, ``compare``), oldest first, with
+        their parents and authors (issue 19 §4: every commit must be accounted for).
+
+        Raises:
+            TrackerError: the comparison could not be read; permanent when GitHub counts
+                more commits than could be read (never a partial list: a commit not read
+                would not be checked).
+        """
+        with repository_scope(f"{owner}/{repo}"):
+            commits, total = self._guarded(
+                f"commits of the merge group {head[:7]} in {owner}/{repo}",
+                lambda: self.client.compare_all_commits(owner, repo, base, head))
+        if total > len(commits):
+            raise TrackerError(f"the merge group {head[:7]} has {total} commits; loopgate "
+                               f"read {len(commits)}", permanent=True)
+        return [_group_commit(c) for c in commits]
+
+    def merge_queue_pulls(self, owner: str, repo: str, branch: str, head_sha: str
+                          ) -> list[int]:
+        """The pull requests GitHub's merge queue of ``branch`` put in the group whose
+        head is ``head_sha`` (GraphQL ``mergeQueue.entries``; issue 19 §4: a rebase-method
+        group's commits name no pull request). [] when the queue does not list it.
+
+        Raises:
+            TrackerError: the query failed.
+        """
+        return self._guarded(f"merge queue of {owner}/{repo}:{branch}",
+                             lambda: self.graphql.merge_queue_pulls(owner, repo, branch,
+                                                                    head_sha))
+
+    def pull_request_commits(self, owner: str, repo: str, number: int) -> list[GroupCommit]:
+        """Pull request ``number``'s own commits (``GET /pulls/{n}/commits``), oldest first
+        (issue 19 §4: a rebase-method group replays them).
+
+        Raises:
+            TrackerError: the list could not be read.
+        """
+        with repository_scope(f"{owner}/{repo}"):
+            commits = self._guarded(f"commits of {owner}/{repo}#{number}",
+                                    lambda: self.client.pull_request_commits(owner, repo,
+                                                                             number))
+        return [_group_commit(c) for c in commits]
+
     # -- code owners (issue 24 §1) -------------------------------------------------------------
     def codeowners_file(self, owner: str, repo: str) -> tuple[str, str] | None:
         """The repository's CODEOWNERS on its default branch: ``(path, text)`` of the first
@@ -796,3 +842,15 @@ def _quiet_probe() -> Iterator[None]:
     finally:
         for one, level in zip(loggers, levels, strict=True):
             one.setLevel(level)
+
+
+def _group_commit(data: Mapping[str, Any]) -> GroupCommit:
+    """A REST commit object (``sha``, ``parents[].sha``, ``commit.message``,
+    ``commit.author``) as a :class:`~engine.queuegroup.GroupCommit`."""
+    inner = data.get("commit") if isinstance(data.get("commit"), Mapping) else {}
+    author = inner.get("author") if isinstance(inner.get("author"), Mapping) else {}
+    parents = tuple(str(p.get("sha") or "") for p in data.get("parents") or ()
+                    if isinstance(p, Mapping))
+    return GroupCommit(str(data.get("sha") or ""), str(inner.get("message") or ""), parents,
+                       (str(author.get("name") or ""), str(author.get("email") or ""),
+                        str(author.get("date") or "")))

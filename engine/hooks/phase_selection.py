@@ -56,6 +56,7 @@ from engine.hooks.markers import (
     says,
     with_self_marker,
 )
+from engine.hooks.quiz_visits import written_during
 from engine.identity import Actor
 from engine.outcomes import SELECTED
 from engine.ports import Comment, CommentEdits, TrackerError
@@ -581,6 +582,20 @@ def _wait_reason(ctx: HookContext, others: Sequence[Comment], keyword: str) -> s
     return reason
 
 
+def _earlier_note(ctx: HookContext, earlier: Sequence[Comment]) -> str:
+    # Names the replies of an earlier visit that were offered again and did not count.
+    if not earlier:
+        return ""
+    visit = ctx.state.visit(ctx.node.id)
+    number = visit.number if visit is not None else 0
+    names = ", ".join(sorted({at_login(c.author or "unknown") for c in earlier}))
+    ctx.log("graph.comment_not_counted", {"node": ctx.node.id,
+                                          "comments": [c.id for c in earlier],
+                                          "reason": f"written before visit {number}"})
+    return (f" (not counted: {names} replied `{ctx.settings.execute_keyword}` before "
+            f"visit {number} began; reply again)")
+
+
 # -- who edited the checklist (issue 19 §1) --------------------------------------------------
 class ChecklistRefused(Exception):
     """loopgate's checklist was edited by someone who may not choose phases, so its body
@@ -779,9 +794,12 @@ def classify_phase_selection(ctx: HookContext) -> HookResult:
         for c in others
         if ctx.settings.is_authorized(c.author) and says(c.body, keyword)
     ]
-    reply = latest(decisive)
+    # Issue 19 §2: a reply written before this visit began (the gate re-entered) does not
+    # choose for it, as review replies and quiz lines do not.
+    earlier = [c for c in decisive if not written_during(ctx, ctx.node.id, c)]
+    reply = latest([c for c in decisive if c not in earlier])
     if reply is None:
-        return HookResult.wait(_wait_reason(ctx, others, keyword))
+        return HookResult.wait(_wait_reason(ctx, others, keyword) + _earlier_note(ctx, earlier))
     try:
         selection, via = _choose_selection(ctx, reply)
     except _ChecklistMissing as exc:

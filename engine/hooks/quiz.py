@@ -43,6 +43,14 @@ from engine.hooks.markers import (
     quiz_marker,
     with_self_marker,
 )
+from engine.hooks.quiz_visits import (
+    earlier_comment_reason,
+    earlier_ids,
+    earlier_line_reason,
+    entry_is_current,
+    visit_number,
+    written_during,
+)
 from engine.outcomes import STALE
 from engine.ports import Comment, CommentEdits, TrackerError
 from engine.records import Attestation
@@ -303,9 +311,14 @@ def _targets(ctx: HookContext, on: str) -> list[WorkItemRef]:
 
 
 def _existing_quiz_comment(
-    ctx: HookContext, comments: Sequence[Comment], node: str, digest: str
+    ctx: HookContext, comments: Sequence[Comment], node: str, digest: str,
+    skip: Sequence[int] = (),
 ) -> Comment | None:
+    # An earlier visit's quiz comment (``skip``, or one posted before this visit began) is
+    # never reused (issue 19 §2).
     for comment in comments:
+        if comment.id in skip or not written_during(ctx, node, comment):
+            continue
         if has_quiz_marker(comment.body, node, digest) and posted_by_loopgate(
             comment, ctx.settings
         ):
@@ -314,12 +327,14 @@ def _existing_quiz_comment(
 
 
 def _post_on(
-    ctx: HookContext, target: WorkItemRef, node: str, digest: str, body: str
+    ctx: HookContext, target: WorkItemRef, node: str, digest: str, body: str,
+    skip: Sequence[int] = (),
 ) -> Comment | str:
-    """The quiz comment already on ``target``, else the key of the effect that posts it."""
+    """The quiz comment already on ``target`` (not one of ``skip``: earlier visits'), else
+    the key of the effect that posts it."""
     try:
         existing = _existing_quiz_comment(
-            ctx, ctx.ports.tracker.list_comments(target), node, digest)
+            ctx, ctx.ports.tracker.list_comments(target), node, digest, skip)
     except TrackerError as exc:
         degrade(ctx, "post-quiz-attestation", f"could not scan {target} for the quiz: {exc}")
         existing = None
@@ -349,8 +364,10 @@ def post_quiz_attestation(ctx: HookContext) -> HookResult:
 
     Returns:
         pass with ``surface.quiz[node] = {digest, kind, record, comments: [{id, url,
-        target}], location, viewCommands}``; block naming the record when it is missing or
-        unreadable (or the digest files cannot be read).
+        target}], location, viewCommands, visit, earlier?}`` (``visit``: the node's visit
+        it was posted for; ``earlier``: ids of earlier visits' quiz comments, never reused,
+        issue 19 §2); block naming the record when it is missing or unreadable (or the
+        digest files cannot be read).
     """
     node = str(ctx.params.get("node") or ctx.node.id)
     record = str(ctx.params.get("record") or "")
@@ -373,8 +390,9 @@ def post_quiz_attestation(ctx: HookContext) -> HookResult:
     body = quiz_comment_body(kind, node, digest, location, commands, editable=editable)
     posted: list[dict[str, Any]] = []
     posting: list[str] = []
+    earlier = earlier_ids(ctx, node, _posted(ctx, node))
     for target in _targets(ctx, on):
-        found = _post_on(ctx, target, node, digest, body)
+        found = _post_on(ctx, target, node, digest, body, earlier)
         if isinstance(found, str):
             posting.append(found)
         else:
@@ -387,6 +405,8 @@ def post_quiz_attestation(ctx: HookContext) -> HookResult:
         "posting": posting,
         "location": location,
         "viewCommands": commands,
+        "visit": visit_number(ctx, node),
+        **({"earlier": earlier} if earlier else {}),
     }
     return HookResult.passed(
         f"quiz comment on {len(posted) + len(posting)} thread(s), digest {digest}",
@@ -484,6 +504,8 @@ def _refused_typed(ctx: HookContext, node: str) -> list[tuple[Comment, str]]:
         verdict = authorize_person(ctx, c.author, attesting=True)
         if not verdict.allowed:
             refused.append((c, verdict.reason))
+        elif not written_during(ctx, node, c):  # issue 19 §2: an earlier visit's line
+            refused.append((c, earlier_line_reason(visit_number(ctx, node))))
     return refused
 
 
@@ -596,7 +618,7 @@ def _typed(ctx: HookContext, node: str) -> HookResult | None:
     # A Bot never attests, typed or ticked, whatever the allow-list says (issue 9 §1).
     typed = [c for c in event_comments(ctx)
              if attestation_ticked(c.body, kind) and not c.actor.is_bot
-             and not is_self_authored(c, ctx.settings)
+             and not is_self_authored(c, ctx.settings) and written_during(ctx, node, c)
              and authorize_person(ctx, c.author, attesting=True).allowed]
     comment = latest(typed)
     if comment is None:
@@ -687,6 +709,8 @@ def _post_late(ctx: HookContext, node: str) -> HookResult | None:
         wait, carrying the newly recorded surface when the post now succeeded.
     """
     entry = _posted(ctx, node)
+    if not entry_is_current(ctx, node, entry):
+        entry = {}  # an earlier visit's quiz comment: this visit posts its own (issue 19 §2)
     if entry.get("posting"):  # queued: the performer records it once it is on the thread
         return HookResult.wait(posting_reason(node, ctx.ports.tracker.comments_editable))
     if entry.get("postFailed"):
@@ -747,10 +771,43 @@ def quiz_attested(ctx: HookContext) -> HookResult:
     return _with_ignored(ctx, node, _with_typed_refusals(ctx, node, _quiz_attested(ctx, node)))
 
 
-def _quiz_attested(ctx: HookContext, node: str) -> HookResult:
-    late = _post_late(ctx, node)
-    if late is not None:
-        return _typed(ctx, node) or late
+def _earlier_tick(ctx: HookContext, node: str, earlier: Sequence[int]) -> HookResult | None:
+    """A wait when the event's tick is on an earlier visit's quiz comment (issue 19 §2),
+    said once on the thread per comment and visit; None otherwise."""
+    att = ctx.event.get("attestation")
+    comment_id = att.get("comment_id") if isinstance(att, Mapping) else None
+    if comment_id not in earlier:
+        return None
+    visit = visit_number(ctx, node)
+    why = earlier_comment_reason(node, int(str(comment_id)), visit)
+    key = f"visit-{visit}-comment-{comment_id}"
+    seen = list((ctx.state.surface.get("quizRefused") or {}).get(node) or ())
+    if key in seen:
+        return HookResult.wait(why)
+    ctx.log("graph.quiz_refused", {"node": node, "commentId": comment_id, "reason": why})
+    try:
+        edits = ctx.ports.tracker.comment_edits([int(str(comment_id))]).get(int(str(comment_id)))
+    except TrackerError:
+        edits = None
+    who = latest_editor(edits)[0] if edits is not None else ""
+    _tell_refused(ctx, node, who, why, key)
+    return HookResult.wait(why, surface=_surface_with(ctx, "quizRefused", node, [*seen, key]))
+
+
+def _with_note(result: HookResult, note: HookResult | None) -> HookResult:
+    # ``result`` (its surface kept) whose reason also names why ``note`` did not count.
+    if note is None or result.kind != WAIT:
+        return result
+    data = dict(result.data)
+    surface = {**dict(note.data.get("surface") or {}), **dict(data.get("surface") or {})}
+    if surface:
+        data["surface"] = surface
+    return HookResult.wait(f"{note.reason}; {result.reason}", **data)
+
+
+def _digest_check(ctx: HookContext, node: str) -> HookResult | str:
+    # The current digest, or what to do instead: wait (unreadable), re-post bound to the
+    # heads, or answer stale (the spec or the heads moved since the recorded quiz).
     try:
         digest = spec_digest(ctx, ctx.params.get("digest"))
     except (TrackerError, OSError, ValueError) as exc:
@@ -761,6 +818,27 @@ def _quiz_attested(ctx: HookContext, node: str) -> HookResult:
         return _rebind(ctx, node)
     if digest != NO_DIGEST and posted and posted != digest:
         return _stale(ctx, node, posted, digest)
+    return digest
+
+
+def _quiz_attested(ctx: HookContext, node: str) -> HookResult:
+    entry = _posted(ctx, node)
+    earlier = _earlier_tick(ctx, node, earlier_ids(ctx, node, entry))
+    if entry and not entry_is_current(ctx, node, entry):
+        # Sent back as a new visit without the entry hook (a push): a moved digest still
+        # sends the item to the explainer before a new quiz comment is posted here.
+        moved = _digest_check(ctx, node)
+        if isinstance(moved, HookResult) and moved.kind == PASS:
+            return moved
+    late = _post_late(ctx, node)
+    if late is not None:
+        return _typed(ctx, node) or _with_note(late, earlier)
+    if earlier is not None:
+        return _typed(ctx, node) or earlier
+    checked = _digest_check(ctx, node)
+    if isinstance(checked, HookResult):
+        return checked
+    digest = checked
     att = ctx.event.get("attestation")
     result = _check_attestation(ctx, node, digest, att) if isinstance(att, Mapping) else None
     if result is not None and result.kind == PASS:

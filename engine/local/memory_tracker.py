@@ -27,6 +27,7 @@ from engine.ports import (
     TrackerCapabilities,
     TrackerError,
 )
+from engine.queuegroup import GroupCommit
 from engine.refs import WorkItemRef
 
 __all__ = ["MemoryTracker", "MemoryArtifactStore"]
@@ -76,6 +77,12 @@ class MemoryTracker:
         #: Issue 19 §4: merge group checks by commit, and each group's commit messages.
         self.commit_checks: dict[str, list[object]] = {}
         self.group_messages: dict[str, list[str]] = {}
+        #: A group's commits with parents and authors (``head sha -> [GroupCommit]``), and
+        #: each pull request's own commits (``number -> [GroupCommit]``).
+        self.group_commits: dict[str, list[GroupCommit]] = {}
+        self.own_commits: dict[int, list[GroupCommit]] = {}
+        #: Issue 19 §4: the merge queue's own list of a group's pull requests, by head.
+        self.queued_pulls: dict[str, list[int]] = {}
         #: Issue 24 §1: repository files (``owner/name`` -> path -> text) and each pull
         #: request's changed files.
         self.repo_files: dict[str, dict[str, str]] = {}
@@ -188,6 +195,31 @@ class MemoryTracker:
         with self._lock:
             self._enter("merge_group_commits", owner, repo, base, head)
             return list(self.group_messages.get(head, []))
+
+    def merge_group_commit_list(self, owner: str, repo: str, base: str, head: str
+                                ) -> list[GroupCommit]:
+        """:attr:`group_commits` for ``head``; else :attr:`group_messages` as parentless
+        commits (which no merge or squash reading accounts for; issue 19 §4)."""
+        with self._lock:
+            self._enter("merge_group_commit_list", owner, repo, base, head)
+            if head in self.group_commits:
+                return list(self.group_commits[head])
+            return [GroupCommit(hashlib.sha1(f"{head}:{i}:{m}".encode()).hexdigest(), m)
+                    for i, m in enumerate(self.group_messages.get(head, []))]
+
+    def pull_request_commits(self, owner: str, repo: str, number: int) -> list[GroupCommit]:
+        """:attr:`own_commits` of pull request ``number`` ([] when unset)."""
+        with self._lock:
+            self._enter("pull_request_commits", owner, repo, number)
+            return list(self.own_commits.get(number, []))
+
+    def merge_queue_pulls(self, owner: str, repo: str, branch: str, head_sha: str
+                          ) -> list[int]:
+        """:attr:`queued_pulls` for ``head_sha`` ([] when unset: the queue names nobody
+        beyond the group's own commits and ref)."""
+        with self._lock:
+            self._enter("merge_queue_pulls", owner, repo, branch, head_sha)
+            return list(self.queued_pulls.get(head_sha, []))
 
     # -- code owners (issue 24 §1) -----------------------------------------------------------
     def codeowners_file(self, owner: str, repo: str) -> tuple[str, str] | None:

@@ -68,7 +68,7 @@ def test_entering_an_approval_gate_posts_a_thread_message_with_three_buttons(
         ("Approve with comments", ids.ACTION_APPROVE_COMMENTS, None),
         ("Request changes", ids.ACTION_REQUEST_CHANGES, "danger")]
     entered = world.state().nodes["requirements-approval"].entered_at
-    assert value == f"acme/widgets#7|requirements-approval|{entered}"
+    assert value == f"acme/widgets#7|requirements-approval|{entered}|1"  # issue 19 §2: visit
     assert "a person approves the requirements or requests changes" in blocks[0]["text"]["text"]
 
 

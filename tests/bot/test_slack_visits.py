@@ -140,3 +140,70 @@ def test_app_home_shows_the_current_visit(world: SlackWorld) -> None:
     text = items_text(items)
     assert text.endswith(f"(parked) — last decision: ✅ Approved at `{GATE}` by @carol "
                          "(visit 2)")
+
+
+def test_a_first_visit_button_cannot_decide_a_second_visit_entered_the_same_second(
+        world: SlackWorld) -> None:
+    # Issue 19 §2: the buttons named ref|node|enteredAt only. A fast walk back re-enters the
+    # gate within the clock's second, so both visits share enteredAt and the first visit's
+    # button decided the second. The button names its visit now.
+    world.walk_to_requirements_approval()
+    world.drain()
+    [first] = _approval_posts(world)
+    state = world.reply_on_github("alice", "changes requested: R1 is vague")
+    assert state.current_node == "requirements-definition"
+    world.artifacts.write(REF, "requirements.md", AGAIN)
+    state = world.services.runtime.complete(REF, "requirements-definition", "agent")
+    assert state.current_node == GATE
+    [one, two] = state.history(GATE)
+    assert one.entered_at == two.entered_at  # the same clock second
+    world.drain()
+    second = _approval_posts(world)[-1]
+    # a button as loopgate posted it before buttons named their visit: it cannot tell the
+    # two visits apart, so it decides neither
+    legacy = f"{REF}|{GATE}|{one.entered_at}"
+    on_approve(Ack(), approval_click(world, "UALICE", ids.ACTION_APPROVE, legacy,
+                                     ts=str(first.response["ts"])),
+               world.client, {"services": world.services})
+    assert world.state().current_node == GATE and world.state().decision(GATE) is None
+    assert _value(first).endswith("|1")
+    assert _value(second).endswith("|2") and second.response["ts"] != first.response["ts"]
+
+    on_approve(Ack(), approval_click(world, "UALICE", ids.ACTION_APPROVE, _value(first),
+                                     ts=str(first.response["ts"])),
+               world.client, {"services": world.services})
+    assert world.state().current_node == GATE and world.state().decision(GATE) is None
+    said = [c.args["text"] for c in world.fake.calls_to("chat.postEphemeral")
+            if c.args.get("user") == "UALICE"]
+    assert said[0] == (f"This message is outdated: `{GATE}` of {REF} waits again (visit 2) "
+                       "and this message does not say which visit it was for — answer its "
+                       "newer message. Nothing changed.")
+    assert said[1].startswith(
+        f"This message is outdated: it was for visit 1 of `{GATE}` of {REF}")
+    assert f"`{GATE}` waits again (visit 2) — answer its newer message." in said[1]
+
+    # positive control: the second visit's button decides it
+    on_approve(Ack(), approval_click(world, "UALICE", ids.ACTION_APPROVE, _value(second),
+                                     ts=str(second.response["ts"])),
+               world.client, {"services": world.services})
+    state = world.state()
+    assert state.current_node == "design"
+    assert [(v.number, v.decision.by) for v in state.history(GATE)] == [
+        (1, "@alice"), (2, "@alice")]
+
+
+def test_a_button_posted_before_buttons_named_their_visit_is_read_both_ways() -> None:
+    from bot.blocks.approval import GateRef
+
+    old = GateRef.parse(f"{REF}|{GATE}|2026-03-01T12:00:00Z")
+    assert (old.entered_at, old.visit) == ("2026-03-01T12:00:00Z", 0)
+    new = GateRef(REF, GATE, "2026-03-01T12:00:00Z", 2)
+    assert new.value() == f"{REF}|{GATE}|2026-03-01T12:00:00Z|2"
+    assert GateRef.parse(new.value()) == new
+    assert old.value() == f"{REF}|{GATE}|2026-03-01T12:00:00Z"
+    for bad in (f"{REF}|{GATE}|x|two", f"{REF}|{GATE}|x|2|3", f"{REF}|{GATE}|x|12345678"):
+        try:
+            GateRef.parse(bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"parsed {bad!r}")

@@ -33,8 +33,9 @@ def test_every_shipped_query_validates_against_the_github_schema(schema_client: 
     schema_client.validate(gql(query_text(name)))  # raises GraphQLError when invalid
 
 
-def test_the_shipped_queries_are_the_three_the_bridge_sends() -> None:
-    assert query_names() == ["comment_edits", "delivering_pull_requests", "pull_request_items"]
+def test_the_shipped_queries_are_the_four_the_bridge_sends() -> None:
+    assert query_names() == ["comment_edits", "delivering_pull_requests", "merge_queue_entries",
+                             "pull_request_items"]
 
 
 def test_schema_validation_rejects_a_misspelt_field(schema_client: Client) -> None:

@@ -190,3 +190,161 @@ def test_an_edited_pull_request_is_a_head_event_keyed_by_its_body(fake: FakeGitH
     assert edited.event == opened.event == "pull_request_head"
     assert edited.data["fresh"] is True and "fresh" not in opened.data
     assert edited.data["key"].startswith(opened.data["key"] + ":body:")
+
+
+# -- the rebase gap: every commit of the group is accounted for ----------------------------
+def _status(world: GitHubWorld, group: dict) -> dict:
+    return world.fake.statuses[(REPO, group["head_sha"])][-1]
+
+
+def test_a_rebase_group_carrying_another_pull_requests_commits_fails(
+        world: GitHubWorld) -> None:
+    # Rebase method: the group's commits are the pull requests' own commits replayed; their
+    # titles name no pull request, so only head_ref's #pr is found. mallory's unlinked pull
+    # request queued ahead rides along unless every commit must be accounted for.
+    world.serve()
+    _, pr = _approved_item(world)
+    sneaky = world.fake.open_pr(REPO, "mallory-tweak", author="mallory")
+    world.fake.push(REPO, sneaky, message="Tweak the widget limits")
+    group = world.fake.queue(REPO, [sneaky, pr], method="rebase")
+    assert group["head_ref"].endswith(f"/pr-{pr}-{group['base_sha']}")
+    # the queue's own list does not name it (GitHub answers no entry for this head):
+    # the commit nobody accounts for is named
+    entries = world.fake.merge_queue_entries[REPO]["main"]
+    world.fake.merge_queue_entries[REPO]["main"] = []
+    _deliver(world, group)
+    status = _status(world, group)
+    [first, *_] = world.fake.queue_commits(REPO, group)
+    assert status["state"] == "failure"
+    assert status["description"] == (
+        f"commit {first['sha'][:7]} (\"Work on mallory-tweak\") is not accounted for by any "
+        "pull request loopgate identified in the group")
+    # the queue names it: the pull request itself is named, not covered
+    world.fake.merge_queue_entries[REPO]["main"] = entries
+    again = world.fake.queue(REPO, [sneaky, pr], method="rebase")
+    _deliver(world, again)
+    assert (_status(world, again)["state"], _status(world, again)["description"]) == (
+        "failure", f"#{sneaky} is not covered: #{sneaky} delivers no work item")
+
+
+def test_a_rebase_group_of_two_covered_pull_requests_gets_success(world: GitHubWorld) -> None:
+    # The queue's entries (GraphQL mergeQueue) name the pull request queued ahead, whose
+    # replayed commits the title-less group does not name.
+    world.serve()
+    _, first = _approved_item(world)
+    _, second = _approved_item(world, "Add a gadget")
+    group = world.fake.queue(REPO, [first, second], method="rebase")
+    _deliver(world, group)
+    assert (_status(world, group)["state"], _status(world, group)["description"]) == (
+        SUCCESS, f"every pull request in the group is covered: #{second}, #{first}")
+
+
+def test_a_rebase_group_of_a_covered_pull_request_gets_success(world: GitHubWorld) -> None:
+    world.serve()
+    _, pr = _approved_item(world)
+    group = world.fake.queue(REPO, [pr], method="rebase")
+    _deliver(world, group)
+    assert (_status(world, group)["state"], _status(world, group)["description"]) == (
+        SUCCESS, f"every pull request in the group is covered: #{pr}")
+    # the pull request's own commits were read to match the replayed ones
+    assert any(r.path.endswith(f"/pulls/{pr}/commits") for r in world.fake.requests)
+
+
+def test_a_rebase_group_with_a_commit_more_than_the_pull_request_fails(
+        world: GitHubWorld) -> None:
+    world.serve()
+    _, pr = _approved_item(world)
+    group = world.fake.queue(REPO, [pr], method="rebase")
+    commits = world.fake.queue_commits(REPO, group)
+    # one more replayed commit, its message copied from the covered one (count must match)
+    extra = {**commits[-1], "sha": "e" * 40, "parents": [commits[-1]["sha"]]}
+    commits.insert(0, extra)
+    _deliver(world, group)
+    # the copy matches first; the real replayed commit is then one too many
+    assert _status(world, group)["state"] == "failure"
+    assert _status(world, group)["description"].startswith(
+        f"commit {commits[1]['sha'][:7]} (\"Work on issue-")
+
+
+def test_merge_and_squash_groups_stay_green_and_an_extra_commit_fails(
+        world: GitHubWorld) -> None:
+    world.serve()
+    ref = world.issue("Add a widget")
+    pr = world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number], author="carol")
+    world.fake.push(REPO, pr, message="Second commit")  # two own commits before the gates
+    runtime = world.services.runtime
+    runtime.start(ref)
+    runtime.force(ref, "human-approval", "test", "tester")
+    comment = world.comment(ref, "approved", as_user="alice")
+    [latest] = [c for c in world.services.ports.tracker.list_comments(ref) if c.id == comment.id]
+    assert runtime.advance(ref, {"comments": [latest]}).current_node == "complete"
+    merged = world.fake.queue(REPO, [pr])
+    squashed = world.fake.queue(REPO, [pr], method="squash")
+    # merge: the pull request's two commits and its merge commit; squash: one commit
+    assert len(world.fake.queue_commits(REPO, merged)) == 3
+    assert len(world.fake.queue_commits(REPO, squashed)) == 1
+    for group in (merged, squashed):
+        _deliver(world, group)
+        assert _status(world, group)["state"] == SUCCESS
+    # a merge group carrying a commit outside every merged pull request's history fails
+    forged = world.fake.queue(REPO, [pr])
+    commits = world.fake.queue_commits(REPO, forged)
+    commits.insert(0, {"sha": "f" * 40, "parents": [forged["base_sha"]],
+                       "message": "Sneak in a change", "author": {"name": "mallory"}})
+    _deliver(world, forged)
+    assert (_status(world, forged)["state"], _status(world, forged)["description"]) == (
+        "failure", "commit fffffff (\"Sneak in a change\") is not accounted for by any pull "
+                   "request loopgate identified in the group")
+
+
+def test_every_page_of_a_large_group_is_read(world: GitHubWorld) -> None:
+    # GitHub pages a comparison of many commits (per_page ≤ 100): a group of 111 commits
+    # is read whole, so a legitimate one passes and a commit on page 2 is still checked.
+    world.serve()
+    ref = world.issue("Add a widget")
+    pr = world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number], author="carol")
+    for n in range(109):
+        world.fake.push(REPO, pr, message=f"Step {n}")
+    runtime = world.services.runtime
+    runtime.start(ref)
+    runtime.force(ref, "human-approval", "test", "tester")
+    comment = world.comment(ref, "approved", as_user="alice")
+    [latest] = [c for c in world.services.ports.tracker.list_comments(ref) if c.id == comment.id]
+    assert runtime.advance(ref, {"comments": [latest]}).current_node == "complete"
+    group = world.fake.queue(REPO, [pr])
+    assert len(world.fake.queue_commits(REPO, group)) == 111
+    _deliver(world, group)
+    assert _status(world, group)["state"] == SUCCESS
+    forged = world.fake.queue(REPO, [pr])
+    commits = world.fake.queue_commits(REPO, forged)
+    commits.insert(105, {"sha": "d" * 40, "parents": [commits[104]["sha"]],
+                         "message": "Late addition", "author": {"name": "mallory"}})
+    _deliver(world, forged)
+    assert _status(world, forged)["description"].startswith("commit ddddddd (\"Late addition\")")
+
+
+def test_a_commit_title_naming_a_covered_pull_request_outside_the_group_is_no_cover(
+        world: GitHubWorld) -> None:
+    # Rebase method: mallory's one commit is titled like #seven's squash commit and bob's
+    # covered pull request's one commit like its own. Read as a squash group every commit
+    # was accounted for; the queue's own list names mallory's pull request, which is not
+    # covered.
+    world.serve()
+    _, seven = _approved_item(world)
+    ref = world.issue("Add a gadget")
+    mine = world.fake.open_pr(REPO, f"issue-{ref.number}", closes=[ref.number], author="bob")
+    world.fake.repos[REPO].issues[mine].title = f"Add a gadget (#{mine})"
+    runtime = world.services.runtime
+    runtime.start(ref)
+    runtime.force(ref, "human-approval", "test", "tester")
+    comment = world.comment(ref, "approved", as_user="alice")
+    [latest] = [c for c in world.services.ports.tracker.list_comments(ref) if c.id == comment.id]
+    assert runtime.advance(ref, {"comments": [latest]}).current_node == "complete"
+    sneaky = world.fake.open_pr(REPO, "mallory-tweak", author="mallory",
+                                title=f"Tweak the limits (#{seven})")
+    group = world.fake.queue(REPO, [sneaky, mine], method="rebase")
+    titles = [c["message"] for c in world.fake.queue_commits(REPO, group)]
+    assert titles == [f"Tweak the limits (#{seven})", f"Add a gadget (#{mine})"]
+    _deliver(world, group)
+    assert (_status(world, group)["state"], _status(world, group)["description"]) == (
+        "failure", f"#{sneaky} is not covered: #{sneaky} delivers no work item")

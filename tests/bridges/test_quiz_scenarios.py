@@ -347,3 +347,31 @@ def test_a_deleted_quiz_comment_is_posted_again_on_the_next_comment(world: GitHu
 def parse_quiz_digest(body: str) -> str:
     [marker] = [m for m in body.splitlines() if "the-loop:quiz" in m]
     return marker
+
+
+def test_a_re_tick_of_an_earlier_visits_quiz_comment_does_not_pass_the_next_visit(
+        world: GitHubWorld) -> None:
+    """Issue 19 §2 over GitHub: the spec quiz passed on visit 1, an operator moved the item
+    back to it (visit 2, same spec, same digest). alice un-ticks and re-ticks visit 1's
+    comment: it does not pass visit 2 (its ticked body is the tick already handled). The
+    next event posts visit 2's own quiz comment; her tick there passes."""
+    world.serve()
+    ref = world.issue()
+    old = world.to_spec_quiz(ref)
+    assert _tick_by_webhook(world, old, "alice") == 202
+    assert world.state(ref).current_node == "tasks-breakdown"
+    world.services.runtime.force(ref, "spec-quiz", "explain it again", "tester")
+    _untick(world, old, "alice")
+    assert _tick_by_webhook(world, old, "alice") == 202
+    assert world.state(ref).current_node == "spec-quiz"
+    assert world.state(ref).decision("spec-quiz") is None
+    asked = world.comment(ref, "Is the quiz still current?", as_user="bob")
+    assert world.webhook("issue_comment", "created", ref, comment_id=asked.id,
+                         sender="bob").status_code == 202
+    [new] = [c for c in world.quiz_comments(ref) if c.id != old.id]
+    state = world.state(ref)
+    assert state.surface["quiz"]["spec-quiz"]["earlier"] == [old.id]
+    assert _tick_by_webhook(world, new, "alice") == 202
+    state = world.state(ref)
+    assert state.current_node == "tasks-breakdown"
+    assert state.decisions["spec-quiz"]["commentId"] == new.id

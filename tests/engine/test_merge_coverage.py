@@ -307,3 +307,27 @@ def test_a_head_pushed_while_the_gate_was_read_is_not_covered_by_its_approval() 
     assert _last(tracker).state == PENDING
     assert _approved(runtime, tracker) == "complete"  # read at b, approved at b
     assert (_last(tracker).state, _last(tracker).head_sha) == (SUCCESS, "b" * 40)
+
+
+def test_a_merge_group_whose_commits_cannot_all_be_read_fails() -> None:
+    # Issue 19 §4: never a partial list; GitHub counting more commits than were read is a
+    # failure naming why (a transient failure is retried instead: the queue waits).
+    from engine.ports import TrackerError
+    from engine.queuegroup import GroupCommit
+
+    class Truncated(MemoryTracker):
+        def merge_group_commit_list(self, owner: str, repo: str, base: str, head: str
+                                    ) -> list[GroupCommit]:
+            raise TrackerError("the merge group 1111111 has 3100 commits; loopgate read 3000",
+                               permanent=True)
+
+    tracker = Truncated()
+    tracker.add_pull_request(REF, 8, head_sha="a" * 40)
+    runtime = _at_merge_gate(tracker)
+    _approved(runtime, tracker)
+    runtime.publish_merge_group(PR, "1" * 40, "0" * 40,
+                                "refs/heads/gh-readonly-queue/main/pr-8-" + "0" * 40)
+    [check] = tracker.commit_checks["1" * 40]
+    assert (check.state, check.description) == (  # type: ignore[attr-defined]
+        FAILURE, "could not read every commit of the group (the merge group 1111111 has 3100 "
+                 "commits; loopgate read 3000)")

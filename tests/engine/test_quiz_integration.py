@@ -273,3 +273,74 @@ def test_once_the_quiz_comment_is_posted_the_wait_stops_saying_it_is_being_poste
     assert state.current_node == "spec-quiz"
     assert state.parked["reason"] == (
         "waiting for an authorized user to tick the spec quiz box on spec-quiz")
+
+
+# -- issue 19 §2: a quiz attestation is bound to the visit it answers ----------------------
+def _back_to_spec_quiz(world: World, old: Comment) -> ItemState:
+    state = world.runtime.advance(REF, world.tick(old, "alice"))
+    assert state.current_node == "tasks-breakdown"
+    state = world.runtime.force(REF, "spec-quiz", "explain it again", "tester")
+    assert state.current_node == "spec-quiz" and state.visit("spec-quiz").number == 2
+    return state
+
+
+def test_an_earlier_visits_quiz_tick_does_not_pass_a_later_visit(world: World) -> None:
+    old = _at_spec_quiz(world)
+    _back_to_spec_quiz(world, old)
+    # the visit-1 tick offered again (a redelivery, a poll) does not pass visit 2
+    state = world.runtime.advance(REF, {"attestation": {"comment_id": old.id, "url": old.url}})
+    assert state.current_node == "spec-quiz"
+    why = (f"comment {old.id} is the spec-quiz quiz comment of an earlier visit; a tick there "
+           "does not count for visit 2: tick the new quiz comment")
+    assert str(state.parked["reason"]).startswith(why)
+    # visit 2 posted its own quiz comment; the old one is never reused
+    [new] = [c for c in world.quiz_comments() if c.id != old.id]
+    assert state.surface["quiz"]["spec-quiz"]["visit"] == 2
+    assert state.surface["quiz"]["spec-quiz"]["earlier"] == [old.id]
+    # an un-tick and re-tick of the old box by an authorized user does not count either
+    unticked = old.body.replace(attestation_line("spec", True), attestation_line("spec"))
+    world.tracker.edit_comment(old.id, unticked, "alice")
+    state = world.runtime.advance(REF, world.tick(old, "alice"))
+    assert state.current_node == "spec-quiz"
+    assert str(state.parked["reason"]) == why
+    assert [c["id"] for c in state.surface["quiz"]["spec-quiz"]["comments"]] == [new.id]
+    told = [c for c in world.tracker.comments_on(REF) if "Not counted" in c.body]
+    assert len(told) == 1 and f"does not count: {why}" in told[0].body
+    # positive control: a tick on visit 2's own comment passes
+    state = world.runtime.advance(REF, world.tick(new, "alice"))
+    assert state.current_node == "tasks-breakdown"
+    assert state.decisions["spec-quiz"]["comment"] == new.url
+
+
+def test_a_typed_quiz_line_of_an_earlier_visit_does_not_pass_a_later_one(
+        world: World) -> None:
+    world.tracker.comments_editable = False  # offline: the typed line attests
+    _at_spec_quiz(world)
+    line = world.tracker.add_comment_as(REF, "alice", attestation_line("spec", True))
+    assert world.runtime.advance(REF, {"comments": [line]}).current_node == "tasks-breakdown"
+    world.runtime.force(REF, "spec-quiz", "explain it again", "tester")
+    state = world.runtime.advance(REF, {"comments": [line]})  # offered again
+    assert state.current_node == "spec-quiz"
+    assert "not counted: @alice (it was written before visit 2 began; reply again with the " \
+           "line)" in str(state.parked["reason"])
+    again = world.tracker.add_comment_as(REF, "alice", attestation_line("spec", True))
+    state = world.runtime.advance(REF, {"comments": [again]})
+    assert state.current_node == "tasks-breakdown"
+    assert state.decisions["spec-quiz"]["commentId"] == again.id
+
+
+def test_a_quiz_entered_again_through_its_edge_posts_a_new_comment(world: World) -> None:
+    # The walk's own way back (the entry hook runs): same spec, same digest, and still the
+    # visit-1 comment, ticked, is not reused; a tick replayed on it does not count.
+    old = _at_spec_quiz(world)
+    _back_to_spec_quiz(world, old)
+    world.runtime.force(REF, "spec-explainer", "explain it again", "tester")
+    state = world.runtime.complete(REF, "spec-explainer", "agent")
+    assert state.current_node == "spec-quiz" and state.visit("spec-quiz").number == 3
+    fresh = [c for c in world.quiz_comments() if c.id != old.id]
+    assert fresh and state.surface["quiz"]["spec-quiz"]["visit"] == 3
+    assert old.id in state.surface["quiz"]["spec-quiz"]["earlier"]
+    state = world.runtime.advance(REF, {"attestation": {"comment_id": old.id, "url": old.url}})
+    assert state.current_node == "spec-quiz"
+    state = world.runtime.advance(REF, world.tick(fresh[-1], "alice"))
+    assert state.current_node == "tasks-breakdown"

@@ -164,3 +164,35 @@ def test_selection_notices_feed_the_slack_card(world: World) -> None:
     [done] = [d for (_, e, d) in notifier.sent if e == "phase-selection-done"]
     assert done["decision"]["by"] == "@alice"
     assert "Explainer and quizzes: on" in done["confirmation"]
+
+
+def test_an_execute_reply_of_an_earlier_visit_does_not_choose_for_a_later_one(
+        world: World) -> None:
+    # Issue 19 §2: the gate re-entered (an operator moved the item back) is chosen for again;
+    # the visit-1 reply offered again (catch-up, a redelivery) does not decide visit 2.
+    first = world.reply("alice", "the-loop execute")
+    assert world.advance_with(first).current_node == "brainstorming"
+    state = world.runtime.force(REF, "phase-selection", "choose again", "tester")
+    assert state.visit("phase-selection").number == 2
+    state = world.advance_with(first)
+    assert state.current_node == "phase-selection"
+    assert str(state.parked["reason"]).endswith(
+        "(not counted: @alice replied `the-loop execute` before visit 2 began; reply again)")
+    # positive control: a reply written during visit 2 chooses
+    again = world.reply("alice", "the-loop execute")
+    state = world.advance_with(again)
+    assert state.current_node == "brainstorming"
+    assert state.decisions["phase-selection"]["commentId"] == again.id
+
+
+def test_a_slack_selection_on_a_later_visit_still_counts(world: World) -> None:
+    # A Slack click is a comment with no id (bot/listeners/actions/execute.py): the visit
+    # binding of GitHub replies must not refuse it.
+    first = world.reply("alice", "the-loop execute")
+    assert world.advance_with(first).current_node == "brainstorming"
+    world.runtime.force(REF, "phase-selection", "choose again", "tester")
+    click = Comment(id=0, author="alice", body="the-loop execute")
+    state = world.runtime.advance(REF, {"comments": [click], "via": "slack",
+                                        "expectNode": "phase-selection"})
+    assert state.current_node == "brainstorming"
+    assert state.decisions["phase-selection"]["via"] == "slack"

@@ -225,6 +225,9 @@ class FakeIssue:
     head_branch: str = ""
     closes: list[int] = field(default_factory=list)
     head_sha: str = ""  # a pull request's head commit (changes on push)
+    # A pull request's own commits once pushed to (GET /pulls/{n}/commits), oldest first:
+    # {sha, message, author: {name, email, date}, parents: [sha]}; [] = one made-up commit.
+    commits: list[dict[str, Any]] = field(default_factory=list)
     head_repo: str = ""  # a fork's full name ("" = the base repository)
     requested_reviewers: list[str] = field(default_factory=list)  # logins (issue 24 §3)
     requested_teams: list[str] = field(default_factory=list)  # team slugs
@@ -324,7 +327,8 @@ def _routes() -> list[_Route]:
         ("POST", "review-request", rf"/repos/{seg}/pulls/(?P<number>\d+)/requested_reviewers"),
         ("GET", "requested-reviewers",
          rf"/repos/{seg}/pulls/(?P<number>\d+)/requested_reviewers"),
-        # Issue 24 §2: a pull request's commits (GET /repos/{o}/{r}/pulls/{n}/commits).
+        # Issues 24 §2 (agent authorship) and 19 §4 (rebase groups): a pull request's
+        # commits (GET /repos/{o}/{r}/pulls/{n}/commits).
         ("GET", "pull-commits", rf"/repos/{seg}/pulls/(?P<number>\d+)/commits"),
         ("GET", "contents", rf"/repos/{seg}/contents(?:/(?P<path>.*))?"),
         # Issue 11: commit statuses, check runs, team membership (GitHub REST shapes).
@@ -422,11 +426,13 @@ class FakeGitHub(LoopbackServer):
         #: Issue 24 §2: logins no GitHub account has (``GET /users/{login}`` answers 404).
         self.missing_users: set[str] = set()
         #: Issue 24 §2: ``(repo, pull number) -> [commit]`` added by :meth:`commit`.
-        self.pull_commit_log: dict[tuple[str, int], list[dict[str, Any]]] = {}
         #: Issue 19 §4: merge groups by head sha (:meth:`queue`).
         self.merge_groups: dict[str, dict[str, Any]] = {}
         #: Issue 22 §2, sign in with GitHub (:meth:`add_oauth_client`, :meth:`oauth_as`).
         self.oauth = FakeOAuth(self)
+        #: Each repository's merge queue per base branch: ``[(pull number, group head)]``
+        #: front first, as the latest :meth:`queue` left it (GraphQL ``mergeQueue``).
+        self.merge_queue_entries: dict[str, dict[str, list[tuple[int, str]]]] = {}
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
 
@@ -520,15 +526,22 @@ class FakeGitHub(LoopbackServer):
             pr = self._repo(repo).issues[number]
             return pr.head_sha or hashlib.sha1(f"{repo}:{pr.head_branch}".encode()).hexdigest()
 
-    def push(self, repo: str, number: int) -> str:
-        """A new commit on pull request ``number``'s head branch; returns its SHA (send
-        the ``pull_request.synchronize`` webhook yourself, as GitHub would)."""
+    def push(self, repo: str, number: int, message: str = "") -> str:
+        """A new commit on pull request ``number``'s head branch (``message``, default
+        "More work on <branch>"); returns its SHA (send the ``pull_request.synchronize``
+        webhook yourself, as GitHub would)."""
         with self.lock:
             pr = self._repo(repo).issues[number]
             old = self.head_sha(repo, number)
+            pr.commits = self._own_commits(repo, number)
             self._old_commits.setdefault(repo, set()).add(old)  # still a commit of the repo
             pr.head_sha = hashlib.sha1(f"{old}:next".encode()).hexdigest()
             pr.updated_at = _iso(self.now())
+            pr.commits.append({"sha": pr.head_sha, "parents": [old],
+                               "message": message or f"More work on {pr.head_branch}",
+                               "author_login": pr.author, "author_type": pr.author_type,
+                               "author": self._git_person(pr.author, pr.updated_at,
+                                                          pr.author_type)})
             return pr.head_sha
 
     def commit(self, repo: str, number: int, *, author: tuple[str, str],
@@ -540,14 +553,38 @@ class FakeGitHub(LoopbackServer):
         included); ``author_login``/``committer_login``: the accounts GitHub links to
         them (None: no account, as for an e-mail GitHub does not know). Returns its SHA.
         """
-        sha = self.push(repo, number)
+        sha = self.push(repo, number, message)
         with self.lock:
-            self.pull_commit_log.setdefault((repo, number), []).append({
-                "sha": sha, "message": message, "author": author,
-                "committer": committer or author, "author_login": author_login,
-                "author_type": author_type, "committer_login": committer_login,
-                "committer_type": committer_type})
+            pr = self._repo(repo).issues[number]
+            last = pr.commits[-1]
+            date = last["author"]["date"]
+            last["author"] = {"name": author[0], "email": author[1], "date": date}
+            if committer is not None:
+                last["committer"] = {"name": committer[0], "email": committer[1],
+                                     "date": date}
+            last.update(author_login=author_login, author_type=author_type,
+                        committer_login=committer_login, committer_type=committer_type)
         return sha
+
+    @staticmethod
+    def _git_person(login: str, date: str, kind: str = "User") -> dict[str, str]:
+        # A commit's git author (REST commit.author: name, email, date), with GitHub's
+        # no-reply e-mail ID+LOGIN@users.noreply.github.com.
+        return {"name": login, "date": date,
+                "email": f"{_account_id(login, kind)}+{login}@users.noreply.github.com"}
+
+    def _base_sha(self, repo: str) -> str:
+        return hashlib.sha1(f"{repo}:{self._repo(repo).default_branch}".encode()).hexdigest()
+
+    def _own_commits(self, repo: str, number: int) -> list[dict[str, Any]]:
+        # A pull request's own commits: those pushed, or one commit at its head whose
+        # parent is the base branch's tip (the branch as opened).
+        pr = self._repo(repo).issues[number]
+        if pr.commits:
+            return [dict(c) for c in pr.commits]
+        return [{"sha": self.head_sha(repo, number), "parents": [self._base_sha(repo)],
+                 "message": pr.title, "author_login": pr.author, "author_type": pr.author_type,
+                 "author": self._git_person(pr.author, pr.created_at, pr.author_type)}]
 
     def set_fork(self, repo: str, number: int, fork: str) -> None:
         """Make pull request ``number`` come from the fork ``fork`` (``owner/name``)."""
@@ -1412,50 +1449,9 @@ class FakeGitHub(LoopbackServer):
         return _Response(200, {"users": [self._user(u) for u in pr.requested_reviewers],
                                "teams": [self._team_json(repo.owner, t)
                                          for t in pr.requested_teams]})
-    def _r_pull_commits(self, p: dict[str, str], q: dict[str, str], body: bytes,
-                        h: Any) -> _Response:
-        # GitHub's "List commits on a pull request": oldest first, 30 a page by default
-        # (100 at most), at most 250 commits in all (docs.github.com
-        # rest/pulls/pulls#list-commits-on-a-pull-request). Each entry is the OpenAPI
-        # ``commit``: sha, commit {author, committer: {name, email, date}, message}, and
-        # top-level author/committer = the linked GitHub accounts, null when none. A pull
-        # request nobody pushed to through :meth:`commit` has one commit by its author.
-        repo, issue = self._issue(p)
-        if not issue.is_pr:
-            raise _NotFound(p["number"])
-        log = self.pull_commit_log.get((repo.full_name, issue.number)) or [{
-            "sha": self.head_sha(repo.full_name, issue.number), "message": issue.title,
-            "author": (issue.author, self._noreply(issue.author, issue.author_type)),
-            "committer": None, "author_login": issue.author, "author_type": issue.author_type,
-            "committer_login": None, "committer_type": "User"}]
-        out = [self._commit_json(repo, c) for c in log]
-        return self._page(out[:250], q, self._full_path(h))
-
     def _noreply(self, login: str, kind: str = "User") -> str:
         # GitHub's no-reply commit e-mail: ID+LOGIN@users.noreply.github.com.
         return f"{_account_id(login, kind)}+{login}@users.noreply.github.com"
-
-    def _commit_json(self, repo: FakeRepo, c: dict[str, Any]) -> dict[str, Any]:
-        now = _iso(self.now())
-        author = c["author"]
-        committer = c["committer"] or ("GitHub", "noreply@github.com")
-        base = f"{self.api_url}/repos/{repo.full_name}"
-        return {"sha": c["sha"], "node_id": _node_id("Commit", int(c["sha"][:8], 16)),
-                "url": f"{base}/commits/{c['sha']}",
-                "html_url": f"{HTML_BASE}/{repo.full_name}/commit/{c['sha']}",
-                "comments_url": f"{base}/commits/{c['sha']}/comments",
-                "commit": {"url": f"{base}/git/commits/{c['sha']}",
-                           "author": {"name": author[0], "email": author[1], "date": now},
-                           "committer": {"name": committer[0], "email": committer[1],
-                                         "date": now},
-                           "message": c["message"], "comment_count": 0,
-                           "tree": {"sha": hashlib.sha1(c["sha"].encode()).hexdigest(),
-                                    "url": f"{base}/git/trees/{c['sha']}"},
-                           "verification": {"verified": False, "reason": "unsigned",
-                                            "signature": None, "payload": None}},
-                "author": self._user(c["author_login"], c["author_type"]),
-                "committer": self._user(c["committer_login"], c["committer_type"]),
-                "parents": []}
 
     # -- commit statuses and check runs (issue 11 §1) -------------------------------------
     def _known_sha(self, repo: FakeRepo, ref: str) -> str:
@@ -1835,9 +1831,24 @@ class FakeGitHub(LoopbackServer):
             found = repo.issues.get(number)
             return self._gql_pr(repo, found) if found and found.is_pr else None
 
+        def merge_queue(info: Any, branch: str | None = None) -> Any:
+            # Repository.mergeQueue(branch) → MergeQueue.entries: each queued pull request
+            # with its position (1 = front) and the head commit of the group built for it
+            # (GitHub's schema: MergeQueueEntry.position/headCommit/pullRequest).
+            entries = self.merge_queue_entries.get(full_name, {}).get(
+                branch or repo.default_branch)
+            if entries is None:
+                return None
+            nodes = [{"__typename": "MergeQueueEntry", "position": n + 1,
+                      "headCommit": {"__typename": "Commit", "oid": head},
+                      "pullRequest": self._gql_pr(repo, repo.issues[number])}
+                     for n, (number, head) in enumerate(entries)]
+            return {"__typename": "MergeQueue",
+                    "entries": lambda info, **_: self._connection(nodes)}
+
         return {"__typename": "Repository", "id": _node_id("Repository", repo.id),
                 "name": repo.name, "nameWithOwner": full_name, "issue": issue,
-                "pullRequest": pull,
+                "pullRequest": pull, "mergeQueue": merge_queue,
                 "defaultBranchRef": {"__typename": "Ref", "name": repo.default_branch}}
 
     # -- issue 19: other Apps' check runs, the merge queue ---------------------------------
@@ -1888,33 +1899,46 @@ class FakeGitHub(LoopbackServer):
             pr.body = "\n".join(f"Closes #{n}" for n in pr.closes)
             pr.updated_at = _iso(self.now())
 
-    def queue(self, repo: str, pulls: list[int], *, squash: bool = False) -> dict[str, Any]:
+    def queue(self, repo: str, pulls: list[int], *, squash: bool = False,
+              method: str = "") -> dict[str, Any]:
         """Put ``pulls`` in one merge group as GitHub's merge queue builds it: a temporary
-        branch ``gh-readonly-queue/<base>/pr-<last N>-<base sha>`` with one commit per pull
-        request on top of the base branch ("Merge pull request #N from …", or "<title>
-        (#N)" when squashing), platform-facts F1.
+        branch ``gh-readonly-queue/<base>/pr-<last N>-<base sha>`` on top of the base
+        branch, built with the queue's one merge method (``method``: ``merge``, default;
+        ``squash``, also ``squash=True``; ``rebase``), platform-facts F1 and
+        docs.github.com "About pull request merges":
+
+        - merge: per pull request a merge commit "Merge pull request #N from …" whose
+          second parent is the pull request's head; its own commits come along
+          (``compare`` lists them, they are not in the base);
+        - squash: one commit "<title> (#N)" per pull request;
+        - rebase: each of the pull request's own commits replayed one by one, "added onto
+          the base branch individually without a merge commit": same message and author,
+          a new sha, GitHub as committer.
 
         Returns:
             The ``merge_group`` object of the webhook (OpenAPI ``merge-group``:
             ``head_sha``, ``head_ref``, ``base_sha``, ``base_ref``, ``head_commit``).
         """
+        method = method or ("squash" if squash else "merge")
+        if method not in ("merge", "squash", "rebase"):
+            raise ValueError(f"unknown merge method {method!r}")
         with self.lock:
             r = self._repo(repo)
             base = r.default_branch
-            base_sha = hashlib.sha1(f"{repo}:{base}".encode()).hexdigest()
-            parent, commits = base_sha, []
+            base_sha = self._base_sha(repo)
+            parent, commits, entries = base_sha, [], []
             for n in pulls:
-                pr = r.issues[n]
-                message = (f"{pr.title} (#{n})" if squash else
-                           f"Merge pull request #{n} from {r.owner}/{pr.head_branch}\n\n"
-                           f"{pr.title}")
                 # Every group is a new commit (GitHub builds a fresh one per queue entry).
-                seed = f"{parent}:{n}:{self.head_sha(repo, n)}:{len(self.merge_groups)}"
-                parent = hashlib.sha1(seed.encode()).hexdigest()
-                commits.append((parent, message))
+                salt = f"{n}:{self.head_sha(repo, n)}:{len(self.merge_groups)}"
+                built = self._queue_commits(repo, n, method, parent, salt)
+                commits.extend(built)
+                parent = built[-1]["sha"]
+                # Each entry's group holds the entries ahead of it and its own commits.
+                entries.append((n, parent))
+            self.merge_queue_entries.setdefault(repo, {})[base] = entries
             known = self._old_commits.setdefault(repo, set())
-            known.update({base_sha, *(sha for sha, _ in commits)})
-            head_sha, message = commits[-1]
+            known.update({base_sha, *(c["sha"] for c in commits)})
+            head_sha, message = commits[-1]["sha"], commits[-1]["message"]
             now = _iso(self.now())
             person = {"name": "GitHub", "email": "noreply@github.com"}
             group = {"head_sha": head_sha,
@@ -1925,6 +1949,40 @@ class FakeGitHub(LoopbackServer):
                          "author": person, "committer": person}}
             self.merge_groups[head_sha] = {"repo": repo, "commits": commits, "group": group}
             return group
+
+    def queue_commits(self, repo: str, group: dict[str, Any]) -> list[dict[str, Any]]:
+        """The commits a merge group's branch holds over its base, oldest first (what
+        ``compare`` answers; a test may add to the list to build a forged group)."""
+        with self.lock:
+            return self.merge_groups[group["head_sha"]]["commits"]
+
+    def _queue_commits(self, repo: str, number: int, method: str, parent: str,
+                       salt: str) -> list[dict[str, Any]]:
+        # The commits one pull request adds to a merge group's branch (see queue()).
+        r = self._repo(repo)
+        pr = r.issues[number]
+        now = _iso(self.now())
+        github = {"name": "GitHub", "email": "noreply@github.com", "date": now}
+        if method == "squash":
+            sha = hashlib.sha1(f"{parent}:{salt}".encode()).hexdigest()
+            return [{"sha": sha, "parents": [parent], "message": f"{pr.title} (#{number})",
+                     "author": self._git_person(pr.author, now, pr.author_type),
+                     "author_login": pr.author, "author_type": pr.author_type,
+                     "committer": github}]
+        own = self._own_commits(repo, number)
+        if method == "merge":
+            sha = hashlib.sha1(f"{parent}:{salt}".encode()).hexdigest()
+            merge = {"sha": sha, "parents": [parent, own[-1]["sha"]],
+                     "message": f"Merge pull request #{number} from {r.owner}/"
+                                f"{pr.head_branch}\n\n{pr.title}",
+                     "author": github, "committer": github}
+            return [*own, merge]
+        replayed = []
+        for commit in own:
+            sha = hashlib.sha1(f"{parent}:{commit['sha']}:{salt}".encode()).hexdigest()
+            replayed.append({**commit, "sha": sha, "parents": [parent], "committer": github})
+            parent = sha
+        return replayed
 
     def merge_group_webhook(self, repo: str, group: dict[str, Any], *,
                             action: str = "checks_requested", reason: str = "dequeued",
@@ -1955,14 +2013,57 @@ class FakeGitHub(LoopbackServer):
         if found is None or found["repo"] != repo.full_name \
                 or found["group"]["base_sha"] != p["base"]:
             raise _NotFound(p["head"])
-        commits = [{"sha": sha, "node_id": _node_id("Commit", int(sha[:8], 16)),
-                    "commit": {"message": message, "author": {"name": "GitHub"},
-                               "committer": {"name": "GitHub"}},
-                    "html_url": f"{HTML_BASE}/{repo.full_name}/commit/{sha}"}
-                   for sha, message in found["commits"]]
-        return _Response(200, {"status": "ahead", "ahead_by": len(commits), "behind_by": 0,
-                               "total_commits": len(commits), "commits": commits,
+        commits = [self._commit_json(repo.full_name, c) for c in found["commits"]]
+        total = len(commits)
+        if "page" in q or "per_page" in q:
+            # Paged as GitHub pages a comparison of many commits (per_page ≤ 100, page);
+            # total_commits still counts them all.
+            size = max(1, min(int(q.get("per_page", 30)), 100))
+            page = max(1, int(q.get("page", 1)))
+            commits = commits[(page - 1) * size: page * size]
+        return _Response(200, {"status": "ahead", "ahead_by": total, "behind_by": 0,
+                               "total_commits": total, "commits": commits,
                                "files": []})
+
+    def _commit_json(self, full_name: str, c: dict[str, Any]) -> dict[str, Any]:
+        # REST "commit" object as compare and pulls/{n}/commits list it (OpenAPI
+        # ``commit``): sha, node_id, url, html_url, comments_url, commit {url, author,
+        # committer: {name, email, date}, message, comment_count, tree, verification},
+        # top-level author/committer = the linked GitHub accounts (null when none),
+        # parents [{sha, url}].
+        sha = c["sha"]
+        author = c.get("author") or {"name": "GitHub", "email": "noreply@github.com",
+                                     "date": _iso(self.now())}
+        committer = c.get("committer") or author
+        base = f"{self.api_url}/repos/{full_name}"
+        login, kind = c.get("author_login"), c.get("author_type") or "User"
+        by, by_kind = c.get("committer_login"), c.get("committer_type") or "User"
+        return {"sha": sha, "node_id": _node_id("Commit", int(sha[:8], 16)),
+                "url": f"{base}/commits/{sha}",
+                "html_url": f"{HTML_BASE}/{full_name}/commit/{sha}",
+                "comments_url": f"{base}/commits/{sha}/comments",
+                "commit": {"url": f"{base}/git/commits/{sha}", "author": author,
+                           "committer": committer, "message": c["message"],
+                           "comment_count": 0,
+                           "tree": {"sha": hashlib.sha1(sha.encode()).hexdigest(),
+                                    "url": f"{base}/git/trees/{sha}"},
+                           "verification": {"verified": False, "reason": "unsigned",
+                                            "signature": None, "payload": None}},
+                "author": self._user(login, kind) if login else None,
+                "committer": self._user(by, by_kind) if by else None,
+                "parents": [{"sha": p, "url": f"{HTML_BASE}/{full_name}/commit/{p}"}
+                            for p in c.get("parents") or ()]}
+
+    def _r_pull_commits(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                        h: Any) -> _Response:
+        # GET /repos/{o}/{r}/pulls/{n}/commits: the pull request's commits, oldest first,
+        # at most 250 (docs.github.com rest/pulls/pulls#list-commits-on-a-pull-request).
+        repo, issue = self._issue(p)
+        if not issue.is_pr:
+            raise _NotFound(p["number"])
+        own = self._own_commits(repo.full_name, issue.number)[:250]
+        return self._page([self._commit_json(repo.full_name, c) for c in own], q,
+                          self._full_path(h))
 
 
 def wait_for(predicate: Callable[[], bool], timeout: float = 5.0, interval: float = 0.01) -> bool:
