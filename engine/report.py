@@ -294,6 +294,26 @@ def effect_lines(rows: Sequence[EffectRow]) -> list[dict[str, Any]]:
             for r in rows if r.status in (PENDING, RUNNING, FAILED)]
 
 
+#: id(graph) -> (graph, its "not reached" lines): made once per graph, not per item.
+_NOT_REACHED: dict[int, tuple[Graph, tuple[tuple[dict[str, Any], dict[str, Any] | None], ...]]] = {}
+
+
+def _not_reached(graph: Graph) -> tuple[tuple[dict[str, Any], dict[str, Any] | None], ...]:
+    """Per node in graph order: its report line when never reached and its ``unmet``
+    entry (None for a terminal node), built once per graph; callers copy them."""
+    entry = _NOT_REACHED.get(id(graph))
+    if entry is None or entry[0] is not graph:  # an id can be reused by a later graph
+        if len(_NOT_REACHED) >= 16:
+            _NOT_REACHED.clear()
+        lines = tuple(({"id": n.id, "status": "not reached", "detail": "", "outcome": "",
+                        "attempts": 0, "forced": False},
+                       None if n.terminal else {"node": n.id, "status": "not reached"})
+                      for n in graph.ordered())
+        entry = (graph, lines)
+        _NOT_REACHED[id(graph)] = entry
+    return entry[1]
+
+
 def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
                  effects: Sequence[EffectRow] = ()) -> dict[str, Any]:
     """The ``check`` report of one item.
@@ -319,9 +339,17 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
     """
     reader = _Reader(graph, state, recompute)
     nodes, unmet = [], []
-    for node in graph.ordered():
+    records, declared, current = state.nodes, reader.declared, state.current_node
+    for node, (blank, blank_unmet) in zip(graph.ordered(), _not_reached(graph), strict=True):
+        record = records.get(node.id)
+        if record is None and node.id != current and node.id not in declared and not node.opt_in:
+            # Never entered, nothing declared, not opt-in: the reader's last line, copied
+            # from the graph's (most nodes of most items; check --all, issue 21 §3).
+            nodes.append(blank.copy())
+            if blank_unmet is not None:
+                unmet.append(blank_unmet.copy())
+            continue
         line = reader.line(node)
-        record = state.nodes.get(node.id)
         nodes.append({
             "id": node.id, "status": line.status, "detail": line.detail,
             "outcome": record.outcome if record else "",
