@@ -40,6 +40,7 @@ __all__ = [
     "graph_schema",
     "validate_structure",
     "undo_bool_keys",
+    "has_bool_keys",
 ]
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
@@ -157,6 +158,28 @@ def undo_bool_keys(value: Any) -> Any:
     if isinstance(value, list | tuple):
         return [undo_bool_keys(item) for item in value]
     return value
+
+
+def has_bool_keys(value: Any) -> bool:
+    """True when :func:`undo_bool_keys` would change ``value``: a boolean mapping key
+    anywhere, or a container other than ``dict`` and ``list`` (which it copies into those).
+    False for what :class:`GraphLoader` gives, which then needs no copy (issue 21 §4)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or kind is float or item is None:
+            continue
+        if kind is dict:
+            for key in item:
+                if type(key) is bool:
+                    return True
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif isinstance(item, Mapping | list | tuple):
+            return True  # another container: undo_bool_keys copies it into a dict or list
+    return False
 
 
 @lru_cache(maxsize=1)
