@@ -294,24 +294,61 @@ def effect_lines(rows: Sequence[EffectRow]) -> list[dict[str, Any]]:
             for r in rows if r.status in (PENDING, RUNNING, FAILED)]
 
 
-#: id(graph) -> (graph, its "not reached" lines): made once per graph, not per item.
-_NOT_REACHED: dict[int, tuple[Graph, tuple[tuple[dict[str, Any], dict[str, Any] | None], ...]]] = {}
+class _Blank(NamedTuple):
+    """A graph's report lines for an item that reached none of its nodes, made once per
+    graph (check --all, issue 21 §3); callers copy the dicts."""
+
+    lines: tuple[dict[str, Any], ...]  # per node: the "not reached" line
+    unmet: tuple[dict[str, Any] | None, ...]  # per node: its unmet entry (None: terminal)
+    index: dict[str, int]  # node id -> position
+    opt_in: tuple[str, ...]  # the opt-in nodes, which the reader always decides
 
 
-def _not_reached(graph: Graph) -> tuple[tuple[dict[str, Any], dict[str, Any] | None], ...]:
-    """Per node in graph order: its report line when never reached and its ``unmet``
-    entry (None for a terminal node), built once per graph; callers copy them."""
-    entry = _NOT_REACHED.get(id(graph))
+#: id(graph) -> (graph, its blank lines).
+_BLANKS: dict[int, tuple[Graph, _Blank]] = {}
+
+
+def _blank(graph: Graph) -> _Blank:
+    entry = _BLANKS.get(id(graph))
     if entry is None or entry[0] is not graph:  # an id can be reused by a later graph
-        if len(_NOT_REACHED) >= 16:
-            _NOT_REACHED.clear()
-        lines = tuple(({"id": n.id, "status": "not reached", "detail": "", "outcome": "",
-                        "attempts": 0, "forced": False},
-                       None if n.terminal else {"node": n.id, "status": "not reached"})
-                      for n in graph.ordered())
-        entry = (graph, lines)
-        _NOT_REACHED[id(graph)] = entry
+        if len(_BLANKS) >= 16:
+            _BLANKS.clear()
+        ordered = graph.ordered()
+        entry = (graph, _Blank(
+            tuple({"id": n.id, "status": "not reached", "detail": "", "outcome": "",
+                   "attempts": 0, "forced": False} for n in ordered),
+            tuple(None if n.terminal else {"node": n.id, "status": "not reached"}
+                  for n in ordered),
+            {n.id: i for i, n in enumerate(ordered)},
+            tuple(n.id for n in ordered if n.opt_in)))
+        _BLANKS[id(graph)] = entry
     return entry[1]
+
+
+def _node_lines(graph: Graph, state: ItemState, reader: _Reader
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The report's ``nodes`` and ``unmet``. A node never entered, not current, without a
+    declared skip and not opt-in reads "not reached" (the reader's last line): its line is
+    copied from the graph's blank ones; the reader decides only the others (a few per
+    item, where a graph has dozens of nodes)."""
+    blank = _blank(graph)
+    nodes = [line.copy() for line in blank.lines]
+    unmet = list(blank.unmet)
+    index = blank.index
+    ordered = graph.ordered()
+    asked = {index[n] for n in (*state.nodes, state.current_node, *reader.declared,
+                                *blank.opt_in) if n in index}
+    for i in asked:
+        node = ordered[i]
+        line = reader.line(node)
+        record = state.nodes.get(node.id)
+        nodes[i] = {"id": node.id, "status": line.status, "detail": line.detail,
+                    "outcome": record.outcome if record else "",
+                    "attempts": record.attempts if record else 0,
+                    "forced": bool(record and record.forced)}
+        unmet[i] = (None if node.terminal or line.satisfied
+                    else {"node": node.id, "status": line.status})
+    return nodes, [u if i in asked else u.copy() for i, u in enumerate(unmet) if u is not None]
 
 
 def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
@@ -338,26 +375,7 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
         (see :func:`document_view`): treat it as read-only.
     """
     reader = _Reader(graph, state, recompute)
-    nodes, unmet = [], []
-    records, declared, current = state.nodes, reader.declared, state.current_node
-    for node, (blank, blank_unmet) in zip(graph.ordered(), _not_reached(graph), strict=True):
-        record = records.get(node.id)
-        if record is None and node.id != current and node.id not in declared and not node.opt_in:
-            # Never entered, nothing declared, not opt-in: the reader's last line, copied
-            # from the graph's (most nodes of most items; check --all, issue 21 §3).
-            nodes.append(blank.copy())
-            if blank_unmet is not None:
-                unmet.append(blank_unmet.copy())
-            continue
-        line = reader.line(node)
-        nodes.append({
-            "id": node.id, "status": line.status, "detail": line.detail,
-            "outcome": record.outcome if record else "",
-            "attempts": record.attempts if record else 0,
-            "forced": bool(record and record.forced),
-        })
-        if not node.terminal and not line.satisfied:
-            unmet.append({"node": node.id, "status": line.status})
+    nodes, unmet = _node_lines(graph, state, reader)
     status = state.status if state.current_node else NOT_STARTED
     document = document_view(state)
     return {

@@ -61,11 +61,12 @@ class _Doc:
     registry: HookRegistry
     warnings: list[str] = field(default_factory=list)
 
-    @property
+    # Read once per compile, not once per check (issue 21 §4); no check changes them.
+    @functools.cached_property
     def nodes(self) -> list[Mapping[str, Any]]:
         return list(self.data.get("nodes") or [])
 
-    @property
+    @functools.cached_property
     def edges(self) -> list[Mapping[str, Any]]:
         return list(self.data.get("edges") or [])
 
@@ -73,8 +74,12 @@ class _Doc:
     def skip_sets(self) -> Mapping[str, list[str]]:
         return self.data.get("skipSets") or {}
 
-    def ids(self) -> dict[str, Mapping[str, Any]]:
+    @functools.cached_property
+    def _ids(self) -> dict[str, Mapping[str, Any]]:
         return {n["id"]: n for n in self.nodes}
+
+    def ids(self) -> dict[str, Mapping[str, Any]]:
+        return self._ids
 
     def refuse(self, message: str) -> NoReturn:
         raise GraphConfigError(f"{self.source}: {message}")
