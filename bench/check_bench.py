@@ -87,6 +87,8 @@ def main() -> None:
     parser.add_argument("--items", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--seed", type=int, default=1_000)
     parser.add_argument("--format", default="json")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of each form; the one with the least CPU time is shown")
     parser.add_argument("--no-header", action="store_true")
     args = parser.parse_args()
     if not args.no_header:
@@ -100,12 +102,16 @@ def main() -> None:
             grow(db, min(args.seed, n), n)
             target = 1.0 if n <= 10_000 else 10.0 * n / 100_000
             for extra in ((), ("--compact",)):
-                seconds, mb, size, cpu = check_all(db, args.format, extra)
+                runs = [check_all(db, args.format, extra) for _ in range(args.repeat)]
+                # The run with the least CPU (the one other jobs disturbed least), its
+                # wall time beside it; size and memory are the same in every run.
+                seconds, mb, size, cpu = min(runs, key=lambda r: r[3])
                 row(f"#21 `check --all --format {args.format}{' ' if extra else ''}"
                     f"{' '.join(extra)}`, {n:,} items (`bench/check_bench.py`; targets on a "
                     "quiet machine, where wall ≈ the CPU time)",
                     f"≤ {target:g} s, ≤ 100 MB, ≤ 7 kB per item",
-                    f"{seconds:.2f} s wall, {cpu:.2f} s CPU, {mb:.0f} MB, "
+                    f"{seconds:.2f} s wall, {cpu:.2f} s CPU (least of {args.repeat} runs), "
+                    f"{mb:.0f} MB, "
                     f"{size / n / 1000:.2f} kB per item",
                     min(seconds, cpu) <= target and mb <= 100 and size / n <= 7000)
 
