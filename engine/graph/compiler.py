@@ -34,7 +34,13 @@ from typing import Any, NoReturn
 
 from engine import outcomes
 from engine.errors import GraphConfigError
-from engine.graph.loader import has_bool_keys, load_file, undo_bool_keys, validate_structure
+from engine.graph.loader import (
+    has_bool_keys,
+    load_file,
+    undo_bool_keys,
+    valid_as_given,
+    validate_structure,
+)
 from engine.graph.model import Edge, Graph, HookRef, Node, frozen_mapping
 from engine.hooks.base import REGISTRY, HookRegistry
 
@@ -438,8 +444,11 @@ def compile_graph(
     """
     # A copy only when something needs undoing: a GraphLoader document never does, and
     # nothing below changes or keeps the document (the graph is built of copies).
-    document = undo_bool_keys(mapping) if has_bool_keys(mapping) else mapping
-    validate_structure(document, source)
+    if valid_as_given(mapping):
+        document = mapping
+    else:
+        document = undo_bool_keys(mapping) if has_bool_keys(mapping) else mapping
+        validate_structure(document, source)
     doc = _Doc(document, source, _complete_registry(registry))
     for check in _CHECKS:
         check(doc)

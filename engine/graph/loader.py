@@ -41,6 +41,7 @@ __all__ = [
     "validate_structure",
     "undo_bool_keys",
     "has_bool_keys",
+    "valid_as_given",
 ]
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
@@ -197,6 +198,23 @@ def _validator() -> jsonschema.Draft202012Validator:
 @lru_cache(maxsize=1)
 def _fast_check() -> Check | None:
     return compile_check(graph_schema())
+
+
+def valid_as_given(document: Any) -> bool:
+    """True when ``document`` passes the compiled schema check as it is and
+    :func:`undo_bool_keys` would not change it, so it needs neither the copy nor a second
+    check (issue 21 §4). Such a document's only free-form mappings are hooks' ``with:``
+    (every other object lists its keys, and skip set names must be strings), so only they
+    are searched for boolean keys. False whenever unsure: the caller takes the full path."""
+    fast = _fast_check()
+    if fast is None or type(document) is not dict or not fast(document):
+        return False
+    for node in document["nodes"]:
+        for chain in ("entry", "exit"):
+            for hook in node.get(chain) or ():
+                if type(hook) is dict and "with" in hook and has_bool_keys(hook["with"]):
+                    return False
+    return True
 
 
 def validate_structure(document: Any, source: str = "<graph>") -> None:

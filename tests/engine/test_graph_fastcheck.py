@@ -160,3 +160,25 @@ def test_a_node_built_without_its_init_equals_one_built_with_it() -> None:
         assert node == Node(**{f.name: getattr(node, f.name) for f in fields(Node)})
         with pytest.raises(AttributeError):
             node.id = "changed"  # type: ignore[misc]  # still frozen
+
+
+@pytest.mark.parametrize("name", shipped_graph_names())
+def test_valid_as_given_only_for_documents_the_full_path_accepts_unchanged(name: str) -> None:
+    base = load_file(shipped_graph_path(name))
+    assert loader.valid_as_given(base)
+    slow = jsonschema.Draft202012Validator(graph_schema())
+    rng = random.Random(5)
+    given = 0
+    for i in range(300):
+        doc = _mutate(base, rng)
+        if i % 3 == 0:  # a boolean key inside some hook's with: (the only free-form place)
+            hooks = [h for n in doc.get("nodes") or [] if isinstance(n, dict)
+                     for c in ("entry", "exit") for h in (n.get(c) or [])
+                     if isinstance(h, dict) and isinstance(h.get("with"), dict)]
+            if hooks:
+                rng.choice(hooks)["with"][rng.choice((True, False))] = "x"
+        if loader.valid_as_given(doc):
+            given += 1
+            assert loader.undo_bool_keys(doc) == doc and not loader.has_bool_keys(doc)
+            assert slow.is_valid(doc)
+    assert given > 50
