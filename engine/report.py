@@ -338,6 +338,8 @@ def _node_lines(graph: Graph, state: ItemState, reader: _Reader
     ordered = graph.ordered()
     asked = {index[n] for n in (*state.nodes, state.current_node, *reader.declared,
                                 *blank.opt_in) if n in index}
+    if len(index) != len(ordered):  # ids repeated (a graph the compiler would refuse)
+        asked = set(range(len(ordered)))
     for i in asked:
         node = ordered[i]
         line = reader.line(node)

@@ -91,3 +91,12 @@ def test_a_new_graph_object_gets_its_own_lines() -> None:
     assert other is not GRAPH
     state = STATES[1]
     assert report.build_report(other, state)["nodes"] == _slow(other, state, False)[0]
+
+
+def test_a_graph_with_a_repeated_id_asks_the_reader_for_every_node() -> None:
+    from dataclasses import replace
+
+    nodes = GRAPH.nodes
+    twice = replace(GRAPH, nodes=(*nodes[:3], nodes[1], *nodes[3:]))  # not compiled: built
+    for state in STATES[:50]:
+        assert report.build_report(twice, state)["nodes"] == _slow(twice, state, False)[0]
