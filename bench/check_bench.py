@@ -27,7 +27,11 @@ from pathlib import Path
 from _common import ROOT, header, row
 from engine_bench import populate
 
-CHILDREN = ("node_records", "skips", "opt_ins", "decisions", "completions", "forced_moves")
+from engine.store.rows import CHILD_TABLES
+
+#: Every table of an item's child rows (the store's own list: a copy that left out
+#: ``visits`` read back as an item written before visits were kept, a different state).
+CHILDREN = CHILD_TABLES
 
 
 def grow(db: Path, seed: int, items: int) -> None:
@@ -83,6 +87,8 @@ def main() -> None:
     parser.add_argument("--items", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--seed", type=int, default=1_000)
     parser.add_argument("--format", default="json")
+    parser.add_argument("--repeat", type=int, default=3,
+                        help="runs of each form; the one with the least CPU time is shown")
     parser.add_argument("--no-header", action="store_true")
     args = parser.parse_args()
     if not args.no_header:
@@ -96,12 +102,16 @@ def main() -> None:
             grow(db, min(args.seed, n), n)
             target = 1.0 if n <= 10_000 else 10.0 * n / 100_000
             for extra in ((), ("--compact",)):
-                seconds, mb, size, cpu = check_all(db, args.format, extra)
+                runs = [check_all(db, args.format, extra) for _ in range(args.repeat)]
+                # The run with the least CPU (the one other jobs disturbed least), its
+                # wall time beside it; size and memory are the same in every run.
+                seconds, mb, size, cpu = min(runs, key=lambda r: r[3])
                 row(f"#21 `check --all --format {args.format}{' ' if extra else ''}"
                     f"{' '.join(extra)}`, {n:,} items (`bench/check_bench.py`; targets on a "
                     "quiet machine, where wall ≈ the CPU time)",
                     f"≤ {target:g} s, ≤ 100 MB, ≤ 7 kB per item",
-                    f"{seconds:.2f} s wall, {cpu:.2f} s CPU, {mb:.0f} MB, "
+                    f"{seconds:.2f} s wall, {cpu:.2f} s CPU (least of {args.repeat} runs), "
+                    f"{mb:.0f} MB, "
                     f"{size / n / 1000:.2f} kB per item",
                     min(seconds, cpu) <= target and mb <= 100 and size / n <= 7000)
 

@@ -296,6 +296,65 @@ def effect_lines(rows: Sequence[EffectRow]) -> list[dict[str, Any]]:
             for r in rows if r.status in (PENDING, RUNNING, FAILED)]
 
 
+class _Blank(NamedTuple):
+    """A graph's report lines for an item that reached none of its nodes, made once per
+    graph (check --all, issue 21 §3); callers copy the dicts."""
+
+    lines: tuple[dict[str, Any], ...]  # per node: the "not reached" line
+    unmet: tuple[dict[str, Any] | None, ...]  # per node: its unmet entry (None: terminal)
+    index: dict[str, int]  # node id -> position
+    opt_in: tuple[str, ...]  # the opt-in nodes, which the reader always decides
+
+
+#: id(graph) -> (graph, its blank lines).
+_BLANKS: dict[int, tuple[Graph, _Blank]] = {}
+
+
+def _blank(graph: Graph) -> _Blank:
+    entry = _BLANKS.get(id(graph))
+    if entry is None or entry[0] is not graph:  # an id can be reused by a later graph
+        if len(_BLANKS) >= 16:
+            _BLANKS.clear()
+        ordered = graph.ordered()
+        entry = (graph, _Blank(
+            tuple({"id": n.id, "status": "not reached", "detail": "", "outcome": "",
+                   "attempts": 0, "forced": False} for n in ordered),
+            tuple(None if n.terminal else {"node": n.id, "status": "not reached"}
+                  for n in ordered),
+            {n.id: i for i, n in enumerate(ordered)},
+            tuple(n.id for n in ordered if n.opt_in)))
+        _BLANKS[id(graph)] = entry
+    return entry[1]
+
+
+def _node_lines(graph: Graph, state: ItemState, reader: _Reader
+                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """The report's ``nodes`` and ``unmet``. A node never entered, not current, without a
+    declared skip and not opt-in reads "not reached" (the reader's last line): its line is
+    copied from the graph's blank ones; the reader decides only the others (a few per
+    item, where a graph has dozens of nodes)."""
+    blank = _blank(graph)
+    nodes = [line.copy() for line in blank.lines]
+    unmet = list(blank.unmet)
+    index = blank.index
+    ordered = graph.ordered()
+    asked = {index[n] for n in (*state.nodes, state.current_node, *reader.declared,
+                                *blank.opt_in) if n in index}
+    if len(index) != len(ordered):  # ids repeated (a graph the compiler would refuse)
+        asked = set(range(len(ordered)))
+    for i in asked:
+        node = ordered[i]
+        line = reader.line(node)
+        record = state.nodes.get(node.id)
+        nodes[i] = {"id": node.id, "status": line.status, "detail": line.detail,
+                    "outcome": record.outcome if record else "",
+                    "attempts": record.attempts if record else 0,
+                    "forced": bool(record and record.forced)}
+        unmet[i] = (None if node.terminal or line.satisfied
+                    else {"node": node.id, "status": line.status})
+    return nodes, [u if i in asked else u.copy() for i, u in enumerate(unmet) if u is not None]
+
+
 def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
                  effects: Sequence[EffectRow] = ()) -> dict[str, Any]:
     """The ``check`` report of one item.
@@ -321,18 +380,7 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
         the state's containers (see :func:`document_view`): treat it as read-only.
     """
     reader = _Reader(graph, state, recompute)
-    nodes, unmet = [], []
-    for node in graph.ordered():
-        line = reader.line(node)
-        record = state.nodes.get(node.id)
-        nodes.append({
-            "id": node.id, "status": line.status, "detail": line.detail,
-            "outcome": record.outcome if record else "",
-            "attempts": record.attempts if record else 0,
-            "forced": bool(record and record.forced),
-        })
-        if not node.terminal and not line.satisfied:
-            unmet.append({"node": node.id, "status": line.status})
+    nodes, unmet = _node_lines(graph, state, reader)
     status = state.status if state.current_node else NOT_STARTED
     document = document_view(state)
     return {

@@ -21,6 +21,7 @@ Rules (issue #2 §2; opt-in design "model.py — the vocabulary"):
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import re
@@ -33,7 +34,13 @@ from typing import Any, NoReturn
 
 from engine import outcomes
 from engine.errors import GraphConfigError
-from engine.graph.loader import load_file, undo_bool_keys, validate_structure
+from engine.graph.loader import (
+    has_bool_keys,
+    load_file,
+    undo_bool_keys,
+    valid_as_given,
+    validate_structure,
+)
 from engine.graph.model import Edge, Graph, HookRef, Node, frozen_mapping
 from engine.hooks.base import REGISTRY, HookRegistry
 
@@ -60,11 +67,12 @@ class _Doc:
     registry: HookRegistry
     warnings: list[str] = field(default_factory=list)
 
-    @property
+    # Read once per compile, not once per check (issue 21 §4); no check changes them.
+    @functools.cached_property
     def nodes(self) -> list[Mapping[str, Any]]:
         return list(self.data.get("nodes") or [])
 
-    @property
+    @functools.cached_property
     def edges(self) -> list[Mapping[str, Any]]:
         return list(self.data.get("edges") or [])
 
@@ -72,8 +80,12 @@ class _Doc:
     def skip_sets(self) -> Mapping[str, list[str]]:
         return self.data.get("skipSets") or {}
 
-    def ids(self) -> dict[str, Mapping[str, Any]]:
+    @functools.cached_property
+    def _ids(self) -> dict[str, Mapping[str, Any]]:
         return {n["id"]: n for n in self.nodes}
+
+    def ids(self) -> dict[str, Mapping[str, Any]]:
+        return self._ids
 
     def refuse(self, message: str) -> NoReturn:
         raise GraphConfigError(f"{self.source}: {message}")
@@ -333,9 +345,18 @@ def _suggest_skip_target(doc: _Doc, node_id: str) -> str:
 
 
 # -- building the frozen graph ---------------------------------------------------------
+#: hook name -> its HookRef without parameters (immutable, so shared between graphs).
+_PLAIN_HOOKS: dict[str, HookRef] = {}
+
+
 def _hook_ref(item: str | Mapping[str, Any]) -> HookRef:
     if isinstance(item, str):
-        return HookRef(item)
+        ref = _PLAIN_HOOKS.get(item)
+        if ref is None:
+            ref = HookRef(item)
+            if len(_PLAIN_HOOKS) < 1024:  # bounded: names come from graph files
+                _PLAIN_HOOKS[item] = ref
+        return ref
     return HookRef(item["hook"], frozen_mapping(item.get("with") or {}))
 
 
@@ -343,9 +364,22 @@ def _artifacts(value: Any) -> tuple[tuple[str, ...], ...]:
     return tuple(_split_alternatives(entry) or () for entry in _as_list(value))
 
 
+#: Node's fields: _new_node is given every one of them.
+_NODE_FIELDS = frozenset(f.name for f in dataclasses.fields(Node))
+
+
+def _new_node(**values: Any) -> Node:
+    # Node's generated __init__ sets each of its 18 fields through object.__setattr__ (the
+    # class is frozen): a fifth of compile-only (issue 21 §4). Given every field, filling
+    # the instance's dict makes the same object without those calls.
+    node = object.__new__(Node)
+    node.__dict__.update(values)
+    return node
+
+
 def _build_node(data: Mapping[str, Any]) -> Node:
     opt_in = bool(data.get("optIn", False))
-    return Node(
+    return _new_node(
         id=data["id"],
         phase=data.get("phase", ""),
         actor=data.get("actor", "agent"),
@@ -408,8 +442,13 @@ def compile_graph(
     Raises:
         GraphConfigError: a structural or semantic fault, naming the node, edge or set.
     """
-    document = undo_bool_keys(mapping)
-    validate_structure(document, source)
+    # A copy only when something needs undoing: a GraphLoader document never does, and
+    # nothing below changes or keeps the document (the graph is built of copies).
+    if valid_as_given(mapping):
+        document = mapping
+    else:
+        document = undo_bool_keys(mapping) if has_bool_keys(mapping) else mapping
+        validate_structure(document, source)
     doc = _Doc(document, source, _complete_registry(registry))
     for check in _CHECKS:
         check(doc)

@@ -68,6 +68,18 @@ def _is_type(value: Any, name: str) -> bool:
     raise _Unsupported(name)
 
 
+def _one_type(name: str) -> Check:
+    """One closure per type name, without a generic dispatch per call (as ``_is_type``)."""
+    if name in _PLAIN:
+        kind = _PLAIN[name]
+        return lambda v: isinstance(v, kind)
+    if name == "boolean":
+        return lambda v: type(v) is bool
+    if name == "integer":
+        return lambda v: type(v) is int or (type(v) is float and v.is_integer())
+    return lambda v: _is_type(v, name)
+
+
 def _equal(a: Any, b: Any) -> bool:
     """JSON equality: a boolean equals only a boolean (``True != 1``)."""
     if type(a) is bool or type(b) is bool:
@@ -94,6 +106,8 @@ class _Compiler:
         string = _string_check(schema)
         if string is not None:
             return string
+        if _is_plain_object(schema):
+            return self._object(schema)
         checks: list[Check] = []
         for key, value in schema.items():
             if key in _ANNOTATIONS:
@@ -104,14 +118,39 @@ class _Compiler:
             checks.append(build(value, schema))
         return _all_of(checks)
 
+    def _object(self, schema: Mapping[str, Any]) -> Check:
+        """``{type: object, properties?, additionalProperties?, required?}`` in one pass
+        over the value's own keys (most nodes set a few of their many properties), the
+        same answer as the three keywords checked one by one."""
+        props = {k: self.compile(s) for k, s in (schema.get("properties") or {}).items()}
+        extra = (self.compile(schema["additionalProperties"])
+                 if "additionalProperties" in schema else None)
+        required = tuple(schema.get("required") or ())
+
+        def check(v: Any) -> bool:
+            if not isinstance(v, dict):
+                return False
+            for name in required:
+                if name not in v:
+                    return False
+            for key, item in v.items():
+                sub = props.get(key)
+                if sub is None:
+                    if extra is not None and not extra(item):
+                        return False
+                elif not sub(item):
+                    return False
+            return True
+
+        return check
+
     # -- keywords ------------------------------------------------------------------------
     def _type(self, value: Any, _schema: Mapping[str, Any]) -> Check:
         names = [value] if isinstance(value, str) else list(value)
         for name in names:
             _is_type(None, name)  # unknown names refuse the fast path now, not per call
-        if len(names) == 1 and names[0] in _PLAIN:
-            kind = _PLAIN[names[0]]
-            return lambda v: isinstance(v, kind)
+        if len(names) == 1:
+            return _one_type(names[0])
         return lambda v: any(_is_type(v, n) for n in names)
 
     def _properties(self, value: Mapping[str, Any], _schema: Mapping[str, Any]) -> Check:
@@ -239,6 +278,18 @@ def _string_check(schema: Mapping[str, Any]) -> Check | None:
         return lambda v: isinstance(v, str) and len(v) >= least
     search = re.compile(schema["pattern"]).search
     return lambda v: isinstance(v, str) and len(v) >= least and search(v) is not None
+
+
+_OBJECT_KEYS = frozenset({"type", "properties", "additionalProperties", "required"})
+
+
+def _is_plain_object(schema: Mapping[str, Any]) -> bool:
+    """True for a ``type: object`` schema using only the keywords :meth:`_Compiler._object`
+    fuses (and annotations)."""
+    keys = {k for k in schema if k not in _ANNOTATIONS}
+    return (schema.get("type") == "object" and keys <= _OBJECT_KEYS
+            and isinstance(schema.get("properties", {}), Mapping)
+            and isinstance(schema.get("required", []), list))
 
 
 def _all_of(checks: list[Check]) -> Check:

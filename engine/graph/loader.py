@@ -40,6 +40,8 @@ __all__ = [
     "graph_schema",
     "validate_structure",
     "undo_bool_keys",
+    "has_bool_keys",
+    "valid_as_given",
 ]
 
 _BOOL_TAG = "tag:yaml.org,2002:bool"
@@ -159,6 +161,28 @@ def undo_bool_keys(value: Any) -> Any:
     return value
 
 
+def has_bool_keys(value: Any) -> bool:
+    """True when :func:`undo_bool_keys` would change ``value``: a boolean mapping key
+    anywhere, or a container other than ``dict`` and ``list`` (which it copies into those).
+    False for what :class:`GraphLoader` gives, which then needs no copy (issue 21 §4)."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or kind is float or item is None:
+            continue
+        if kind is dict:
+            for key in item:
+                if type(key) is bool:
+                    return True
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif isinstance(item, Mapping | list | tuple):
+            return True  # another container: undo_bool_keys copies it into a dict or list
+    return False
+
+
 @lru_cache(maxsize=1)
 def graph_schema() -> dict[str, Any]:
     """The JSON Schema of graph files (``graphs/graph.schema.json``, package data)."""
@@ -175,6 +199,23 @@ def _validator() -> jsonschema.Draft202012Validator:
 @lru_cache(maxsize=1)
 def _fast_check() -> Check | None:
     return compile_check(graph_schema())
+
+
+def valid_as_given(document: Any) -> bool:
+    """True when ``document`` passes the compiled schema check as it is and
+    :func:`undo_bool_keys` would not change it, so it needs neither the copy nor a second
+    check (issue 21 §4). Such a document's only free-form mappings are hooks' ``with:``
+    (every other object lists its keys, and skip set names must be strings), so only they
+    are searched for boolean keys. False whenever unsure: the caller takes the full path."""
+    fast = _fast_check()
+    if fast is None or type(document) is not dict or not fast(document):
+        return False
+    for node in document["nodes"]:
+        for chain in ("entry", "exit"):
+            for hook in node.get(chain) or ():
+                if type(hook) is dict and "with" in hook and has_bool_keys(hook["with"]):
+                    return False
+    return True
 
 
 def validate_structure(document: Any, source: str = "<graph>") -> None:

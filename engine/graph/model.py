@@ -31,15 +31,18 @@ EXPLAINER_SET = "explainer"
 
 def frozen_mapping(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
     """Return a read-only, recursively frozen copy of ``data`` (lists become tuples)."""
+    return MappingProxyType({k: _freeze(v) for k, v in (data or {}).items()})
 
-    def freeze(value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return MappingProxyType({k: freeze(v) for k, v in value.items()})
-        if isinstance(value, list | tuple):
-            return tuple(freeze(v) for v in value)
-        return value
 
-    return MappingProxyType({k: freeze(v) for k, v in (data or {}).items()})
+def _freeze(value: Any) -> Any:
+    kind = type(value)
+    if kind is str or kind is bool or kind is int or value is None:
+        return value  # the common leaves, without the abstract-class checks below
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    return value
 
 
 @dataclass(frozen=True)

@@ -235,9 +235,12 @@ class _Rows:
 
 
 def _ordered(query: Query, table: str, columns: str) -> _Rows:
-    # Child rows in the items' sort order, so a single pass merges them.
+    # Child rows in the items' sort order, so a single pass merges them. CROSS JOIN makes
+    # SQLite walk the items in their (owner, repo, number) index and each item's rows by
+    # its key, sorting only within an item; a plain JOIN sorted every row with its JSON,
+    # 1.6 s of 100,000 items' visits (issue 21 §3). PostgreSQL reads it as the inner join.
     return _Rows(query(
-        f"SELECT c.item, {columns} FROM {table} c JOIN items i ON i.item = c.item "
+        f"SELECT c.item, {columns} FROM items i CROSS JOIN {table} c WHERE c.item = i.item "
         "ORDER BY i.owner, i.repo, i.number, c.ord", ()))
 
 

@@ -39,3 +39,45 @@ def test_the_streamed_output_is_utf8_json(home: Path, text: str) -> None:  # noq
     assert run(home, "force", ITEM, "--to", "design", "--reason", text).exit_code == 0
     [doc] = check_json(home, "--all")
     assert doc["forced"][-1]["reason"] == text
+
+
+def _walked(home: Path) -> list[str]:  # noqa: F811
+    """Items in varied real states, walked by the CLI verbs: parked at phase selection,
+    selected (with a non-ASCII claim), skipped by declaration, forced past a gate,
+    escalated, and a claim a gate blocked."""
+    items = [f"acme/widgets#{n}" for n in (1, 2, 3, 4, 5)]
+    for ref in items:
+        assert run(home, "start", ref).exit_code == 0
+    for ref in items[1:3]:  # before the selection, force acts at once: #4 and #5 stay
+        assert run(home, "advance", ref, "--comment",
+                   f"alice={home / 'execute.md'}").exit_code == 0
+    assert run(home, "skip", items[2], "--node", "review-chain", "--reason",
+               "docs only — größe").exit_code == 0
+    assert run(home, "force", items[3], "--to", "design", "--reason", "stuck").exit_code == 0
+    assert run(home, "force", items[4], "--to", "escalated", "--reason", "x").exit_code == 0
+    assert run(home, "complete", items[1], "--node", "brainstorming", "--actor",
+               "agent-ü").exit_code == 1
+    return items
+
+
+def _old_compact(document: dict) -> dict:
+    # --compact as first defined: every node-line key whose value is its default, dropped.
+    lines = [{k: v for k, v in line.items()
+              if not (k in DEFAULTS and type(v) is type(DEFAULTS[k]) and v == DEFAULTS[k])}
+             for line in document["report"]["nodes"]]
+    return {**document, "report": {**document["report"], "nodes": lines}}
+
+
+def test_the_streamed_bytes_are_each_items_json_on_varied_states(home: Path) -> None:  # noqa: F811
+    items = _walked(home)
+    for extra in ((), ("--compact",)):
+        streamed = run(home, "check", "--all", "--format", "json", *extra).output
+        lines = streamed.splitlines()
+        assert lines[0] == "[" and lines[-1] == "]"
+        assert len(lines) == len(items) + 2
+        for ref, line in zip(items, lines[1:-1], strict=True):
+            one = check_json(home, ref)
+            want = _old_compact(one) if extra else one
+            # The bytes the standard library writes for the same value, key order kept.
+            assert line.rstrip(",") == json.dumps(want, ensure_ascii=False,
+                                                  separators=(",", ":")), (ref, extra)

@@ -1,0 +1,102 @@
+"""``build_report``'s shortcut for never-reached nodes (issue 21 §3) gives the lines the
+reader gives node by node, on varied states of the shipped graph: every node as the
+current one, every item status, records of every outcome, declared, forged and unknown
+skips, selected and forged opt-ins, parked and blocked items, in both modes."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+import pytest
+
+from engine import report
+from engine.graph.compiler import shipped_graph
+from engine.graph.model import Graph
+from engine.refs import WorkItemRef
+from engine.state import ItemState, ItemStatus, NodeRecord
+
+GRAPH = shipped_graph()
+STATUSES = (ItemStatus.RUNNING, ItemStatus.PARKED, ItemStatus.ESCALATED, ItemStatus.COMPLETE)
+OUTCOMES = ("pass", "skipped", "escalated", "approved", "selected", "", "changes-requested")
+
+
+def _slow(graph: Graph, state: ItemState, recompute: bool) -> tuple[list[Any], list[Any]]:
+    """The report's node lines and unmet list with the reader asked for every node."""
+    reader = report._Reader(graph, state, recompute)
+    nodes, unmet = [], []
+    for node in graph.ordered():
+        line = reader.line(node)
+        record = state.nodes.get(node.id)
+        nodes.append({"id": node.id, "status": line.status, "detail": line.detail,
+                      "outcome": record.outcome if record else "",
+                      "attempts": record.attempts if record else 0,
+                      "forced": bool(record and record.forced)})
+        if not node.terminal and not line.satisfied:
+            unmet.append({"node": node.id, "status": line.status})
+    return nodes, unmet
+
+
+def _record(rng: random.Random) -> NodeRecord:
+    exited = rng.choice(("", "2026-01-02T00:00:00Z"))
+    return NodeRecord(attempts=rng.randrange(4), outcome=rng.choice(OUTCOMES),
+                      entered_at=rng.choice(("", "2026-01-01T00:00:00Z")), exited_at=exited,
+                      last_block=rng.choice(("", "no requirements.md yet")),
+                      forced=rng.random() < 0.2)
+
+
+def _state(rng: random.Random, number: int) -> ItemState:
+    ids = [n.id for n in GRAPH.ordered()]
+    state = ItemState(ref=WorkItemRef("acme", "widgets", number), loop=GRAPH.name,
+                      current_node=rng.choice(["", *ids]), status=rng.choice(STATUSES))
+    for node_id in rng.sample(ids, rng.randrange(len(ids))):
+        state.nodes[node_id] = _record(rng)
+    for node_id in rng.sample([*ids, "no-such-node"], rng.randrange(4)):
+        state.skips[node_id] = {"via": rng.choice(("declaration", "selection")),
+                                "token": node_id, "by": "@bob", "reason": "r"}
+    for node_id in rng.sample([*ids, "no-such-node"], rng.randrange(4)):
+        state.opt_ins[node_id] = {"via": "selection", "by": "@alice"}
+    if state.current_node and rng.random() < 0.6:
+        state.parked = {"node": rng.choice((state.current_node, ids[0])),
+                        "reason": "waiting for a reply", "blocked": rng.random() < 0.3}
+    return state
+
+
+STATES = [_state(random.Random(seed), seed) for seed in range(400)]
+
+
+@pytest.mark.parametrize("recompute", [False, True])
+def test_the_shortcut_gives_the_readers_lines_on_varied_states(recompute: bool) -> None:
+    shortcuts = 0
+    for state in STATES:
+        got = report.build_report(GRAPH, state, recompute=recompute)
+        assert (got["nodes"], got["unmet"]) == _slow(GRAPH, state, recompute), state.ref
+        shortcuts += sum(1 for n in GRAPH.ordered() if n.id not in state.nodes)
+    assert shortcuts > 1000  # the shortcut was taken, many times
+
+
+def test_the_lines_are_fresh_per_report() -> None:
+    state = STATES[0]
+    first = report.build_report(GRAPH, state)
+    first["nodes"][-1]["status"] = "changed by a caller"
+    first["unmet"].clear()
+    again = report.build_report(GRAPH, state)
+    assert (again["nodes"], again["unmet"]) == _slow(GRAPH, state, False)
+
+
+def test_a_new_graph_object_gets_its_own_lines() -> None:
+    from engine.graph.compiler import compile_file, shipped_graph_path
+
+    other = compile_file(shipped_graph_path())
+    assert other is not GRAPH
+    state = STATES[1]
+    assert report.build_report(other, state)["nodes"] == _slow(other, state, False)[0]
+
+
+def test_a_graph_with_a_repeated_id_asks_the_reader_for_every_node() -> None:
+    from dataclasses import replace
+
+    nodes = GRAPH.nodes
+    twice = replace(GRAPH, nodes=(*nodes[:3], nodes[1], *nodes[3:]))  # not compiled: built
+    for state in STATES[:50]:
+        assert report.build_report(twice, state)["nodes"] == _slow(twice, state, False)[0]
