@@ -30,6 +30,9 @@ REST = {
     # Issue 11 §1: an App publishes the loopgate check as a check run; commit statuses
     # are written in token mode only, so the App needs no statuses permission.
     "/repos/{}/statuses/{}": [],
+    # Issue 22 §3: verify reads the statuses it posted, in token mode only (an App's
+    # published check is its check run, read above).
+    "/repos/{}/commits/{}/statuses": [],
     "/repos/{}/commits/{}/check-runs": [("checks", "read")],
     "/repos/{}/check-runs": [("checks", "write")],
     "/repos/{}/check-runs/{}": [("checks", "write")],
