@@ -319,6 +319,7 @@ def test_pull_commits_reads_every_page_as_github_lists_them(world: GitHubWorld) 
 
     ref = world.issue()
     pr = _pull(world, ref, "dave")
+    opened = world.fake.head_sha(REPO, pr)  # the commit the pull request was opened with
     shas = [world.fake.commit(REPO, pr, author=("Dave", "dave@example.com"),
                               author_login="dave", message=f"step {i}") for i in range(104)]
     last = world.fake.commit(REPO, pr, author=("copilot-swe-agent[bot]",
@@ -330,7 +331,7 @@ def test_pull_commits_reads_every_page_as_github_lists_them(world: GitHubWorld) 
     assert isinstance(tracker, GitHubTracker)
     world.fake.reset_log()
     commits = tracker.pull_commits(WorkItemRef("acme", "widgets", pr))
-    assert [c.sha for c in commits] == [*shas, last]
+    assert [c.sha for c in commits] == [opened, *shas, last]
     assert world.fake.count(route="pull-commits") == 2  # 100 a page
     assert commits[-1] == PullCommit(
         last, "Fix\n\nCo-authored-by: x <y>", "copilot-swe-agent[bot]",

@@ -541,7 +541,8 @@ class FakeGitHub(LoopbackServer):
                                "message": message or f"More work on {pr.head_branch}",
                                "author_login": pr.author, "author_type": pr.author_type,
                                "author": self._git_person(pr.author, pr.updated_at,
-                                                          pr.author_type)})
+                                                          pr.author_type),
+                               "committer": self._web_flow(pr.updated_at)})
             return pr.head_sha
 
     def commit(self, repo: str, number: int, *, author: tuple[str, str],
@@ -573,6 +574,12 @@ class FakeGitHub(LoopbackServer):
         return {"name": login, "date": date,
                 "email": f"{_account_id(login, kind)}+{login}@users.noreply.github.com"}
 
+    @staticmethod
+    def _web_flow(date: str) -> dict[str, str]:
+        # The committer of a commit GitHub makes on someone's behalf (no linked account
+        # here, as the fake's pushes stand for the author's own).
+        return {"name": "GitHub", "email": "noreply@github.com", "date": date}
+
     def _base_sha(self, repo: str) -> str:
         return hashlib.sha1(f"{repo}:{self._repo(repo).default_branch}".encode()).hexdigest()
 
@@ -584,7 +591,8 @@ class FakeGitHub(LoopbackServer):
             return [dict(c) for c in pr.commits]
         return [{"sha": self.head_sha(repo, number), "parents": [self._base_sha(repo)],
                  "message": pr.title, "author_login": pr.author, "author_type": pr.author_type,
-                 "author": self._git_person(pr.author, pr.created_at, pr.author_type)}]
+                 "author": self._git_person(pr.author, pr.created_at, pr.author_type),
+                 "committer": self._web_flow(pr.created_at)}]
 
     def set_fork(self, repo: str, number: int, fork: str) -> None:
         """Make pull request ``number`` come from the fork ``fork`` (``owner/name``)."""
