@@ -847,8 +847,10 @@ def _quiet_probe() -> Iterator[None]:
 def _group_commit(data: Mapping[str, Any]) -> GroupCommit:
     """A REST commit object (``sha``, ``parents[].sha``, ``commit.message``,
     ``commit.author``) as a :class:`~engine.queuegroup.GroupCommit`."""
-    inner = data.get("commit") if isinstance(data.get("commit"), Mapping) else {}
-    author = inner.get("author") if isinstance(inner.get("author"), Mapping) else {}
+    found = data.get("commit")
+    inner: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+    who = inner.get("author")
+    author: Mapping[str, Any] = who if isinstance(who, Mapping) else {}
     parents = tuple(str(p.get("sha") or "") for p in data.get("parents") or ()
                     if isinstance(p, Mapping))
     return GroupCommit(str(data.get("sha") or ""), str(inner.get("message") or ""), parents,
