@@ -34,22 +34,19 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridges import telemetry
 from engine.ports import TrackerError
 from engine.refs import WorkItemRef
 from engine.verify import Verification
 
-__all__ = ["SelfAudit", "AuditSettings", "BudgetWatch", "ACTIVE_ITEMS", "RESERVE"]
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
+
+__all__ = ["SelfAudit", "AuditSettings", "BudgetWatch", "RESERVE"]
 
 logger = logging.getLogger(__name__)
-
-#: The work items a round verifies: those still walking (a complete item's verdict is
-#: final; an escalated one publishes failure).
-ACTIVE_ITEMS = ("SELECT owner, repo, number FROM items WHERE status IN ('running', 'parked') "
-                "ORDER BY owner, repo, number")
-
 
 #: How many differing items the ``audit`` check names (the rest are counted).
 SHOWN = 5
@@ -124,9 +121,9 @@ class SelfAudit:
             back); a round stops while GitHub's budget is below :data:`RESERVE`.
     """
 
-    services: Any
+    services: Services
     settings: AuditSettings = field(default_factory=AuditSettings)
-    verify: Callable[[Any, WorkItemRef], Verification | None] | None = None
+    verify: Callable[[Services, WorkItemRef], Verification | None] | None = None
     budget: BudgetWatch | None = None
     runs: int = 0
     unreadable: int = 0
@@ -148,8 +145,9 @@ class SelfAudit:
                 logger.warning("self-audit: the round failed: %s", exc)
 
     def _due(self) -> list[WorkItemRef]:
-        rows = self.services.store.db().execute(ACTIVE_ITEMS).fetchall()
-        refs = [WorkItemRef(str(o), str(r), int(n)) for o, r, n in rows]
+        # The work items a round verifies: those still walking (a complete item's verdict
+        # is final; an escalated one publishes failure).
+        refs = self.services.store.active_items()
         active = {str(ref) for ref in refs}
         with self._lock:  # an item no longer active leaves the findings
             for gone in [k for k in self._found if k not in active]:
@@ -239,7 +237,7 @@ class SelfAudit:
         return Check("audit", True, detail)
 
 
-def _default_verify(services: Any, ref: WorkItemRef) -> Verification | None:
+def _default_verify(services: Services, ref: WorkItemRef) -> Verification | None:
     from bot.cli.verify_cmd import verify_one
 
     return verify_one(services, ref)

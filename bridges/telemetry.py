@@ -19,7 +19,7 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "Sink", "install", "uninstall", "delivery", "github_request", "rate_limit",
@@ -59,10 +59,11 @@ class Sink:
 
 _SINKS: list[Sink] = []
 _LOCK = threading.Lock()
+_AnySink = TypeVar("_AnySink", bound=Sink)
 
 
-def install(sink: Sink) -> Sink:
-    """Add ``sink`` (returns it); idempotent."""
+def install(sink: _AnySink) -> _AnySink:
+    """Add ``sink`` (returns it, as its own type); idempotent."""
     with _LOCK:
         if sink not in _SINKS:
             _SINKS.append(sink)

@@ -31,12 +31,15 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import ConfigError
 from engine.graph.model import Graph
 from engine.outcomes import PASS
 from engine.settings import normalize_login
+
+if TYPE_CHECKING:
+    from engine.ports import PullCommits
 
 __all__ = ["SELECTION_HOOK", "DEFAULT_AGENT_LOGINS", "DEFAULT_AGENT_EMAILS", "CO_AUTHOR",
            "MAX_PULL_COMMITS", "PullCommit", "AgentConfig", "Authorship", "dispatcher",
@@ -422,23 +425,20 @@ def read_authorship(tracker: Any, ref: Any, graph: Graph, state: Any,
             neither the agent signals nor the requester a mapping names are known, and a
             stricter count alone would still let that requester's approval count.
     """
-    from engine.ports import TrackerError
     from engine.refs import WorkItemRef
 
     agents = config or AgentConfig()
     signals = walk_signals(graph, state)
     requesters: list[str] = []
     pulls = list(tracker.delivering_pull_requests(ref))
-    read = getattr(tracker, "pull_commits", None)
-    if pulls and read is None:
-        raise TrackerError("this tracker cannot read a pull request's commits")
     for pr in pulls:
         name = f"{ref.owner}/{ref.repo}#{pr.number}"
         kind = getattr(pr, "author_kind", "")
         author = rest_login(pr.author, kind, agents)
         if agents.is_agent(author, kind):
             signals.append(f"{name} was opened by the agent @{author}")
-        commits = list(read(WorkItemRef(ref.owner, ref.repo, pr.number), pr.head_sha))
+        commits = list(_commits_reader(tracker).pull_commits(
+            WorkItemRef(ref.owner, ref.repo, pr.number), pr.head_sha))
         signals += commit_signals(name, commits, agents)
         if author and agents.is_agent(author, kind):
             found, notes = requesters_of(author, commits, agents)
@@ -450,6 +450,21 @@ def read_authorship(tracker: Any, ref: Any, graph: Graph, state: Any,
     asked = tuple(r for r in dict.fromkeys(requesters) if r != executor)
     return Authorship(executor or (asked[0] if asked else ""), asked,
                       tuple(dict.fromkeys(signals)), executor)
+
+
+def _commits_reader(tracker: Any) -> PullCommits:
+    """``tracker`` as the :class:`~engine.ports.PullCommits` port it declares
+    (``capabilities.pull_commits``, issue 20 §2).
+
+    Raises:
+        TrackerError: the tracker cannot read a pull request's commits (the gate waits).
+    """
+    from engine.ports import TrackerError, pull_commits
+
+    reader = pull_commits(tracker)
+    if reader is None:
+        raise TrackerError("this tracker cannot read a pull request's commits")
+    return reader
 
 
 def record(people: Any) -> dict[str, Any]:

@@ -454,7 +454,7 @@ def _log_reviews(tx: Any, effect: RequestReviews, outcome: Outcome, at: str) -> 
     refused = [{"pull": p["pull"], **r} for p in outcome.result.get("pulls") or ()
                for r in p.get("refused") or ()]
     if refused or outcome.result.get("error"):
-        tx.log("graph.review_request_refused",  # type: ignore[call-arg]
+        tx.log("graph.review_request_refused",
                {"node": effect.node, "visit": effect.visit, "refused": refused,
                 "error": str(outcome.result.get("error") or "")}, at=at)
         logger.warning("review requests of %s %s (visit %d): refused %s %s", effect.target,

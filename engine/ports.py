@@ -16,6 +16,7 @@ from engine.identity import Actor
 from engine.refs import WorkItemRef
 
 if TYPE_CHECKING:  # types only
+    from engine.dispatch import PullCommit
     from engine.queuegroup import GroupCommit
 
 __all__ = [
@@ -29,12 +30,16 @@ __all__ = [
     "CodeOwnersReader",
     "MergeQueue",
     "PostsAs",
+    "PullCommits",
     "PullRequestCache",
+    "ReviewRequests",
     "TrackerCapabilities",
     "codeowners_reader",
     "merge_queue",
     "posts_as",
+    "pull_commits",
     "pull_request_cache",
+    "review_requests",
     "ArtifactStore",
     "Notifier",
     "Clock",
@@ -226,8 +231,8 @@ class PullRequest:
 class TrackerCapabilities:
     """What a tracker offers beyond the :class:`Tracker` port, declared by the tracker
     itself (issue 20 §2: callers read this record through :func:`codeowners_reader`,
-    :func:`merge_queue`, :func:`posts_as` and :func:`pull_request_cache`, never probe
-    with ``getattr``).
+    :func:`merge_queue`, :func:`posts_as`, :func:`pull_commits`, :func:`pull_request_cache`
+    and :func:`review_requests`, never probe with ``getattr``).
 
     Attributes:
         codeowners: reads CODEOWNERS and a pull request's changed files
@@ -237,12 +242,18 @@ class TrackerCapabilities:
             where ``item advance --comment`` types a person's reply).
         pull_request_cache: caches which items a pull request delivers
             (:class:`PullRequestCache`, issue 19 §3).
+        pull_commits: reads a pull request's commits (:class:`PullCommits`, issue 24 §2:
+            the agent-authorship signals and requesters).
+        review_requests: asks people and teams to review a pull request
+            (:class:`ReviewRequests`, issue 24 §3).
     """
 
     codeowners: bool = False
     merge_queue: bool = False
     post_as: bool = False
     pull_request_cache: bool = False
+    pull_commits: bool = False
+    review_requests: bool = False
 
 
 @runtime_checkable
@@ -434,6 +445,37 @@ class PullRequestCache(Protocol):
         ...
 
 
+class PullCommits(Protocol):
+    """A tracker reading a pull request's commits (``TrackerCapabilities.pull_commits``,
+    issue 24 §2)."""
+
+    def pull_commits(self, pull: WorkItemRef, head_sha: str = "") -> Sequence[PullCommit]:
+        """The commits of pull request ``pull``, oldest first
+        (:class:`~engine.dispatch.PullCommit`); ``head_sha``: the head the caller knows,
+        so a tracker may answer from its cache for that head.
+
+        Raises:
+            TrackerError: the list could not be read (the gate waits).
+        """
+        ...
+
+
+class ReviewRequests(Protocol):
+    """A tracker asking for reviews on a pull request (``TrackerCapabilities.
+    review_requests``, issue 24 §3)."""
+
+    def request_reviewers(self, pull: WorkItemRef, reviewers: Sequence[str],
+                          teams: Sequence[str]) -> Mapping[str, Any]:
+        """Ask ``reviewers`` (logins) and ``teams`` (slugs) to review pull request
+        ``pull``; returns who is requested now (``{reviewers, teams}``).
+
+        Raises:
+            TrackerError: ``permanent`` for a refusal (GitHub's 422, a 403), else
+                transient.
+        """
+        ...
+
+
 def codeowners_reader(tracker: Tracker) -> CodeOwnersReader | None:
     """``tracker`` as a :class:`CodeOwnersReader` when it declares one, else None."""
     return cast(CodeOwnersReader, tracker) if tracker.capabilities.codeowners else None
@@ -447,6 +489,16 @@ def merge_queue(tracker: Tracker) -> MergeQueue | None:
 def posts_as(tracker: Tracker) -> PostsAs | None:
     """``tracker`` as a :class:`PostsAs` when it declares it, else None."""
     return cast(PostsAs, tracker) if tracker.capabilities.post_as else None
+
+
+def pull_commits(tracker: Tracker) -> PullCommits | None:
+    """``tracker`` as a :class:`PullCommits` when it declares it, else None."""
+    return cast(PullCommits, tracker) if tracker.capabilities.pull_commits else None
+
+
+def review_requests(tracker: Tracker) -> ReviewRequests | None:
+    """``tracker`` as a :class:`ReviewRequests` when it declares it, else None."""
+    return cast(ReviewRequests, tracker) if tracker.capabilities.review_requests else None
 
 
 def pull_request_cache(tracker: Tracker) -> PullRequestCache | None:

@@ -302,7 +302,7 @@ class _Blank(NamedTuple):
 
     lines: tuple[dict[str, Any], ...]  # per node: the "not reached" line
     unmet: tuple[dict[str, Any] | None, ...]  # per node: its unmet entry (None: terminal)
-    index: dict[str, int]  # node id -> position
+    position: dict[str, int]  # node id -> position
     opt_in: tuple[str, ...]  # the opt-in nodes, which the reader always decides
 
 
@@ -336,7 +336,7 @@ def _node_lines(graph: Graph, state: ItemState, reader: _Reader
     blank = _blank(graph)
     nodes = [line.copy() for line in blank.lines]
     unmet = list(blank.unmet)
-    index = blank.index
+    index = blank.position
     ordered = graph.ordered()
     asked = {index[n] for n in (*state.nodes, state.current_node, *reader.declared,
                                 *blank.opt_in) if n in index}

@@ -37,7 +37,7 @@ from typing import Any
 
 from engine.codeowners import Ownership
 from engine.effects import RequestReviews
-from engine.ports import TrackerError
+from engine.ports import Tracker, TrackerError, review_requests
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
 
@@ -163,14 +163,15 @@ def _one_by_one(request: Any, pull: WorkItemRef, users: Sequence[str], teams: Se
     return sent
 
 
-def send(effect: RequestReviews, tracker: Any) -> dict[str, Any]:
+def send(effect: RequestReviews, tracker: Tracker) -> dict[str, Any]:
     """Carry out ``effect``: one ``requested_reviewers`` request per pull request, and on a
     refusal (a permanent error: GitHub's 422, a 403) one request per name.
 
     Args:
         effect: the effect.
-        tracker: the tracker port; its optional ``request_reviewers(pull, reviewers,
-            teams)`` raises :class:`~engine.ports.TrackerError` (``permanent`` for a refusal).
+        tracker: the tracker port; when it declares ``capabilities.review_requests``, its
+            :class:`~engine.ports.ReviewRequests` port asks (``request_reviewers`` raises
+            :class:`~engine.ports.TrackerError`, ``permanent`` for a refusal).
 
     Returns:
         ``{node, visit, sent: <requests made>, pulls: [{pull, reviewers, teams, refused:
@@ -182,10 +183,11 @@ def send(effect: RequestReviews, tracker: Any) -> dict[str, Any]:
     """
     result: dict[str, Any] = {"node": effect.node, "visit": effect.visit, "sent": 0,
                               "pulls": []}
-    request = getattr(tracker, "request_reviewers", None)
-    if request is None:
+    port = review_requests(tracker)
+    if port is None:
         result["error"] = "this tracker cannot request reviews"
         return result
+    request = port.request_reviewers
     for number in effect.pulls:
         pull = WorkItemRef(effect.target.owner, effect.target.repo, number)
         entry: dict[str, Any] = {"pull": number, "reviewers": [], "teams": [], "refused": []}

@@ -262,7 +262,7 @@ def _tally(graph: Graph, settings: EngineSettings, tracker: DryTracker | None,
             people = people_for(tracker, ref, node, rule, settings, state=after, graph=graph)
         except TrackerError:
             people = None
-    membership = getattr(tracker, "team_membership", None) if tracker is not None else None
+    membership = tracker.team_membership if tracker is not None else None
     return tally(rule, recorded_approvals(after, node), people=people,
                  membership=membership).summary()
 
@@ -323,16 +323,16 @@ def simulate_decision(graph: Graph, store: Store, ports: Ports, settings: Engine
     before = _load(store, ref)
     name = normalize_login(login)
     runtime, copy, dry = _runtime(graph, before, ports, settings, None, changes)
-    extra = {"changes": tuple(changes),
-             "owners": _owners_view(graph, settings, dry, ref, node, changes)}
+    owners = _owners_view(graph, settings, dry, ref, node, changes)
     if before.current_node != node:
         return replace(_summary(ref, node, name, before, before, copy, False,
                                 f"the item is at {before.current_node}, not {node}: the "
-                                "decision would answer no gate"), **extra)
+                                "decision would answer no gate"),
+                       changes=tuple(changes), owners=owners)
     result = runtime.advance(ref, ev.Decision(node, outcome, name, via=SIMULATED_VIA))
     counted, reason = _verdict(node, name, result)
     return replace(_summary(ref, node, name, before, result.state, copy, counted, reason,
-                            graph, settings, dry), **extra)
+                            graph, settings, dry), changes=tuple(changes), owners=owners)
 
 
 def simulate_changes(graph: Graph, store: Store, ports: Ports, settings: EngineSettings,

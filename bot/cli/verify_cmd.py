@@ -14,7 +14,7 @@ import logging
 import re
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import click
 
@@ -24,20 +24,24 @@ from engine.ports import TrackerError
 from engine.refs import WorkItemRef
 from engine.verify import Verification, verify_item
 
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
+    from bridges.github.tracker import GitHubTracker
+
 __all__ = ["register", "verify_one", "verify_sha"]
 
 _SHA = re.compile(r"^[0-9a-fA-F]{7,40}$")
 
 
-def _github(services: Any) -> Any:
+def _github(services: Services) -> GitHubTracker:
     tracker = services.ports.tracker
     if not hasattr(tracker, "graphql") or not hasattr(tracker, "client"):
         fail("verify reads GitHub's records: this configuration has no `github` section "
              "(the local thread has no one else's records to check against)")
-    return tracker
+    return cast("GitHubTracker", tracker)
 
 
-def verify_one(services: Any, ref: WorkItemRef, pulls: Sequence[int] | None = None
+def verify_one(services: Services, ref: WorkItemRef, pulls: Sequence[int] | None = None
                ) -> Verification | None:
     """Verify one work item against GitHub (:func:`engine.verify.verify_item`).
 
@@ -66,7 +70,7 @@ def verify_one(services: Any, ref: WorkItemRef, pulls: Sequence[int] | None = No
     return _with_owed(services, ref, found)
 
 
-def _with_owed(services: Any, ref: WorkItemRef, found: Verification) -> Verification:
+def _with_owed(services: Services, ref: WorkItemRef, found: Verification) -> Verification:
     """Note an owed check publish (a ``PublishGate`` still in the outbox): a check that
     differs may only be waiting for it (the next verify tells)."""
     from dataclasses import replace
@@ -84,7 +88,7 @@ def _with_owed(services: Any, ref: WorkItemRef, found: Verification) -> Verifica
     return replace(found, notes=(*found.notes, note))
 
 
-def verify_sha(services: Any, sha: str) -> list[Verification]:
+def verify_sha(services: Services, sha: str) -> list[Verification]:
     """Verify every started item whose delivering pull request's head is ``sha`` (the
     check compared on that pull request only); when ``sha`` is a merge group's commit
     loopgate answered (issue 19 §4), every item of every pull request in the group and
@@ -95,7 +99,7 @@ def verify_sha(services: Any, sha: str) -> list[Verification]:
     """
     from bridges.github.audit import pulls_with_head_sha
 
-    tracker = services.ports.tracker
+    tracker = _github(services)
     out: list[Verification] = []
     for pull in pulls_with_head_sha(tracker, list(tracker.repos), sha):
         for number in tracker.items_for_pull_request(pull.owner, pull.repo, pull.number):
@@ -109,7 +113,7 @@ def verify_sha(services: Any, sha: str) -> list[Verification]:
     return out
 
 
-def _merge_groups(services: Any, sha: str) -> list[Any]:
+def _merge_groups(services: Services, sha: str) -> list[Any]:
     """The merge groups (``PublishMergeGroup`` effects) loopgate answered on ``sha``."""
     from engine.effects import PublishMergeGroup
 
@@ -121,13 +125,13 @@ def _merge_groups(services: Any, sha: str) -> list[Any]:
     return list(seen.values())
 
 
-def _verify_group(services: Any, group: Any) -> list[Verification]:
+def _verify_group(services: Services, group: Any) -> list[Verification]:
     """Each item of each pull request in ``group``, then the group commit's check."""
     from bridges.github.audit import AuditSource
     from engine.mergegate import FAILURE, GateCheck, queue_pulls
     from engine.verify import group_finding, pull_check
 
-    tracker = services.ports.tracker
+    tracker = _github(services)
     owner, repo = group.target.owner, group.target.repo
     messages = (tracker.merge_group_commits(owner, repo, group.base_sha, group.head_sha)
                 if group.base_sha else [])
@@ -215,7 +219,7 @@ def verify_command(obj: CliContext, item: str | None, sha: str | None, fmt: str)
     raise SystemExit(0 if all(v.agrees for v in found) else 1)
 
 
-def _run(services: Any, item: str | None, sha: str | None) -> list[Verification]:
+def _run(services: Services, item: str | None, sha: str | None) -> list[Verification]:
     """The verifications ITEM or ``--sha`` asks for (exit 2 when there is none).
 
     Raises:

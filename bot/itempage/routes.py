@@ -29,7 +29,7 @@ import logging
 import re
 import secrets
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING
 from urllib.parse import quote
 
 from flask import Blueprint, Flask, Response, jsonify, redirect, request
@@ -53,6 +53,9 @@ from bot.itempage.access import (
 from engine.errors import WorkItemRefError
 from engine.refs import WorkItemRef
 
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
+
 __all__ = ["register_item_pages", "item_blueprint", "secure_headers", "refusal",
            "wants_json", "NOT_CONFIGURED"]
 
@@ -69,7 +72,7 @@ _TRUE = frozenset({"1", "true", "yes", "on"})
 _ERROR_CODE = re.compile(r"[^a-z_]")
 
 
-def register_item_pages(app: Flask, services: Any, *,
+def register_item_pages(app: Flask, services: Services, *,
                         environ: Mapping[str, str] | None = None,
                         users: GitHubUsers | None = None) -> Gatekeeper | None:
     """Add the details page, the sign-in routes and ``POST /api/simulate`` to ``app`` when
@@ -184,7 +187,7 @@ def _item_ref(owner: str, repo: str, number: int) -> WorkItemRef | None:
         return None
 
 
-def item_blueprint(services: Any, gate: Gatekeeper | None) -> Blueprint:
+def item_blueprint(services: Services, gate: Gatekeeper | None) -> Blueprint:
     """The blueprint of ``/auth/*`` and ``/items/...`` (``gate`` None: all 404).
 
     Args:
@@ -220,7 +223,7 @@ def _not_configured() -> BaseResponse:
     return refusal(404, "Not found", NOT_CONFIGURED, as_json=wants_json())
 
 
-def _item_page(services: Any, gate: Gatekeeper, owner: str, repo: str,
+def _item_page(services: Services, gate: Gatekeeper, owner: str, repo: str,
                number: int) -> BaseResponse:
     as_json = wants_json()
     ref = _item_ref(owner, repo, number)

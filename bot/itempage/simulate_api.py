@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from flask import Blueprint, jsonify, request
 from werkzeug.wrappers import Response as BaseResponse
@@ -48,6 +48,9 @@ from engine.errors import ClaimRefused, LoopgateError, WorkItemRefError
 from engine.outcomes import APPROVED
 from engine.ports import TrackerError
 from engine.refs import WorkItemRef
+
+if TYPE_CHECKING:  # types only: bot.services imports what it wires
+    from bot.services import Services
 
 __all__ = ["simulate_blueprint", "SimulateRequest", "parse_request", "MAX_BODY"]
 
@@ -132,7 +135,7 @@ def _heads(value: Any) -> list[tuple[int, str]]:
     return heads
 
 
-def simulate_blueprint(services: Any, gate: Gatekeeper | None) -> Blueprint:
+def simulate_blueprint(services: Services, gate: Gatekeeper | None) -> Blueprint:
     """The blueprint of ``POST /api/simulate`` (``gate`` None: 404).
 
     Args:
@@ -168,7 +171,7 @@ def _request_refusal(gate: Gatekeeper) -> BaseResponse | None:
     return None
 
 
-def _answer(services: Any, gate: Gatekeeper, session: Session) -> BaseResponse:
+def _answer(services: Services, gate: Gatekeeper, session: Session) -> BaseResponse:
     try:
         asked = parse_request(request.get_json(silent=True), services.graph, session.login)
     except BadRequest as exc:
@@ -191,7 +194,7 @@ def _answer(services: Any, gate: Gatekeeper, session: Session) -> BaseResponse:
     return jsonify(result.to_json())
 
 
-def _run(services: Any, asked: SimulateRequest) -> simulate.Simulation:
+def _run(services: Services, asked: SimulateRequest) -> simulate.Simulation:
     if asked.node:
         return simulate.simulate_decision(services.graph, services.store, services.ports,
                                           services.settings, asked.ref, asked.login,

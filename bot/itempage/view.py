@@ -23,7 +23,7 @@ import base64
 import hashlib
 from functools import lru_cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup
@@ -33,7 +33,13 @@ from engine.itempage import item_model, web_url
 from engine.refs import WorkItemRef
 from engine.report import build_report
 
-__all__ = ["CONTENT_SECURITY_POLICY", "STYLE", "page_model", "render_page",
+if TYPE_CHECKING:
+    from bot.config import Config
+    from engine.graph.model import Graph
+    from engine.settings import EngineSettings
+    from engine.store.base import Store
+
+__all__ = ["CONTENT_SECURITY_POLICY", "STYLE", "PageServices", "page_model", "render_page",
            "render_status_page", "web_base_of"]
 
 #: The page's stylesheet (``templates/itempage/page.css``), inlined in ``<style>``.
@@ -59,24 +65,49 @@ def _environment() -> Environment:
                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
 
 
-def web_base_of(services: Any) -> str:
+class PageServices(Protocol):
+    """What the details page reads of the wired services (:class:`bot.services.Services`
+    is one; a test may hand a namespace with these four)."""
+
+    @property
+    def graph(self) -> Graph:
+        """The compiled graph."""
+        ...
+
+    @property
+    def store(self) -> Store:
+        """The store the item is loaded from (``load``, ``effects.rows``)."""
+        ...
+
+    @property
+    def settings(self) -> EngineSettings:
+        """The engine settings."""
+        ...
+
+    @property
+    def config(self) -> Config | None:
+        """The configuration (its ``github`` section gives the web links), or None."""
+        ...
+
+
+def web_base_of(services: PageServices) -> str:
     """GitHub's web address for the links to the issue and its pull requests
     (``bot.home.web_base``), or "" when loopgate keeps the thread itself (no ``github``
     section: the local tracker has no web page)."""
     from bot.home import web_base
 
-    config = getattr(services, "config", None)
+    config = services.config
     if config is None or not config.has("github"):
         return ""
     return web_base(config)
 
 
-def page_model(services: Any, ref: WorkItemRef) -> dict[str, Any] | None:
+def page_model(services: PageServices, ref: WorkItemRef) -> dict[str, Any] | None:
     """Everything the details page of ``ref`` shows, as JSON-ready data.
 
     Args:
-        services: :class:`bot.services.Services` (``graph``, ``store``, ``settings``,
-            ``config``).
+        services: :class:`PageServices` (``graph``, ``store``, ``settings``, ``config``),
+            e.g. :class:`bot.services.Services`.
         ref: the work item.
 
     Returns:

@@ -191,9 +191,11 @@ class GitHubTracker:
 
     #: People tick a quiz box by editing loopgate's comment on GitHub.
     comments_editable = True
-    #: CODEOWNERS, merge queues and the pull request -> items cache (issue 20 §2).
+    #: CODEOWNERS, merge queues, the pull request -> items cache, pull request commits and
+    #: review requests (issue 20 §2).
     capabilities = TrackerCapabilities(codeowners=True, merge_queue=True,
-                                       pull_request_cache=True)
+                                       pull_request_cache=True, pull_commits=True,
+                                       review_requests=True)
     #: GitHub accepted the credentials once in this process (:meth:`verify_credentials`).
     verified = False
 

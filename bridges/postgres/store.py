@@ -53,6 +53,7 @@ from engine.store.rows import (
     SELECT_EVENTS,
     SELECT_REFS,
     Query,
+    active_items,
     event_counts,
     item_counts,
     open_waits,
@@ -350,6 +351,12 @@ class PostgresStore:
         read as jsonb: SQLite's ``json_extract`` is not PostgreSQL's)."""
         with self._read() as conn:
             return event_counts(_query(conn), kinds, "(data::jsonb ->> 'node')")
+
+    # -- what serve's self-audit reads (DatabaseStore) -----------------------------------
+    def active_items(self) -> list[WorkItemRef]:
+        """The work items still walking (``running`` or ``parked``), sorted."""
+        with self._read() as conn:
+            return active_items(_query(conn))
 
     # -- kv (bridges) ------------------------------------------------------------------
     def kv_get(self, namespace: str, key: str, default: Any = None) -> Any:

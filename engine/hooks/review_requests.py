@@ -16,7 +16,7 @@ from engine.dispatch import dispatcher
 from engine.effects import RequestReviews
 from engine.hooks.base import HookContext
 from engine.hooks.common import code_owners_for, covers_pull_request, degrade, gate_rule
-from engine.ports import TrackerError
+from engine.ports import TrackerError, review_requests
 from engine.reviewers import SURFACE_KEY, ReviewPlan, plan
 
 __all__ = ["ask_for_reviews"]
@@ -69,7 +69,7 @@ def ask_for_reviews(ctx: HookContext) -> dict[str, Any]:
     node, settings = ctx.node.id, ctx.settings
     if not settings.review_requests or not covers_pull_request(node, settings):
         return {}
-    if getattr(ctx.ports.tracker, "request_reviewers", None) is None:
+    if review_requests(ctx.ports.tracker) is None:
         return {}  # the offline thread: no pull requests, nobody to ask
     visit = ctx.state.visit(node)
     number = visit.number if visit is not None else 1

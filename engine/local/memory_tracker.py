@@ -58,8 +58,10 @@ class MemoryTracker:
 
     #: Tests edit comments as GitHub users do (:meth:`edit_comment`).
     comments_editable = True
-    #: Code owners, merge groups and posting as anyone, as tests set them up.
-    capabilities = TrackerCapabilities(codeowners=True, merge_queue=True, post_as=True)
+    #: Code owners, merge groups, posting as anyone, pull request commits and review
+    #: requests, as tests set them up.
+    capabilities = TrackerCapabilities(codeowners=True, merge_queue=True, post_as=True,
+                                       pull_commits=True, review_requests=True)
 
     def __init__(self, bot_login: str = "loopgate-bot") -> None:
         self.bot_login = bot_login

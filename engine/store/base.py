@@ -229,3 +229,8 @@ class DatabaseStore(Store, SqlTables, Protocol):
         """``{(kind, node): count}`` of the logged events of ``kinds`` (``node``: the
         event data's, "" without one)."""
         ...
+
+    def active_items(self) -> list[WorkItemRef]:
+        """The work items still walking (``running`` or ``parked``), sorted by owner,
+        repository and number (serve's self-audit, issue 22 §3)."""
+        ...

@@ -21,7 +21,7 @@ from engine.visits import visits_from_document, visits_to_json
 __all__ = [
     "ENTRY_TABLES", "CHILD_TABLES", "ITEM_COLUMNS", "Query", "read_state", "write_statements",
     "stream_states", "SELECT_EVENTS", "SELECT_REFS", "KV_GET", "KV_SET", "KV_DELETE",
-    "KV_ITEMS", "item_counts", "open_waits", "event_counts",
+    "KV_ITEMS", "item_counts", "open_waits", "event_counts", "active_items",
 ]
 
 #: ``query(sql, params)`` -> rows as tuples (a driver's ``execute``, placeholders converted).
@@ -73,6 +73,8 @@ _ITEM_COUNTS = ("SELECT current_node, status, COUNT(*) FROM items GROUP BY 1, 2 
 _OPEN_WAITS = ("SELECT i.current_node, r.entered_at FROM items i JOIN node_records r "
                "ON r.item = i.item AND r.node = i.current_node "
                "WHERE i.status NOT IN ('complete', 'escalated')")
+_ACTIVE_ITEMS = ("SELECT owner, repo, number FROM items WHERE status IN ('running', 'parked') "
+                 "ORDER BY owner, repo, number")
 
 
 # -- what /metrics reads (issue 13; behind the stores since issue 20 §2) ---------------------
@@ -86,6 +88,15 @@ def open_waits(query: Query) -> list[tuple[str, str]]:
     """``(node, entered_at)`` of every work item neither complete nor escalated: where it
     waits and since when (ISO-8601, as recorded; "" when not recorded)."""
     return [(str(node or ""), str(entered or "")) for node, entered in query(_OPEN_WAITS, ())]
+
+
+# -- what serve's self-audit reads (issue 22 §3; behind the stores since issue 20 §2) -------
+def active_items(query: Query) -> list[WorkItemRef]:
+    """The work items still walking (status ``running`` or ``parked``), sorted by owner,
+    repository and number: a complete item's verdict is final, an escalated one publishes
+    failure."""
+    return [WorkItemRef(str(owner), str(repo), int(number))
+            for owner, repo, number in query(_ACTIVE_ITEMS, ())]
 
 
 def event_counts(query: Query, kinds: Sequence[str],

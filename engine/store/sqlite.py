@@ -42,6 +42,7 @@ from engine.store.rows import (
     SELECT_EVENTS,
     SELECT_REFS,
     Query,
+    active_items,
     event_counts,
     item_counts,
     open_waits,
@@ -298,6 +299,11 @@ class SqliteStore:
     def event_counts(self, kinds: Sequence[str]) -> dict[tuple[str, str], int]:
         """``{(kind, node): count}`` of the logged events of ``kinds``."""
         return event_counts(_query(self.db().conn), kinds, "json_extract(data, '$.node')")
+
+    # -- what serve's self-audit reads (DatabaseStore) -----------------------------------
+    def active_items(self) -> list[WorkItemRef]:
+        """The work items still walking (``running`` or ``parked``), sorted."""
+        return active_items(_query(self.db().conn))
 
     # -- kv (bridges) ------------------------------------------------------------------
     def kv_get(self, namespace: str, key: str, default: Any = None) -> Any:

@@ -34,7 +34,8 @@ def test_the_tracker_and_store_implement_the_ports(fake: FakeGitHub) -> None:
     assert isinstance(ContentsArtifactStore(tracker), ArtifactStore)
     # Issue 20 §2: what it offers beyond the port, declared (no caller probes it).
     assert tracker.capabilities == TrackerCapabilities(codeowners=True, merge_queue=True,
-                                                       pull_request_cache=True)
+                                                       pull_request_cache=True,
+                                                       pull_commits=True, review_requests=True)
 
 
 def test_from_config_names_the_missing_token_variable(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -189,7 +189,9 @@ def test_each_tracker_declares_what_it_offers_beyond_the_port(tracker: LocalTrac
         codeowners_reader,
         merge_queue,
         posts_as,
+        pull_commits,
         pull_request_cache,
+        review_requests,
     )
     from engine.simulate import DryTracker
 
@@ -199,7 +201,11 @@ def test_each_tracker_declares_what_it_offers_beyond_the_port(tracker: LocalTrac
     assert pull_request_cache(tracker) is None
     memory = MemoryTracker()
     assert memory.capabilities == TrackerCapabilities(codeowners=True, merge_queue=True,
-                                                      post_as=True)
+                                                      post_as=True, pull_commits=True,
+                                                      review_requests=True)
+    assert pull_commits(memory) is review_requests(memory) is memory
+    assert pull_commits(tracker) is review_requests(tracker) is None
     assert codeowners_reader(memory) is merge_queue(memory) is memory
     dry = DryTracker(tracker)  # a simulation declares what the real tracker does
     assert dry.capabilities is tracker.capabilities and codeowners_reader(dry) is None
+    assert review_requests(DryTracker(memory)) is not None  # asked, and recorded unsent

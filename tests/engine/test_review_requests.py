@@ -12,7 +12,7 @@ import pytest
 from engine.codeowners import Ownership
 from engine.effects import RequestReviews, effect_from_json, effect_to_json
 from engine.local.memory_tracker import MemoryTracker
-from engine.ports import TrackerError
+from engine.ports import TrackerCapabilities, TrackerError
 from engine.refs import WorkItemRef
 from engine.reviewers import ReviewPlan, plan, record_result, send, summary_lines
 from engine.store.memory import MemoryStore
@@ -89,6 +89,8 @@ def test_a_refusal_asks_each_name_once_and_keeps_the_refused() -> None:
 
 
 class _Down:
+    capabilities = TrackerCapabilities(review_requests=True)
+
     def request_reviewers(self, *args: Any) -> None:
         raise TrackerError("GitHub answered 502")
 
@@ -98,8 +100,13 @@ def test_a_transient_failure_is_raised_for_the_row_to_wait() -> None:
         send(_effect(), _Down())
 
 
+class _Undeclared(_Down):
+    capabilities = TrackerCapabilities()
+
+
 def test_a_tracker_that_cannot_ask_records_why() -> None:
-    result = send(_effect(), object())
+    # Issue 20 §2: what a tracker declares decides, not which methods it happens to have.
+    result = send(_effect(), _Undeclared())
     assert result["error"] == "this tracker cannot request reviews"
 
 

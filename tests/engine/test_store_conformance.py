@@ -454,3 +454,21 @@ def test_what_metrics_reads_is_the_same_on_both_databases(store: Any) -> None:
     assert store.event_counts(["graph.quiz_attested", "graph.effect_failed"]) == {
         ("graph.quiz_attested", "spec-quiz"): 2, ("graph.effect_failed", ""): 1}
     assert store.event_counts([]) == {}
+
+
+def test_the_active_items_are_the_same_on_both_databases(store: Any) -> None:
+    """Issue 20 §2: serve's self-audit (issue 22 §3) reads the items still walking through
+    the store (its SQL was in bot/audit.py): running and parked only, sorted by owner,
+    repository and number."""
+    if isinstance(store, MemoryStore):
+        pytest.skip("the memory store is no database: serve runs over SQL stores")
+    statuses = {("acme", "widgets", 10): "parked", ("acme", "widgets", 2): "running",
+                ("acme", "gadgets", 7): "parked", ("acme", "widgets", 3): "complete",
+                ("acme", "widgets", 4): "escalated", ("zeta", "app", 1): "running"}
+    for (owner, repo, number), status in statuses.items():
+        with store.transaction(WorkItemRef(owner, repo, number)) as tx:
+            state = tx.create("loop")
+            state.current_node, state.status = "design", status
+    assert store.active_items() == [
+        WorkItemRef("acme", "gadgets", 7), WorkItemRef("acme", "widgets", 2),
+        WorkItemRef("acme", "widgets", 10), WorkItemRef("zeta", "app", 1)]
