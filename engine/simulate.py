@@ -32,7 +32,8 @@ from engine.store.base import Store
 from engine.store.memory import MemoryStore
 
 __all__ = ["DECISION_WORDS", "DryTracker", "DryNotifier", "Simulation", "CodeOwnersView",
-           "simulate_decision", "simulate_push", "simulate_changes", "render", "owner_lines"]
+           "simulate_decision", "simulate_push", "simulate_changes", "render", "owner_lines",
+           "change_path"]
 
 #: The outcomes a decision may be simulated with (engine.hooks.feedback's keywords).
 DECISION_WORDS = {APPROVED: "approved", APPROVED_WITH_COMMENTS: "approved with comments",
@@ -291,6 +292,20 @@ def _owners_view(graph: Graph, settings: EngineSettings, tracker: DryTracker,
     return CodeOwnersView(node, found.files, found.problem,
                           rule.who(settings.authorized_users, found), bool(rule.codeowners),
                           tuple(found.errors))
+
+
+def change_path(path: str) -> str:
+    """A ``--codeowners-change`` / ``codeownersChange`` path as GitHub lists changed files:
+    repository-relative, ``/``-separated, no leading ``/``.
+
+    Raises:
+        ValueError: empty, a ``..`` or ``.`` segment, or a backslash (one line naming it).
+    """
+    text = str(path).strip().lstrip("/")
+    parts = text.split("/")
+    if not text or "\\" in text or any(p in ("", ".", "..") for p in parts):
+        raise ValueError(f"{path!r} is not a repository path (like src/app.py)")
+    return text
 
 
 def simulate_decision(graph: Graph, store: Store, ports: Ports, settings: EngineSettings,

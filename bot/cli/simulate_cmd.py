@@ -43,12 +43,10 @@ def parse_change(path: str) -> str:
     Raises:
         click.BadParameter: empty, a ``..`` or ``.`` segment, or a backslash.
     """
-    text = path.strip().lstrip("/")
-    parts = text.split("/")
-    if not text or "\\" in text or any(p in ("", ".", "..") for p in parts):
-        raise click.BadParameter(f"{path!r} is not a repository path (like src/app.py)",
-                                 param_hint="--codeowners-change")
-    return text
+    try:
+        return simulate.change_path(path)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--codeowners-change") from None
 
 
 @click.command("simulate")

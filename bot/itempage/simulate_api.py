@@ -6,6 +6,11 @@ Request (``Content-Type: application/json``)::
     {"item": "acme/widgets#7", "approve": "human-approval", "as": "bob",
      "outcome": "approved"}                      # what if bob approves?
     {"item": "acme/widgets#7", "push": {"12": "0123abc"}}   # what if PR 12 got 0123abc?
+    {"item": "acme/widgets#7", "codeownersChange": ["web/app.ts"]}  # who would own it?
+
+``codeownersChange`` (a list of repository paths, as ``--codeowners-change``) goes alone
+or with ``approve`` or ``push``: the pull requests are taken to change those files too,
+and the answer's ``codeOwners`` says who owns them at the gate.
 
 ``as`` defaults to the signed-in person; ``outcome`` to ``approved``
 (:data:`engine.simulate.DECISION_WORDS`). The answer is
@@ -73,15 +78,18 @@ class SimulateRequest:
         login: who decides ("" for a push).
         outcome: the decision's outcome.
         heads: ``[(pull number, sha)]`` for a push (empty for a decision).
+        changes: ``codeownersChange``'s paths (issue 24 §4; empty when not asked).
     """
 
     def __init__(self, ref: WorkItemRef, node: str = "", login: str = "",
-                 outcome: str = APPROVED, heads: list[tuple[int, str]] | None = None) -> None:
+                 outcome: str = APPROVED, heads: list[tuple[int, str]] | None = None,
+                 changes: tuple[str, ...] = ()) -> None:
         self.ref = ref
         self.node = node
         self.login = login
         self.outcome = outcome
         self.heads = heads or []
+        self.changes = changes
 
 
 def parse_request(body: Any, graph: Any, viewer: str) -> SimulateRequest:
@@ -92,18 +100,39 @@ def parse_request(body: Any, graph: Any, viewer: str) -> SimulateRequest:
     """
     if not isinstance(body, Mapping):
         raise BadRequest("the body must be a JSON object")
-    unknown = sorted(set(body) - {"item", "approve", "as", "outcome", "push"})
+    unknown = sorted(set(body) - {"item", "approve", "as", "outcome", "push",
+                                  "codeownersChange"})
     if unknown:
-        raise BadRequest(f"unknown key {unknown[0]!r} (item, approve, as, outcome, push)")
+        raise BadRequest(f"unknown key {unknown[0]!r} (item, approve, as, outcome, push, "
+                         "codeownersChange)")
     try:
         ref = WorkItemRef.parse_any(str(body.get("item") or ""))
     except WorkItemRefError as exc:
         raise BadRequest(f"item: {exc}") from None
-    if bool(body.get("approve")) == bool(body.get("push")):
-        raise BadRequest("give either approve (a gate, with as and outcome) or push")
+    changes = _changes(body.get("codeownersChange"))
+    if body.get("approve") and body.get("push") or not (
+            body.get("approve") or body.get("push") or changes):
+        raise BadRequest("give either approve (a gate, with as and outcome) or push, "
+                         "or codeownersChange")
     if body.get("push"):
-        return SimulateRequest(ref, heads=_heads(body["push"]))
-    return _decision(ref, body, graph, viewer)
+        return SimulateRequest(ref, heads=_heads(body["push"]), changes=changes)
+    if not body.get("approve"):
+        return SimulateRequest(ref, changes=changes)
+    asked = _decision(ref, body, graph, viewer)
+    asked.changes = changes
+    return asked
+
+
+def _changes(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value) \
+            or len(value) > 100:
+        raise BadRequest("codeownersChange: expected a list of at most 100 repository paths")
+    try:
+        return tuple(dict.fromkeys(simulate.change_path(v) for v in value))
+    except ValueError as exc:
+        raise BadRequest(f"codeownersChange: {exc}") from None
 
 
 def _decision(ref: WorkItemRef, body: Mapping[str, Any], graph: Any,
@@ -198,6 +227,10 @@ def _run(services: Services, asked: SimulateRequest) -> simulate.Simulation:
     if asked.node:
         return simulate.simulate_decision(services.graph, services.store, services.ports,
                                           services.settings, asked.ref, asked.login,
-                                          asked.node, asked.outcome)
-    return simulate.simulate_push(services.graph, services.store, services.ports,
-                                  services.settings, asked.ref, asked.heads)
+                                          asked.node, asked.outcome, asked.changes)
+    if asked.heads:
+        return simulate.simulate_push(services.graph, services.store, services.ports,
+                                      services.settings, asked.ref, asked.heads,
+                                      asked.changes)
+    return simulate.simulate_changes(services.graph, services.store, services.ports,
+                                     services.settings, asked.ref, asked.changes)

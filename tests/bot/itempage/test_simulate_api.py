@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from engine.simulate import simulate_decision
+from engine.simulate import simulate_changes, simulate_decision, simulate_push
 from tests.bot.itempage.conftest import GATE, PUBLIC, Site
 from tests.bridges.conftest import REPO
 
@@ -70,6 +70,30 @@ def test_a_push_is_simulated_too(site: Site) -> None:
     assert answer.get_json()["pulls"] == [pull] and answer.get_json()["node"] == ""
 
 
+def test_a_codeowners_change_is_the_cli_s_too_alone_or_with_a_push(site: Site) -> None:
+    # Issue 24 §4: codeownersChange is --codeowners-change; nothing is written either.
+    site.fake.put_file(REPO, ".github/CODEOWNERS", "* @carol\nweb/ @dave\n")
+    ref = site.at_gate()
+    site.sign_in("alice")
+    before = _stored(site, ref)
+    site.fake.reset_log()
+    pull = max(n for n, i in site.fake.repos[REPO].issues.items() if i.is_pr)
+    alone = site.client.post(API, json={"item": str(ref), "codeownersChange": ["/web/app.ts"]})
+    pushed = site.client.post(API, json={"item": str(ref), "push": {str(pull): "abcdef1"},
+                                         "codeownersChange": ["web/app.ts"]})
+    s = site.world.services
+    assert alone.status_code == 200, alone.get_json()
+    assert alone.get_json() == simulate_changes(s.graph, s.store, s.ports, s.settings, ref,
+                                                ["web/app.ts"]).to_json()
+    assert alone.get_json()["codeownersChange"] == ["web/app.ts"]
+    assert alone.get_json()["codeOwners"]["files"]["web/app.ts"] == ["@dave"]
+    assert pushed.status_code == 200
+    assert pushed.get_json() == simulate_push(s.graph, s.store, s.ports, s.settings, ref,
+                                              [(pull, "abcdef1")], ["web/app.ts"]).to_json()
+    assert _writes(site) == []
+    assert _stored(site, ref) == before
+
+
 def test_without_a_session_it_is_401(site: Site) -> None:
     ref = site.at_gate()
     answer = site.client.post(API, json={"item": str(ref), "approve": GATE})
@@ -109,6 +133,9 @@ def test_bad_bodies_get_one_line_naming_the_key(site: Site) -> None:
         "the body must be a JSON object": ["x"],
         "item: not a work item reference": {"item": "acme/widgets", "approve": GATE},
         "give either approve": {"item": str(ref)},
+        "codeownersChange: '../x' is not a repository path": {
+            "item": str(ref), "codeownersChange": ["../x"]},
+        "codeownersChange: expected a list": {"item": str(ref), "codeownersChange": "a.py"},
         "approve: 'nowhere' is not a node of the graph": {"item": str(ref),
                                                           "approve": "nowhere"},
         "as: 'bob smith' is not a GitHub login": {"item": str(ref), "approve": GATE,
