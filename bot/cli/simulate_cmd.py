@@ -69,12 +69,12 @@ def simulate_command(obj: CliContext, item: str, login: str | None, node: str | 
     """Say what would happen if LOGIN approved NODE of ITEM (or PULL got commit SHA, or
     the pull request also changed FILE): counted or refused and why, where the item would
     move, what the `loopgate` check would say, who owns the changed files. Runs the gate's
-    own rules on a copy; writes nothing anywhere.
+    own rules on a copy; writes nothing anywhere. `--codeowners-change web/app.ts` alone
+    shows who would own that file at the current gate.
 
     \b
-    Examples:
+    Example:
       loopgate simulate acme/widgets#7 --as bob --approve human-approval
-      loopgate simulate acme/widgets#7 --codeowners-change web/app.ts
     """
     ref = parse_item(item)
     if bool(login) != bool(node) or (node and pushes) or not (node or pushes or changes):
