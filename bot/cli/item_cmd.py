@@ -317,20 +317,46 @@ _MISSING = object()
 
 
 def compact_document(document: dict[str, Any]) -> dict[str, Any]:
-    """``check --format json --compact`` (issue 21 §3): the same document, except that
-    each ``report.nodes`` line leaves out ``detail``, ``outcome``, ``attempts`` and
-    ``forced`` when they hold their defaults ("", "", 0, false): a reader takes a missing
-    key as its default. About a tenth smaller per item; nothing else changes."""
+    """``check --format json --compact`` (issue 21 §3: no larger per item than the peer's
+    7 kB): the same document, except that
+
+    * ``decisions`` is left out when the document has ``visits``: each node's decision is
+      the ``decision`` of its last visit there (:func:`decisions_from_visits` rebuilds it).
+      The phase selection's decision carries the frozen graph, so it was in the document
+      twice;
+    * each ``report.nodes`` line leaves out ``detail``, ``outcome``, ``attempts`` and
+      ``forced`` when they hold their defaults ("", "", 0, false): a reader takes a missing
+      key as its default.
+
+    Nothing else changes (keys keep their order)."""
+    drop = "decisions" if "visits" in document else None
     report = document.get("report")
-    if not isinstance(report, dict) or not isinstance(report.get("nodes"), list):
-        return document
-    lines = [_compact_line(line) for line in report["nodes"]]
-    return {**document, "report": {**report, "nodes": lines}}
+    if isinstance(report, dict) and isinstance(report.get("nodes"), list):
+        report = {**report, "nodes": [_compact_line(line) for line in report["nodes"]]}
+    return {k: (report if k == "report" else v) for k, v in document.items() if k != drop}
+
+
+def decisions_from_visits(visits: Mapping[str, Any]) -> dict[str, Any]:
+    """The full form's ``decisions`` from a document's ``visits`` (what ``--compact`` leaves
+    out): ``{node: the decision of its last visit}`` for each node whose last visit has
+    one, in ``visits`` order (``ItemState.current_decisions``, issue 19 §2)."""
+    return {node: seq[-1]["decision"] for node, seq in visits.items()
+            if seq and seq[-1].get("decision") is not None}
+
+
+#: A report's node line, key by key (engine/report.py builds every line in this order).
+_LINE_KEYS = ("id", "status", "detail", "outcome", "attempts", "forced")
 
 
 def _compact_line(line: dict[str, Any]) -> dict[str, Any]:
     # A copy less the four keys, not a filter over every key: this runs for every node of
     # every item (issue 21 §3: a per-key filter cost more than the smaller output saved).
+    # Most lines hold every default ("not reached"): those are made in one step.
+    if (line.get("forced", _MISSING) is False and line.get("detail") == ""
+            and line.get("outcome") == "" and line.get("attempts", _MISSING) == 0
+            and type(line["detail"]) is str and type(line["outcome"]) is str
+            and type(line["attempts"]) is int and tuple(line) == _LINE_KEYS):
+        return {"id": line["id"], "status": line["status"]}
     out = line.copy()
     for key, default in _NODE_DEFAULTS.items():
         value = out.get(key, _MISSING)
@@ -472,8 +498,10 @@ def _check_filters(services: Services, item: WorkItemRef | None, all_items: bool
               help="Also list every visit to every node, oldest first, each with its own "
                    "decision (JSON: the report's history key).")
 @click.option("--compact", is_flag=True,
-              help="With --format json: node lines leave out detail, outcome, attempts and "
-                   "forced when they hold their defaults (\"\", \"\", 0, false).")
+              help="With --format json: leave out `decisions` (each node's is the decision of "
+                   "its last entry under `visits`), and node lines leave out detail, "
+                   "outcome, attempts and forced when they hold their defaults (\"\", \"\", "
+                   "0, false).")
 @click.pass_obj
 def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
           recompute: bool, fail_on: str | None, node: str | None, status: str | None,
