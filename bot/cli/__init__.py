@@ -164,7 +164,7 @@ class LazyCommands(dict[str, click.Command]):
         self._load(name)
         return super().__getitem__(name)
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> Any:
         """The command called ``name`` (its module imported first), else ``default``."""
         self._load(name)
         return super().get(name, default)

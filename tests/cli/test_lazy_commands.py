@@ -36,8 +36,9 @@ def test_the_table_names_every_registered_command_and_its_module() -> None:
         assert command.callback is not None and lazy.callback is not None
         assert lazy.callback.__module__ == command.callback.__module__, name
         assert command.callback.__module__ == f"bot.cli.{COMMAND_MODULES[name][0]}", name
-    assert sorted(cli.commands["db"].commands) == sorted(eager.commands["db"].commands)
-    assert sorted(cli.commands["db"].commands) == ["copy", "migrate"]
+    lazy_db, eager_db = cli.commands["db"], eager.commands["db"]
+    assert isinstance(lazy_db, click.Group) and isinstance(eager_db, click.Group)
+    assert sorted(lazy_db.commands) == sorted(eager_db.commands) == ["copy", "migrate"]
 
 
 def test_help_lists_every_command() -> None:
@@ -54,7 +55,8 @@ def _imported_after(*argv: str) -> list[str]:
             "if m.startswith('bot.cli.'))), file=sys.stderr)")
     done = subprocess.run([sys.executable, "-c", code, *argv], capture_output=True,
                           text=True, timeout=120, check=True)
-    return json.loads(done.stderr.strip().splitlines()[-1])
+    loaded: list[str] = json.loads(done.stderr.strip().splitlines()[-1])
+    return loaded
 
 
 def test_a_command_imports_only_its_own_module() -> None:
