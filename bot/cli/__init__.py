@@ -7,7 +7,9 @@ check, comments, events), ``explainer_cmd`` (explainer render/check/redact, brie
 (effects list/retry: the outbox), ``ops_cmd`` (status, backup, db migrate), ``slack_cmd``
 (slack preview: Block Kit JSON), ``procedure_cmd`` (procedure: the agent procedure an
 assignment's ``Command:`` names), ``verify_cmd`` (verify: re-derive the
-verdicts from GitHub alone, issue 22 §3).
+verdicts from GitHub alone, issue 22 §3). A module is imported only when one of its
+commands runs or the commands are listed (:class:`LazyCommands`, :data:`COMMAND_MODULES`:
+a new command's module goes in that table).
 
 Exit codes: 0 success; 1 a refusal or an unmet ``--fail-on`` condition; 2 a usage,
 configuration or graph error (click's own usage errors are 2 as well). Every error is one
