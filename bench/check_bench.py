@@ -8,7 +8,8 @@ output counted, not kept; wall time around it and peak RSS from the kernel's rus
 child (``os.wait4``).
 
 Targets (issue 21 §3, on a quiet machine): 100,000 items ≤ 10 s and ≤ 100 MB; 10,000 items
-≤ 1 s; the output per item no larger than the peer's 7 kB. Usage:
+≤ 1 s; the output per item no larger than the peer's 7 kB (``--compact``, which prints the
+phase selection's frozen graph once, under ``visits``, not also under ``decisions``). Usage:
 ``.venv/bin/python bench/check_bench.py [--items 100000 10000] [--format json]`` (bounded:
 the CLI run has a 600 s timeout).
 """
@@ -82,6 +83,21 @@ def check_all(db: Path, fmt: str, extra: tuple[str, ...] = ()
     return elapsed, usage.ru_maxrss / 1024, size, usage.ru_utime + usage.ru_stime
 
 
+def startup(repeat: int) -> float:
+    """The least CPU seconds (user + system) of ``repeat`` runs of ``loopgate check
+    --help``: what the CLI costs before its first item (its imports; issue 21 §3)."""
+    argv = [sys.executable, "-c", "from bot.cli import main; main()", "check", "--help"]
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env.pop("LOOPGATE_CONFIG", None)
+    best = float("inf")
+    for _ in range(repeat):
+        child = subprocess.Popen(argv, stdout=subprocess.DEVNULL, cwd=tempfile.gettempdir(),
+                                 env=env)
+        _pid, _status, usage = os.wait4(child.pid, 0)
+        best = min(best, usage.ru_utime + usage.ru_stime)
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, nargs="+", default=[10_000, 100_000])
@@ -93,6 +109,9 @@ def main() -> None:
     args = parser.parse_args()
     if not args.no_header:
         header()
+    row("#21 `loopgate check --help`: the CLI's start-up (imports) before any item "
+        "(`bench/check_bench.py`)", "—",
+        f"{startup(max(args.repeat, 5)):.2f} s CPU (least of {max(args.repeat, 5)} runs)", None)
     with tempfile.TemporaryDirectory(prefix="loopgate-check-") as tmp:
         workspace = Path(tmp) / "workspace"
         workspace.mkdir()

@@ -33,6 +33,8 @@ __all__ = [
     "NOT_SELECTED_LINE",
     "SATISFIED",
     "build_report",
+    "compact_line",
+    "LINE_DEFAULTS",
     "document_view",
     "render_history",
     "visit_history",
@@ -304,6 +306,7 @@ class _Blank(NamedTuple):
     unmet: tuple[dict[str, Any] | None, ...]  # per node: its unmet entry (None: terminal)
     position: dict[str, int]  # node id -> position
     opt_in: tuple[str, ...]  # the opt-in nodes, which the reader always decides
+    compact: tuple[dict[str, Any], ...]  # per node: the "not reached" line, compact
 
 
 #: id(graph) -> (graph, its blank lines).
@@ -322,19 +325,37 @@ def _blank(graph: Graph) -> _Blank:
             tuple(None if n.terminal else {"node": n.id, "status": "not reached"}
                   for n in ordered),
             {n.id: i for i, n in enumerate(ordered)},
-            tuple(n.id for n in ordered if n.opt_in)))
+            tuple(n.id for n in ordered if n.opt_in),
+            tuple({"id": n.id, "status": "not reached"} for n in ordered)))
         _BLANKS[id(graph)] = entry
     return entry[1]
 
 
-def _node_lines(graph: Graph, state: ItemState, reader: _Reader
+#: A node line's keys a compact line leaves out when they hold these values (``check
+#: --compact``, issue 21 §3).
+LINE_DEFAULTS: dict[str, Any] = {"detail": "", "outcome": "", "attempts": 0, "forced": False}
+
+
+def compact_line(line: dict[str, Any]) -> dict[str, Any]:
+    """``line`` (a report's node line) less the keys of :data:`LINE_DEFAULTS` that hold
+    their default (same type and value): a fresh dict, keys in their order."""
+    out = line.copy()
+    for key, default in LINE_DEFAULTS.items():
+        value = out.get(key, LINE_DEFAULTS)
+        if type(value) is type(default) and value == default:
+            del out[key]
+    return out
+
+
+def _node_lines(graph: Graph, state: ItemState, reader: _Reader, compact: bool = False
                 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The report's ``nodes`` and ``unmet``. A node never entered, not current, without a
     declared skip and not opt-in reads "not reached" (the reader's last line): its line is
     copied from the graph's blank ones; the reader decides only the others (a few per
-    item, where a graph has dozens of nodes)."""
+    item, where a graph has dozens of nodes). ``compact``: each line as
+    :func:`compact_line` makes it."""
     blank = _blank(graph)
-    nodes = [line.copy() for line in blank.lines]
+    nodes = [line.copy() for line in (blank.compact if compact else blank.lines)]
     unmet = list(blank.unmet)
     index = blank.position
     ordered = graph.ordered()
@@ -350,13 +371,15 @@ def _node_lines(graph: Graph, state: ItemState, reader: _Reader
                     "outcome": record.outcome if record else "",
                     "attempts": record.attempts if record else 0,
                     "forced": bool(record and record.forced)}
+        if compact:
+            nodes[i] = compact_line(nodes[i])
         unmet[i] = (None if node.terminal or line.satisfied
                     else {"node": node.id, "status": line.status})
     return nodes, [u if i in asked else u.copy() for i, u in enumerate(unmet) if u is not None]
 
 
 def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
-                 effects: Sequence[EffectRow] = ()) -> dict[str, Any]:
+                 effects: Sequence[EffectRow] = (), compact: bool = False) -> dict[str, Any]:
     """The ``check`` report of one item.
 
     Args:
@@ -366,6 +389,9 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
             records instead of the stored outcomes (both modes agree on "not selected").
         effects: the item's outbox rows (any status; only the owed and failed ones are
             reported).
+        compact: each ``nodes`` line leaves out the keys holding their defaults
+            (:func:`compact_line`; ``check --compact``, issue 21 §3): for JSON only, as
+            :func:`render_table` reads every key.
 
     Returns:
         ``{workItem, loop, currentNode, status, ok, recompute, unmet, nodes, decisions,
@@ -380,7 +406,7 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
         the state's containers (see :func:`document_view`): treat it as read-only.
     """
     reader = _Reader(graph, state, recompute)
-    nodes, unmet = _node_lines(graph, state, reader)
+    nodes, unmet = _node_lines(graph, state, reader, compact)
     status = state.status if state.current_node else NOT_STARTED
     document = document_view(state)
     return {

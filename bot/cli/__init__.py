@@ -7,7 +7,9 @@ check, comments, events), ``explainer_cmd`` (explainer render/check/redact, brie
 (effects list/retry: the outbox), ``ops_cmd`` (status, backup, db migrate), ``slack_cmd``
 (slack preview: Block Kit JSON), ``procedure_cmd`` (procedure: the agent procedure an
 assignment's ``Command:`` names), ``verify_cmd`` (verify: re-derive the
-verdicts from GitHub alone, issue 22 §3).
+verdicts from GitHub alone, issue 22 §3). A module is imported only when one of its
+commands runs or the commands are listed (:class:`LazyCommands`, :data:`COMMAND_MODULES`:
+a new command's module goes in that table).
 
 Exit codes: 0 success; 1 a refusal or an unmet ``--fail-on`` condition; 2 a usage,
 configuration or graph error (click's own usage errors are 2 as well). Every error is one
@@ -16,26 +18,15 @@ configuration or graph error (click's own usage errors are 2 as well). Every err
 
 from __future__ import annotations
 
+import importlib
 import os
+from collections.abc import ItemsView, Iterator, KeysView, ValuesView
+from typing import Any
 
 import click
 
-from bot.cli import (
-    config_cmd,
-    db_cmd,
-    effects_cmd,
-    explainer_cmd,
-    graph_cmd,
-    item_cmd,
-    ops_cmd,
-    procedure_cmd,
-    serve_cmd,
-    simulate_cmd,
-    verify_cmd,
-)
 from bot.cli.context import CliContext
 from bot.cli.errors import RootGroup
-from bot.cli.slack_cmd import register as register_slack
 
 __all__ = ["main", "cli"]
 
@@ -121,10 +112,93 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
     ctx.call_on_close(ctx.obj.close)
 
 
-for _module in (graph_cmd, item_cmd, effects_cmd, explainer_cmd, serve_cmd, config_cmd,
-                ops_cmd, db_cmd, procedure_cmd, simulate_cmd, verify_cmd):
-    _module.register(cli)
-register_slack(cli)  # slack preview approval|home (issue 12)
+#: Command name -> the modules (under ``bot.cli``) whose ``register(cli)`` adds it, in
+#: order (``db``: ops_cmd's ``db migrate``, then db_cmd's ``db copy``). A module is imported
+#: only when one of its commands is looked up (issue 21 §3: importing every command's
+#: module cost ``check`` 0.4 s before its first item). ``tests/cli/test_lazy_commands.py``
+#: checks this table against the modules.
+COMMAND_MODULES: dict[str, tuple[str, ...]] = {
+    **dict.fromkeys(("graph",), ("graph_cmd",)),
+    **dict.fromkeys(("start", "advance", "complete", "skip", "force", "check", "comments",
+                     "events"), ("item_cmd",)),
+    "effects": ("effects_cmd",),
+    **dict.fromkeys(("explainer", "briefing"), ("explainer_cmd",)),
+    **dict.fromkeys(("serve", "poll"), ("serve_cmd",)),
+    "config": ("config_cmd",),
+    **dict.fromkeys(("status", "backup"), ("ops_cmd",)),
+    "db": ("ops_cmd", "db_cmd"),
+    "procedure": ("procedure_cmd",),
+    "simulate": ("simulate_cmd",),
+    "verify": ("verify_cmd",),
+    "slack": ("slack_cmd",),  # slack preview approval|home (issue 12)
+}
+
+
+class LazyCommands(dict[str, click.Command]):
+    """The root group's ``commands``: a dict that imports a command's module (and calls its
+    ``register(group)``) the first time the command is looked up by name; listing the
+    commands (iterating, ``keys``, ``items``, ``values``, ``len``) registers every one, so
+    ``loopgate --help`` still lists them all.
+
+    Args:
+        group: the group the modules register on.
+        table: command name -> module names under ``bot.cli`` (:data:`COMMAND_MODULES`).
+    """
+
+    def __init__(self, group: click.Group, table: dict[str, tuple[str, ...]]) -> None:
+        super().__init__()
+        self._group = group
+        self._pending = dict(table)
+        self._done: set[str] = set()
+
+    def _load(self, name: object) -> None:
+        modules = self._pending.pop(name, ()) if isinstance(name, str) else ()
+        for module in modules:
+            if module not in self._done:
+                self._done.add(module)
+                importlib.import_module(f"bot.cli.{module}").register(self._group)
+
+    def _load_all(self) -> None:
+        for name in list(self._pending):
+            self._load(name)
+
+    def __getitem__(self, name: str) -> click.Command:
+        self._load(name)
+        return super().__getitem__(name)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        """The command called ``name`` (its module imported first), else ``default``."""
+        self._load(name)
+        return super().get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._pending or super().__contains__(name)
+
+    def __iter__(self) -> Iterator[str]:
+        self._load_all()
+        return super().__iter__()
+
+    def __len__(self) -> int:
+        self._load_all()
+        return super().__len__()
+
+    def keys(self) -> KeysView[str]:  # type: ignore[override]
+        """Every command name (every module registered first)."""
+        self._load_all()
+        return super().keys()
+
+    def values(self) -> ValuesView[click.Command]:  # type: ignore[override]
+        """Every command (every module registered first)."""
+        self._load_all()
+        return super().values()
+
+    def items(self) -> ItemsView[str, click.Command]:  # type: ignore[override]
+        """Every ``(name, command)`` (every module registered first)."""
+        self._load_all()
+        return super().items()
+
+
+cli.commands = LazyCommands(cli, COMMAND_MODULES)
 
 
 def main() -> None:

@@ -27,7 +27,14 @@ from engine import fastjson, operator
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.ports import posts_as
 from engine.refs import WorkItemRef
-from engine.report import build_report, render_history, render_table, visit_history, where
+from engine.report import (
+    build_report,
+    compact_line,
+    render_history,
+    render_table,
+    visit_history,
+    where,
+)
 from engine.runtime import OWED
 from engine.state import ItemState, ItemStatus
 from engine.visits import visits_from_json
@@ -311,32 +318,34 @@ def check_document(report: dict[str, Any]) -> dict[str, Any]:
     return {**report["document"], "report": body}
 
 
-#: A node line's keys that ``--compact`` leaves out when they hold these values.
-_NODE_DEFAULTS: dict[str, Any] = {"detail": "", "outcome": "", "attempts": 0, "forced": False}
-_MISSING = object()
+def compact_document(document: dict[str, Any], lines_done: bool = False) -> dict[str, Any]:
+    """``check --format json --compact`` (issue 21 §3: no larger per item than the peer's
+    7 kB): the same document, except that
 
+    * ``decisions`` is left out when the document has ``visits``: each node's decision is
+      the ``decision`` of its last visit there (:func:`decisions_from_visits` rebuilds it).
+      The phase selection's decision carries the frozen graph, so it was in the document
+      twice;
+    * each ``report.nodes`` line leaves out ``detail``, ``outcome``, ``attempts`` and
+      ``forced`` when they hold their defaults ("", "", 0, false): a reader takes a missing
+      key as its default (:func:`engine.report.compact_line`; ``lines_done``: the report
+      was built with ``compact=True``, its lines already are).
 
-def compact_document(document: dict[str, Any]) -> dict[str, Any]:
-    """``check --format json --compact`` (issue 21 §3): the same document, except that
-    each ``report.nodes`` line leaves out ``detail``, ``outcome``, ``attempts`` and
-    ``forced`` when they hold their defaults ("", "", 0, false): a reader takes a missing
-    key as its default. About a tenth smaller per item; nothing else changes."""
+    Nothing else changes (keys keep their order)."""
+    drop = "decisions" if "visits" in document else None
     report = document.get("report")
-    if not isinstance(report, dict) or not isinstance(report.get("nodes"), list):
-        return document
-    lines = [_compact_line(line) for line in report["nodes"]]
-    return {**document, "report": {**report, "nodes": lines}}
+    if (not lines_done and isinstance(report, dict)
+            and isinstance(report.get("nodes"), list)):
+        report = {**report, "nodes": [compact_line(line) for line in report["nodes"]]}
+    return {k: (report if k == "report" else v) for k, v in document.items() if k != drop}
 
 
-def _compact_line(line: dict[str, Any]) -> dict[str, Any]:
-    # A copy less the four keys, not a filter over every key: this runs for every node of
-    # every item (issue 21 §3: a per-key filter cost more than the smaller output saved).
-    out = line.copy()
-    for key, default in _NODE_DEFAULTS.items():
-        value = out.get(key, _MISSING)
-        if type(value) is type(default) and value == default:
-            del out[key]
-    return out
+def decisions_from_visits(visits: Mapping[str, Any]) -> dict[str, Any]:
+    """The full form's ``decisions`` from a document's ``visits`` (what ``--compact`` leaves
+    out): ``{node: the decision of its last visit}`` for each node whose last visit has
+    one, in ``visits`` order (``ItemState.current_decisions``, issue 19 §2)."""
+    return {node: seq[-1]["decision"] for node, seq in visits.items()
+            if seq and seq[-1].get("decision") is not None}
 
 
 def fails(report: dict[str, Any], fail_on: str | None) -> bool:
@@ -351,7 +360,8 @@ def fails(report: dict[str, Any], fail_on: str | None) -> bool:
 
 
 def _reports(services: Services, item: WorkItemRef | None, recompute: bool,
-             node: str | None = None, status: str | None = None) -> Iterator[dict[str, Any]]:
+             node: str | None = None, status: str | None = None,
+             compact: bool = False) -> Iterator[dict[str, Any]]:
     graph = services.graph
     # One query for every owed or failed effect (check --all stays one pass).
     owed: dict[WorkItemRef, list[Any]] = {}
@@ -361,12 +371,13 @@ def _reports(services: Services, item: WorkItemRef | None, recompute: bool,
         state = services.store.load(item)
         if state is None:
             _refused(f"{item} is not started (not-started)")
-        yield build_report(graph, state, recompute=recompute, effects=owed.get(item, ()))
+        yield build_report(graph, state, recompute=recompute, effects=owed.get(item, ()),
+                           compact=compact)
         return
     for state in services.store.load_all():
         if matches(state, node, status):
             yield build_report(graph, state, recompute=recompute,
-                               effects=owed.get(state.ref, ()))
+                               effects=owed.get(state.ref, ()), compact=compact)
 
 
 def _with_history(reports: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
@@ -385,7 +396,8 @@ def _history_text(report: Mapping[str, Any]) -> str:
 def _emit_json(reports: Iterable[dict[str, Any]], many: bool, fail_on: str | None,
                compact: bool = False) -> bool:
     failed = False
-    shape = compact_document if compact else (lambda doc: doc)
+    # The report's node lines are compact already (_reports): only decisions go here.
+    shape = partial(compact_document, lines_done=True) if compact else (lambda doc: doc)
     if not many:
         for report in reports:
             click.echo(json.dumps(shape(check_document(report)), indent=2, ensure_ascii=False))
@@ -472,8 +484,10 @@ def _check_filters(services: Services, item: WorkItemRef | None, all_items: bool
               help="Also list every visit to every node, oldest first, each with its own "
                    "decision (JSON: the report's history key).")
 @click.option("--compact", is_flag=True,
-              help="With --format json: node lines leave out detail, outcome, attempts and "
-                   "forced when they hold their defaults (\"\", \"\", 0, false).")
+              help="With --format json: leave out `decisions` (each node's is the decision of "
+                   "its last entry under `visits`), and node lines leave out detail, "
+                   "outcome, attempts and forced when they hold their defaults (\"\", \"\", "
+                   "0, false).")
 @click.pass_obj
 def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
           recompute: bool, fail_on: str | None, node: str | None, status: str | None,
@@ -491,7 +505,7 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
     """
     services = obj.services
     _check_filters(services, item, all_items, node, status)
-    reports = _reports(services, item, recompute, node, status)
+    reports = _reports(services, item, recompute, node, status, compact and fmt == "json")
     if fmt == "json":
         failed = _emit_json(_with_history(reports) if history else reports, all_items,
                             fail_on, compact)

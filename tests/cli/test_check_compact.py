@@ -1,5 +1,6 @@
 """``check --all --format json`` at scale (issue 21 §3): the streamed output is the same JSON
-as item by item, and ``--compact`` leaves out only node-line keys holding their defaults."""
+as item by item, and ``--compact`` leaves out only node-line keys holding their defaults and
+``decisions``, which ``visits`` holds (each node's last visit's decision)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.cli.item_cmd import decisions_from_visits
 from tests.cli.test_item_cli import ITEM, check_json, home, run, selected  # noqa: F401
 
 DEFAULTS = {"detail": "", "outcome": "", "attempts": 0, "forced": False}
@@ -21,8 +23,10 @@ def test_compact_leaves_out_only_default_node_keys(home: Path) -> None:  # noqa:
     assert [d["workItem"] for d in compact] == ["acme/widgets#7", "acme/widgets#8"]
     dropped = 0
     for doc, small in zip(full, compact, strict=True):
-        assert {k: v for k, v in doc.items() if k != "report"} == {
+        assert {k: v for k, v in doc.items() if k not in ("report", "decisions")} == {
             k: v for k, v in small.items() if k != "report"}
+        assert "decisions" not in small  # rebuilt from visits, as documented
+        assert decisions_from_visits(small["visits"]) == doc["decisions"]
         for line, short in zip(doc["report"]["nodes"], small["report"]["nodes"], strict=True):
             assert {**DEFAULTS, **short} == line
             dropped += len(line) - len(short)
@@ -61,11 +65,14 @@ def _walked(home: Path) -> list[str]:  # noqa: F811
 
 
 def _old_compact(document: dict) -> dict:
-    # --compact as first defined: every node-line key whose value is its default, dropped.
+    # --compact as first defined: every node-line key whose value is its default, dropped;
+    # then (issue 21 §3's 7 kB) `decisions` left out, which the visits rebuild.
     lines = [{k: v for k, v in line.items()
               if not (k in DEFAULTS and type(v) is type(DEFAULTS[k]) and v == DEFAULTS[k])}
              for line in document["report"]["nodes"]]
-    return {**document, "report": {**document["report"], "nodes": lines}}
+    assert decisions_from_visits(document["visits"]) == document["decisions"]
+    return {k: ({**v, "nodes": lines} if k == "report" else v)
+            for k, v in document.items() if k != "decisions"}
 
 
 def test_the_streamed_bytes_are_each_items_json_on_varied_states(home: Path) -> None:  # noqa: F811
@@ -81,3 +88,16 @@ def test_the_streamed_bytes_are_each_items_json_on_varied_states(home: Path) -> 
             # The bytes the standard library writes for the same value, key order kept.
             assert line.rstrip(",") == json.dumps(want, ensure_ascii=False,
                                                   separators=(",", ":")), (ref, extra)
+
+
+def test_compact_leaves_decisions_out_of_a_selected_item(home: Path) -> None:  # noqa: F811
+    # The phase selection's decision carries the frozen graph: the full form has it under
+    # `decisions` and under `visits`; the compact form only under `visits` (issue 21 §3).
+    selected(home)
+    [full] = check_json(home, "--all")
+    [small] = check_json(home, "--all", "--compact")
+    frozen = full["decisions"]["phase-selection"]["frozenGraph"]
+    assert frozen and "decisions" not in small
+    assert small["visits"]["phase-selection"][-1]["decision"]["frozenGraph"] == frozen
+    assert json.dumps(small).count('"frozenGraph"') == 1
+    assert json.dumps(full).count('"frozenGraph"') == 2

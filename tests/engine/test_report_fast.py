@@ -100,3 +100,28 @@ def test_a_graph_with_a_repeated_id_asks_the_reader_for_every_node() -> None:
     twice = replace(GRAPH, nodes=(*nodes[:3], nodes[1], *nodes[3:]))  # not compiled: built
     for state in STATES[:50]:
         assert report.build_report(twice, state)["nodes"] == _slow(twice, state, False)[0]
+
+
+@pytest.mark.parametrize("recompute", [False, True])
+def test_compact_lines_are_the_full_lines_less_their_defaults(recompute: bool) -> None:
+    # check --compact's lines built in the report (issue 21 §3) on the same varied states:
+    # every key of the full line but those holding "", "", 0, false; everything else equal.
+    dropped = kept = 0
+    for state in STATES:
+        full = report.build_report(GRAPH, state, recompute=recompute)
+        small = report.build_report(GRAPH, state, recompute=recompute, compact=True)
+        assert {k: v for k, v in small.items() if k not in ("nodes", "document")} == {
+            k: v for k, v in full.items() if k not in ("nodes", "document")}
+        for line, short in zip(full["nodes"], small["nodes"], strict=True):
+            want = {k: v for k, v in line.items() if not (
+                k in report.LINE_DEFAULTS and v == report.LINE_DEFAULTS[k]
+                and type(v) is type(report.LINE_DEFAULTS[k]))}
+            assert short == want and list(short) == list(want), state.ref
+            assert short == report.compact_line(line)
+            dropped += len(line) - len(short)
+            kept += len(short) > 2
+    assert dropped > 10_000 and kept > 500  # both kinds of line, many times
+    small = report.build_report(GRAPH, STATES[0], compact=True)
+    small["nodes"][-1]["status"] = "changed by a caller"
+    assert report.build_report(GRAPH, STATES[0], compact=True)["nodes"][-1]["status"] != (
+        "changed by a caller")
