@@ -10,10 +10,9 @@ unknown or unstarted item, a malformed sha, a configuration without GitHub).
 from __future__ import annotations
 
 import json
-import logging
 import re
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, cast
 
 import click
@@ -154,20 +153,13 @@ def _verify_group(services: Services, group: Any) -> list[Verification]:
     return out
 
 
-@contextmanager
-def _one_line() -> Iterator[None]:
+def _one_line() -> AbstractContextManager[None]:
     """The bridge's warnings (a rate limit closing its guard, urllib3's retries) are said
     once by the command's own line: ``verify`` exits 2 with one line (issue 22 "Bad
     input")."""
-    loggers = [logging.getLogger(n) for n in ("urllib3.connectionpool", "bridges.github")]
-    levels = [one.level for one in loggers]
-    for one in loggers:
-        one.setLevel(logging.ERROR)
-    try:
-        yield
-    finally:
-        for one, level in zip(loggers, levels, strict=True):
-            one.setLevel(level)
+    from bridges.github.tracker import quieted
+
+    return quieted("urllib3.connectionpool", "bridges.github")
 
 
 def _emit(found: list[Verification], fmt: str, sha: str = "") -> None:

@@ -58,7 +58,7 @@ from engine.ports import (
 from engine.queuegroup import GroupCommit
 from engine.refs import WorkItemRef
 
-__all__ = ["GitHubTracker", "token_from_env", "tracker_error", "WRITE_INTERVAL_ENV",
+__all__ = ["GitHubTracker", "token_from_env", "tracker_error", "quieted", "WRITE_INTERVAL_ENV",
            "PERMANENT_STATUSES"]
 
 logger = logging.getLogger(__name__)
@@ -302,7 +302,7 @@ class GitHubTracker:
             StartupError, ConfigError: as for :meth:`bot_identity`.
         """
         try:
-            with _quiet_probe():
+            with quieted("urllib3.connectionpool", "bridges.github.client"):
                 actor = self.client.viewer()
             self.verified = True
             return actor
@@ -831,11 +831,11 @@ def _link(check: Any) -> str:
 
 
 @contextmanager
-def _quiet_probe() -> Iterator[None]:
-    # A start-up probe's failure is reported once by its caller: urllib3's retry warnings
-    # and the client's "tried again later" (untrue here) are raised above WARNING meanwhile.
-    loggers = [logging.getLogger(name) for name in ("urllib3.connectionpool",
-                                                     "bridges.github.client")]
+def quieted(*names: str) -> Iterator[None]:
+    """Raise the loggers ``names`` to ERROR for the block (restored after): a failure the
+    caller reports once in its own line is not said again by urllib3's retry warnings or
+    the client's "tried again later" (a start-up probe; ``loopgate verify``, issue 22)."""
+    loggers = [logging.getLogger(name) for name in names]
     levels = [one.level for one in loggers]
     for one in loggers:
         one.setLevel(logging.ERROR)
