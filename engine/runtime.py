@@ -877,7 +877,8 @@ class Runtime:
         w.log("graph.operator_requested", {k: request[k] for k in request if k != "refused"})
         body = with_self_marker(op.request_text(request), op.request_marker(request["id"]))
         w.emit(PostComment(state.ref, body))
-        # A chat surface offers a Confirm button (Slack: bot.listeners.actions.operator).
+        # A chat surface offers a Confirm button
+        # (Slack: bot.slack.listeners.actions.operator_confirm).
         w.emit(Notify(state.ref, op.NOTICE, {k: request[k] for k in request
                                               if k not in ("refused", "status")}))
         return dict(request)

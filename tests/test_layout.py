@@ -161,12 +161,12 @@ def test_the_github_bridge_imports_nothing_of_the_postgresql_backend() -> None:
 
 #: Where bot/ may hold SQL (issue 20 §2): the Slack tables' storage modules, and
 #: readiness's write probe of a SQLite file (it tests the file, not a table's rows).
-BOT_SQL_MODULES = {"bot/slack_tables.py", "bot/notifier.py", "bot/health.py"}
+BOT_SQL_MODULES = {"bot/slack/slack_tables.py", "bot/slack/notifier.py", "bot/ops/health.py"}
 
 
 def test_sql_in_bot_lives_in_its_storage_modules_only() -> None:
     """Issue 20 §2: the Slack listeners, the worker, the Home tab, identity links and
-    /metrics read and write through storage modules (bot.slack_tables, the stores),
+    /metrics read and write through storage modules (bot.slack.slack_tables, the stores),
     never with SQL of their own."""
     import re
 

@@ -1,7 +1,7 @@
 """``loopgate serve`` and ``loopgate poll``.
 
 ``serve`` runs one process whose background threads are members of one
-:class:`bot.supervisor.Supervisor`, started in this order: the dispatcher; when Slack is
+:class:`bot.ops.supervisor.Supervisor`, started in this order: the dispatcher; when Slack is
 configured, the Slack outbox worker and the pool Bolt runs listeners in after the ack;
 the poller (skipped when ``github.pollIntervalSeconds`` is 0); the inbox replay (at once,
 then every 60 s); Socket Mode (when an app token is set); the ``health`` loop sampling the
@@ -15,10 +15,10 @@ drains its queue, the Slack worker stops after the notice in hand), and only onc
 thread was joined are the inbox and the database closed.
 
 One server per database: ``serve`` first takes an OS lock on ``<db>.lock``
-(:mod:`bot.server_lock`); a second one exits 2 naming the holder (pid, host, start time).
+(:mod:`bot.web.server_lock`); a second one exits 2 naming the holder (pid, host, start time).
 A port already in use and a database that cannot be written are found before that and
 exit 2 with one line too (issue 13 §6). ``--log-format json`` logs one JSON object per
-line (:mod:`bot.logging_setup`).
+line (:mod:`bot.ops.logging_setup`).
 
 ``poll --once`` runs one poll cycle in the foreground and prints what it cost.
 """
@@ -39,13 +39,13 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from bot.cli.context import CliContext, fail
-from bot.server_lock import DatabaseInUseError, ServerLock
-from bot.supervisor import Supervisor, ThreadPool
+from bot.ops.supervisor import Supervisor, ThreadPool
+from bot.web.server_lock import DatabaseInUseError, ServerLock
 from engine.errors import LoopgateError
 
 if TYPE_CHECKING:
-    from bot.server import Server
     from bot.services import Services
+    from bot.web.server import Server
 
 __all__ = ["register", "configure_logging"]
 
@@ -55,14 +55,14 @@ logger = logging.getLogger("loopgate.serve")
 def configure_logging(level: int = logging.INFO, log_format: str = "text",
                       config: Any = None) -> None:
     """One line per event on stderr, text (``time level logger message``) or JSON
-    (:mod:`bot.logging_setup`), with the configuration's secrets hidden; idempotent."""
-    from bot.logging_setup import configure, secret_values
+    (:mod:`bot.ops.logging_setup`), with the configuration's secrets hidden; idempotent."""
+    from bot.ops.logging_setup import configure, secret_values
 
     configure(log_format, level, secret_values(config))
 
 
 def _log_format_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    from bot.logging_setup import FORMAT_ENV, FORMATS
+    from bot.ops.logging_setup import FORMAT_ENV, FORMATS
 
     return click.option("--log-format", type=click.Choice(FORMATS), default="text",
                         envvar=FORMAT_ENV, show_default=True,
@@ -185,7 +185,7 @@ class _SocketMode:
         :class:`bot.startup_probe.StartupError` (one line, the variable's name only)."""
         from slack_sdk.errors import SlackClientError
 
-        from bot import app as slack_app
+        from bot.slack import bolt_app as slack_app
         from bot.startup_probe import slack_failure
 
         bolt = slack_app.build_app(self._services, socket_mode=True, executor=self._executor)
@@ -199,7 +199,7 @@ class _SocketMode:
 
     def stop(self, timeout: float) -> None:
         if self._handler is not None:
-            from bot import app as slack_app
+            from bot.slack import bolt_app as slack_app
 
             if not slack_app.stop_socket_mode(self._handler, timeout):
                 logger.warning("Socket Mode did not close within %.0f s", timeout)
@@ -221,19 +221,19 @@ def _add_slack(supervisor: Supervisor, services: Services, dispatcher: Any,
     if not services.config.has("slack"):
         return None
     try:
-        from bot.identity import comment_observer
+        from bot.slack.slack_identity import comment_observer
 
         dispatcher.comment_observers.append(comment_observer(services))
     except ImportError:
-        logger.warning("bot.identity is missing: Slack link confirmations are off")
+        logger.warning("bot.slack.slack_identity is missing: Slack link confirmations are off")
     try:
-        from bot.worker import SlackWorker
+        from bot.slack.worker import SlackWorker
 
         worker = SlackWorker(services)
         supervisor.add("slack-worker", worker)
         progress["slack_outbox"] = lambda: worker.sent
     except ImportError:
-        logger.warning("bot.worker is missing: Slack notices are not sent")
+        logger.warning("bot.slack.worker is missing: Slack notices are not sent")
     listeners = ThreadPool("slack-listener")
     supervisor.add("slack-listeners", listeners)
     return listeners
@@ -244,7 +244,7 @@ def _add_socket_mode(supervisor: Supervisor, services: Services,
     if listeners is None:
         return None
     try:
-        from bot import app as slack_app
+        from bot.slack import bolt_app as slack_app
     except ImportError:
         return None
     token = slack_app.app_token(services.config)
@@ -277,7 +277,7 @@ def _observability(supervisor: Supervisor, services: Services, dispatcher: Any, 
     """The readiness checks (``/readyz``) and, unless ``server.metrics`` is false, the
     Prometheus metrics (``/metrics``); both are told what the bridge does through
     :mod:`bridges.telemetry` until the process stops."""
-    from bot.health import Health
+    from bot.ops.health import Health
     from bridges import telemetry
 
     server = services.config.section("server")
@@ -295,7 +295,7 @@ def _observability(supervisor: Supervisor, services: Services, dispatcher: Any, 
     supervisor.add_loop("health", health.run, timeout=5)
     if server.get("metrics") is False:
         return health, None
-    from bot.metrics import Metrics
+    from bot.ops.metrics import Metrics
 
     metrics = telemetry.install(Metrics(health))
     supervisor.on_close("metrics", lambda: telemetry.uninstall(metrics))
@@ -303,11 +303,11 @@ def _observability(supervisor: Supervisor, services: Services, dispatcher: Any, 
 
 
 def _add_self_audit(supervisor: Supervisor, services: Services) -> Any:
-    """The self-audit (issue 22 §3, :mod:`bot.audit`): with GitHub and
+    """The self-audit (issue 22 §3, :mod:`bot.ops.self_audit`): with GitHub and
     ``server.auditMinutes`` above 0 (default 15), a supervised loop; else None."""
     if not services.config.has("github"):
         return None
-    from bot.audit import AuditSettings, BudgetWatch, SelfAudit
+    from bot.ops.self_audit import AuditSettings, BudgetWatch, SelfAudit
 
     settings = AuditSettings.from_server(services.config.section("server"))
     if settings.minutes <= 0:
@@ -325,8 +325,8 @@ def _build(supervisor: Supervisor, services: Services, secret: str | None,
            insecure_webhooks: bool) -> Server:
     """Add every member of ``serve`` to ``supervisor``, in start order; returns the HTTP
     server (its URL is known once started)."""
-    from bot.server import Server, build_wsgi_app, inbox_replay
-    from bridges.dispatcher import Dispatcher
+    from bot.web.server import Server, build_wsgi_app, inbox_replay
+    from bridges.ingress.dispatcher import Dispatcher
 
     dispatcher = Dispatcher(services)
     supervisor.on_close("inbox", dispatcher.close)
@@ -423,7 +423,7 @@ def _check_database(ctx: CliContext) -> None:
     """Exit 2 naming the file when the state database exists and cannot be written."""
     from bot.config import default_db_path
     from bot.database import database_url
-    from bot.health import probe_database
+    from bot.ops.health import probe_database
 
     if database_url(ctx.config, ctx.db_path) is not None:
         return  # PostgreSQL: the store's open reports an unreachable server
@@ -520,8 +520,8 @@ def register(group: click.Group) -> None:
         configure_logging(logging.WARNING if once else logging.INFO, log_format, ctx.config)
         if not ctx.config.has("github"):
             fail("poll needs a github section in loopgate.yaml")
-        from bridges.dispatcher import Dispatcher
         from bridges.github.poller import Poller
+        from bridges.ingress.dispatcher import Dispatcher
 
         # A polling process is a server of the database too: never two pollers on one.
         lock = None if once else _hold_database(ctx)
