@@ -12,7 +12,7 @@ import pytest
 import requests
 from flask import Flask
 
-from bot.cli.serve_cmd import _SocketMode
+from bot.composition import _SocketMode
 from bot.ops.health import Check, Health, blueprint
 from bot.ops.supervisor import Supervisor, ThreadPool
 from bot.web.server import Server
