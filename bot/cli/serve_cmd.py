@@ -3,11 +3,12 @@
 ``serve`` parses its options, holds the database and starts what the composition root
 (:func:`bot.composition.build_serve`) builds: one process whose background threads are
 members of one :class:`bot.ops.supervisor.Supervisor`, started in this order: the
-dispatcher; when Slack is configured, the Slack outbox worker and the pool Bolt runs listeners in after the ack;
-the poller (skipped when ``github.pollIntervalSeconds`` is 0); the inbox replay (at once,
-then every 60 s); Socket Mode (when an app token is set); the ``health`` loop sampling the
-queues for ``/readyz``; the HTTP server (GitHub webhook, ``/healthz``, ``/readyz``,
-``/metrics`` unless ``server.metrics`` is false and, in Slack HTTP mode, ``/slack/events``).
+dispatcher; when Slack is configured, the Slack outbox worker and the pool Bolt runs
+listeners in after the ack; the poller (skipped when ``github.pollIntervalSeconds`` is 0);
+the inbox replay (at once, then every 60 s); Socket Mode (when an app token is set); the
+``health`` loop sampling the queues for ``/readyz``; the HTTP server (GitHub webhook,
+``/healthz``, ``/readyz``, ``/metrics`` unless ``server.metrics`` is false and, in Slack
+HTTP mode, ``/slack/events``).
 It prints ``loopgate: listening on http://HOST:PORT``
 once the socket is bound. SIGTERM/SIGINT stop it gracefully: every loop is told at once,
 then the members stop in reverse order (the HTTP server takes no more requests, the
