@@ -44,7 +44,9 @@ from engine.effects import (
 )
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.graph.model import Graph, HookRef, Node
-from engine.hooks.base import (
+from engine.hooks.common import rule_for
+from engine.hooks.markers import with_self_marker
+from engine.hooks.registry import (
     BLOCK,
     PASS,
     REGISTRY,
@@ -54,8 +56,6 @@ from engine.hooks.base import (
     HookRegistry,
     HookResult,
 )
-from engine.hooks.common import rule_for
-from engine.hooks.markers import with_self_marker
 from engine.mergegate import (
     COVERAGE_KEY,
     gates_to_cover,

@@ -11,7 +11,7 @@ verdicts from GitHub alone, issue 22 §3).
 
 Exit codes: 0 success; 1 a refusal or an unmet ``--fail-on`` condition; 2 a usage,
 configuration or graph error (click's own usage errors are 2 as well). Every error is one
-``loopgate: <message>`` line on stderr (:mod:`bot.cli.errors`).
+``loopgate: <message>`` line on stderr (:mod:`bot.cli.usage_errors`).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from bot.cli import (
     verify_cmd,
 )
 from bot.cli.context import CliContext
-from bot.cli.errors import RootGroup
 from bot.cli.slack_cmd import register as register_slack
+from bot.cli.usage_errors import RootGroup
 
 __all__ = ["main", "cli"]
 
