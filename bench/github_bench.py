@@ -36,10 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes.
 import requests  # noqa: E402
 
 from bot.config import validate_mapping  # noqa: E402
-from bot.server import Server, build_wsgi_app  # noqa: E402
 from bot.services import Services  # noqa: E402
-from bridges.dispatcher import Dispatcher  # noqa: E402
+from bot.web.server import Server, build_wsgi_app  # noqa: E402
 from bridges.github.poller import Poller  # noqa: E402
+from bridges.ingress.dispatcher import Dispatcher  # noqa: E402
 from engine.hooks.markers import attestation_line  # noqa: E402
 from engine.ports import Comment  # noqa: E402
 from engine.refs import WorkItemRef  # noqa: E402

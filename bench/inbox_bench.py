@@ -18,7 +18,7 @@ from typing import Any
 
 from _common import header, pct, row
 
-from bridges.github.inbox import SqliteInbox
+from bridges.ingress.inbox import SqliteInbox
 
 BODY = b"x" * 12_000
 

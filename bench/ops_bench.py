@@ -30,8 +30,8 @@ sys.path.insert(0, str(REPO))
 
 from bench.engine_bench import populate  # noqa: E402
 from bot.config import validate_mapping  # noqa: E402
-from bot.health import Health  # noqa: E402
-from bot.metrics import Metrics  # noqa: E402
+from bot.ops.health import Health  # noqa: E402
+from bot.ops.metrics import Metrics  # noqa: E402
 from engine.graph.compiler import shipped_graph  # noqa: E402
 from engine.store.sqlite import SqliteStore  # noqa: E402
 

@@ -35,10 +35,10 @@ import requests
 from _common import header, pct, row  # noqa: I001 - sets sys.path for tests.*
 from github_bench import SECRET, _services, _Walker
 
-from bot.server import Server, build_wsgi_app
-from bot.supervisor import Supervisor
-from bridges.dispatcher import Dispatcher
+from bot.ops.supervisor import Supervisor
+from bot.web.server import Server, build_wsgi_app
 from bridges.github.effects_worker import EffectWorker
+from bridges.ingress.dispatcher import Dispatcher
 from engine.refs import WorkItemRef
 from tests.fakes.github import FakeGitHub
 

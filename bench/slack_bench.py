@@ -36,12 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # for tests.fakes.
 
 from flask import Flask  # noqa: E402
 
-from bot.app import register_http_routes  # noqa: E402
-from bot.blocks import ids  # noqa: E402
-from bot.blocks.card import MAX_BLOCKS, phase_selection_card  # noqa: E402
 from bot.config import validate_mapping  # noqa: E402
-from bot.notifier import OutboxNotifier  # noqa: E402
 from bot.services import Services  # noqa: E402
+from bot.slack.blocks import ids  # noqa: E402
+from bot.slack.blocks.card import MAX_BLOCKS, phase_selection_card  # noqa: E402
+from bot.slack.bolt_app import register_http_routes  # noqa: E402
+from bot.slack.notifier import OutboxNotifier  # noqa: E402
 from engine.graph.compiler import compile_graph, shipped_graph  # noqa: E402
 from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker  # noqa: E402
 from engine.ports import IssueInfo, Ports  # noqa: E402
@@ -109,7 +109,7 @@ def _walk_to_approval(services: Services, ref: WorkItemRef) -> str:
 
 def _socket_mode_samples(services: Services, fake: FakeSlack, value: str,
                          n: int) -> list[float]:
-    from bot.app import build_app, start_socket_mode, stop_socket_mode
+    from bot.slack.bolt_app import build_app, start_socket_mode, stop_socket_mode
     from tests.fakes.slack_socket import FakeSocketMode
 
     with FakeSocketMode() as server:

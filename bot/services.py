@@ -323,7 +323,7 @@ def _tracker_side(config: Config, store: DatabaseStore, credentials: Any
 
         local = LocalTracker(store)
         return local, _checkout(config), Actor.from_login(local.bot_login), None
-    from bridges.github.artifacts import ContentsArtifactStore
+    from bridges.github.contents_artifacts import ContentsArtifactStore
     from bridges.github.tracker import GitHubTracker
 
     github = GitHubTracker.from_config(config, credentials, guards=_rate_guards(store))
@@ -355,7 +355,7 @@ def _checkout(config: Config) -> ArtifactStore:
 
 def _notifier(config: Config, store: DatabaseStore) -> Notifier | None:
     if config.has("slack"):
-        from bot.notifier import OutboxNotifier
+        from bot.slack.notifier import OutboxNotifier
 
         return OutboxNotifier(store)
     return None

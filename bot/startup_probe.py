@@ -101,7 +101,7 @@ def verify_slack(config: Any) -> None:
     from slack_sdk import WebClient
     from slack_sdk.errors import SlackClientError
 
-    from bot.app import _slack, app_token, build_web_client
+    from bot.slack.bolt_app import _slack, app_token, build_web_client
 
     slack = _slack(config)
     api_url = str(slack.get("apiUrl") or "https://slack.com/api/")

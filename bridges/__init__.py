@@ -1,4 +1,5 @@
-"""Bridges between the pure engine and the outside: the GitHub bridge and the dispatcher
-that routes its deliveries to the runtime."""
+"""Bridges between the pure engine and the outside (issue 20 §3): tracker-neutral ingress
+(:mod:`bridges.ingress`: deliveries, the inbox, bridge state, the dispatcher), the GitHub
+tracker (:mod:`bridges.github`) and the PostgreSQL backend (:mod:`bridges.postgres`)."""
 
-__all__ = ["dispatcher", "github"]
+__all__ = ["github", "ingress", "postgres", "telemetry"]

@@ -4,7 +4,7 @@ The dispatcher, the poller and the GitHub clients call the module functions belo
 (:func:`delivery`, :func:`github_request`, :func:`rate_limit`, :func:`rate_limited`,
 :func:`poll_cycle`); each call is handed to every installed :class:`Sink`. Nothing is
 installed by default, so a CLI command or a test pays one empty loop per call. ``loopgate
-serve`` installs :class:`bot.metrics.Metrics` (Prometheus counters, issue 13 §2) and
+serve`` installs :class:`bot.ops.metrics.Metrics` (Prometheus counters, issue 13 §2) and
 :class:`RateLimitWatch` (the readiness check of the rate limit, issue 13 §1) and
 :class:`CredentialsWatch` (the readiness check of GitHub's credentials).
 

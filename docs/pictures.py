@@ -9,7 +9,7 @@ Four pictures, each an HTML source (``docs/pictures/NAME.html``, committed) and 
 screenshot of it taken by Debian's headless Chromium (``/usr/bin/chromium``, through
 Playwright):
 
-- ``card``: the phase-selection card (``bot.blocks.card.phase_selection_card``);
+- ``card``: the phase-selection card (``bot.slack.blocks.card.phase_selection_card``);
 - ``approval``: an approval gate's thread message (``loopgate slack preview approval``);
 - ``home``: the App Home tab (``loopgate slack preview home``);
 - ``checklist``: the GitHub phase-selection checklist comment
@@ -53,7 +53,7 @@ def card_blocks() -> list[dict[str, Any]]:
     Returns:
         Block Kit blocks as dicts (``Block.to_dict()``), as posted to Slack.
     """
-    from bot.blocks.card import phase_selection_card
+    from bot.slack.blocks.card import phase_selection_card
     from engine.graph.compiler import shipped_graph
     from engine.ports import IssueInfo
     from engine.refs import WorkItemRef

@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 #: The Slack link confirmation line ``loopgate link <code>`` (issue 4 §2), on a line of its
-#: own; shared with :mod:`bot.identity` so both read the same comments as link codes.
+#: own; shared with :mod:`bot.slack.slack_identity` so both read the same comments as link codes.
 LINK_LINE = re.compile(r"(?im)^[ \t]*loopgate[ \t]+link[ \t]+(?P<code>[A-Za-z0-9]{4,64})[ \t]*$")
 
 

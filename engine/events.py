@@ -312,7 +312,7 @@ def expected_node(event: Event) -> str | None:
 
 
 def hook_event(event: Event) -> dict[str, Any]:
-    """The mapping hooks read as ``ctx.event`` (``engine.hooks.base.HookContext``):
+    """The mapping hooks read as ``ctx.event`` (``engine.hooks.registry.HookContext``):
     ``comments`` (a list), ``attestation`` (``{comment_id, url}``), ``decision`` (the
     :class:`Decision`), ``selection`` (the :class:`Selection`), ``confirmation``; ``via``
     whenever the event names one."""

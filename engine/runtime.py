@@ -44,7 +44,9 @@ from engine.effects import (
 )
 from engine.errors import ClaimRefused, LoopgateError, StoreError
 from engine.graph.model import Graph, HookRef, Node
-from engine.hooks.base import (
+from engine.hooks.common import rule_for
+from engine.hooks.markers import with_self_marker
+from engine.hooks.registry import (
     BLOCK,
     PASS,
     REGISTRY,
@@ -54,8 +56,6 @@ from engine.hooks.base import (
     HookRegistry,
     HookResult,
 )
-from engine.hooks.common import rule_for
-from engine.hooks.markers import with_self_marker
 from engine.mergegate import (
     COVERAGE_KEY,
     gates_to_cover,
@@ -877,7 +877,8 @@ class Runtime:
         w.log("graph.operator_requested", {k: request[k] for k in request if k != "refused"})
         body = with_self_marker(op.request_text(request), op.request_marker(request["id"]))
         w.emit(PostComment(state.ref, body))
-        # A chat surface offers a Confirm button (Slack: bot.listeners.actions.operator).
+        # A chat surface offers a Confirm button
+        # (Slack: bot.slack.listeners.actions.operator_confirm).
         w.emit(Notify(state.ref, op.NOTICE, {k: request[k] for k in request
                                               if k not in ("refused", "status")}))
         return dict(request)

@@ -161,12 +161,12 @@ def test_the_github_bridge_imports_nothing_of_the_postgresql_backend() -> None:
 
 #: Where bot/ may hold SQL (issue 20 §2): the Slack tables' storage modules, and
 #: readiness's write probe of a SQLite file (it tests the file, not a table's rows).
-BOT_SQL_MODULES = {"bot/slack_tables.py", "bot/notifier.py", "bot/health.py"}
+BOT_SQL_MODULES = {"bot/slack/slack_tables.py", "bot/slack/notifier.py", "bot/ops/health.py"}
 
 
 def test_sql_in_bot_lives_in_its_storage_modules_only() -> None:
     """Issue 20 §2: the Slack listeners, the worker, the Home tab, identity links and
-    /metrics read and write through storage modules (bot.slack_tables, the stores),
+    /metrics read and write through storage modules (bot.slack.slack_tables, the stores),
     never with SQL of their own."""
     import re
 
@@ -175,3 +175,109 @@ def test_sql_in_bot_lives_in_its_storage_modules_only() -> None:
     offenders = [f"{path}:{n}" for path, n, line in _source_lines("bot")
                  if path not in BOT_SQL_MODULES and sql.search(line)]
     assert offenders == []
+
+
+#: The wings (issue 20 §3): one room per surface, per tracker, and for what they share.
+WINGS = {
+    "bot/slack": "the Slack surface: Bolt app, listeners, blocks, worker, notifier, Home tab",
+    "bot/cli": "the command line",
+    "bot/web": "the HTTP server",
+    "bot/itempage": "the details page",
+    "bot/ops": "operations: health, metrics, self-audit, supervisor, logging",
+    "bridges/ingress": "tracker-neutral ingress: delivery, inbox, bridge state, dispatcher",
+    "bridges/github": "what speaks GitHub",
+    "bridges/postgres": "the PostgreSQL backend",
+}
+
+#: Basenames more than one room may hold, and why (issue 20 §3: no two rooms share a name
+#: for *different* things). Each entry is one thing in several rooms, never two things.
+SHARED_BASENAMES = {
+    # each room's own exception types, all rooted in engine.errors.LoopgateError
+    "errors.py": {"engine/errors.py", "bridges/ingress/errors.py", "bridges/github/errors.py"},
+    # the PostgreSQL backend of the same seam (same protocol, another database)
+    "inbox.py": {"bridges/ingress/inbox.py", "bridges/postgres/inbox.py"},
+    "bridge_state.py": {"bridges/ingress/bridge_state.py", "bridges/postgres/bridge_state.py"},
+    "effect_queue.py": {"engine/store/effect_queue.py", "bridges/postgres/effect_queue.py"},
+}
+
+
+def _imports_anywhere(path: Path) -> list[tuple[int, str]]:
+    """Every absolute import in ``path`` with its line, lazy and TYPE_CHECKING ones too."""
+    tree = ast.parse(path.read_text("utf-8"), filename=str(path))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found += [(node.lineno, node.module)]
+            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
+    return found
+
+
+def _importers_of(prefix: str, *roots: str) -> list[str]:
+    return [f"{path.relative_to(REPO_ROOT)}:{line} imports {name}"
+            for root in roots for path in sorted((REPO_ROOT / root).rglob("*.py"))
+            for line, name in _imports_anywhere(path)
+            if name == prefix or name.startswith(prefix + ".")]
+
+
+def test_the_wings_exist_and_hold_their_rooms() -> None:
+    """Issue 20 §3: a wing per surface and per tracker, a typed composition root."""
+    for wing in WINGS:
+        assert (REPO_ROOT / wing / "__init__.py").is_file(), wing
+    slack = {p.name for p in (REPO_ROOT / "bot" / "slack").glob("*.py")}
+    assert {"bolt_app.py", "worker.py", "notifier.py", "home_tab.py", "slack_identity.py",
+            "routing.py", "approval_clicks.py", "slack_tables.py"} <= slack
+    assert (REPO_ROOT / "bot/slack/listeners").is_dir()
+    assert (REPO_ROOT / "bot/slack/blocks").is_dir()
+    ingress = {p.name for p in (REPO_ROOT / "bridges" / "ingress").glob("*.py")}
+    assert {"delivery.py", "kinds.py", "inbox.py", "group_commit.py", "bridge_state.py",
+            "dispatcher.py"} <= ingress
+    assert (REPO_ROOT / "bot/services.py").is_file()  # the typed wiring
+    assert (REPO_ROOT / "bot/composition.py").is_file()  # what serve starts
+    # what moved out of bot/ and bridges/github/ is not there any more
+    for gone in ("bot/app.py", "bot/listeners", "bot/blocks", "bot/worker.py", "bot/server.py",
+                 "bridges/dispatcher.py", "bridges/github/inbox.py",
+                 "bridges/github/persistence.py", "bridges/github/group_commit.py"):
+        assert not (REPO_ROOT / gone).exists(), gone
+
+
+def test_nothing_in_engine_or_bridges_imports_the_slack_wing(tmp_path: Path) -> None:
+    """Issue 20 §3: the Slack surface is a wing the engine and the bridges never name, so a
+    second surface sits beside it without touching them."""
+    sample = tmp_path / "sample.py"
+    sample.write_text("def f():\n    from bot import slack\n    import bot.slack.worker\n")
+    assert _imports_anywhere(sample) == [(2, "bot"), (2, "bot.slack"), (3, "bot.slack.worker")]
+    assert _importers_of("bot.slack", "engine", "bridges") == []
+
+
+def test_the_ingress_imports_nothing_of_a_tracker() -> None:
+    """Issue 20 §3: bridges/ingress (delivery, inbox, bridge state, dispatcher) is the same
+    for every tracker: it imports nothing from bridges/github (nor the PostgreSQL backend,
+    which hands out its inbox and bridge state through the store)."""
+    assert _importers_of("bridges.github", "bridges/ingress") == []
+    assert _importers_of("bridges.postgres", "bridges/ingress") == []
+
+
+def test_no_two_rooms_share_a_module_name_for_different_things() -> None:
+    """Issue 20 §3: a module's name says which thing it is, wherever it is read
+    (``approvals.py``, ``identity.py``, ``home.py``, ``app.py`` were each two things)."""
+    by_name: dict[str, set[str]] = {}
+    for root in ("engine", "bridges", "bot"):
+        for path in (REPO_ROOT / root).rglob("*.py"):
+            if path.name != "__init__.py" and ".venv" not in path.parts:
+                by_name.setdefault(path.name, set()).add(str(path.relative_to(REPO_ROOT)))
+    shared = {name: paths for name, paths in by_name.items() if len(paths) > 1}
+    assert shared == SHARED_BASENAMES
+
+
+def test_two_gate_checks_have_two_names() -> None:
+    """Issue 20 §3: the merge gate's check run is ``engine.mergegate.GateCheck``; whether an
+    approval click may go on is ``bot.slack.approval_clicks.ClickCheck``."""
+    classes = [(str(path.relative_to(REPO_ROOT)), node.name)
+               for root in ("engine", "bridges", "bot")
+               for path in (REPO_ROOT / root).rglob("*.py")
+               for node in ast.walk(ast.parse(path.read_text("utf-8")))
+               if isinstance(node, ast.ClassDef) and node.name in {"GateCheck", "ClickCheck"}]
+    assert sorted(classes) == [("bot/slack/approval_clicks.py", "ClickCheck"),
+                               ("engine/mergegate.py", "GateCheck")]

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import psycopg
 
-from bot.notifier import ensure_slack_tables
-from bridges.github.inbox import SqliteInbox
-from bridges.github.persistence import SqliteBridgeState
+from bot.slack.notifier import ensure_slack_tables
+from bridges.ingress.bridge_state import SqliteBridgeState
+from bridges.ingress.inbox import SqliteInbox
 from bridges.postgres.store import PostgresStore
 from engine.store.sqlite import SqliteStore
 

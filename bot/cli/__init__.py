@@ -13,7 +13,7 @@ a new command's module goes in that table).
 
 Exit codes: 0 success; 1 a refusal or an unmet ``--fail-on`` condition; 2 a usage,
 configuration or graph error (click's own usage errors are 2 as well). Every error is one
-``loopgate: <message>`` line on stderr (:mod:`bot.cli.errors`).
+``loopgate: <message>`` line on stderr (:mod:`bot.cli.usage_errors`).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 import click
 
 from bot.cli.context import CliContext
-from bot.cli.errors import RootGroup
+from bot.cli.usage_errors import RootGroup
 
 __all__ = ["main", "cli"]
 

@@ -18,7 +18,7 @@ import click
 from bot.cli.context import fail, parse_item
 from bot.cli.help import HelpGroup
 from bot.explainer.content import Content, ContentError, ContentParseError, load_content
-from bot.explainer.render import merge_contents, recover_contents, render_page, tab_labels
+from bot.explainer.page_render import merge_contents, recover_contents, render_page, tab_labels
 from engine.errors import LoopgateError
 from engine.evidence import RECORDS, EvidenceError, parse_record
 from engine.ports import TrackerError

@@ -55,7 +55,7 @@ def _local_checks(ctx: CliContext) -> dict[str, Any]:
     (read from the files alone: nothing here talks to GitHub or Slack)."""
     from bot.config import default_db_path
     from bot.database import database_url, describe_database
-    from bot.health import backlogs, probe_database
+    from bot.ops.health import backlogs, probe_database
     from engine.errors import ConfigError
     from engine.store.sqlite import SqliteStore
 
@@ -75,7 +75,7 @@ def _local_checks(ctx: CliContext) -> dict[str, Any]:
         inbox = None
         try:
             if ctx.config.has("github"):
-                from bridges.github.inbox import inbox_path, webhook_inbox
+                from bridges.ingress.inbox import inbox_path, webhook_inbox
 
                 inbox = webhook_inbox(store) if inbox_path(path).exists() else None
             found = backlogs(store, ctx.config, inbox)
@@ -155,7 +155,7 @@ def backup_database(source: Path, target: Path) -> list[tuple[Path, int]]:
     Raises:
         sqlite3.Error: a file could not be read or written, or the copy failed its check.
     """
-    from bridges.github.inbox import inbox_path
+    from bridges.ingress.inbox import inbox_path
 
     written = [(target, _copy(source, target))]
     inbox = inbox_path(source)
@@ -233,12 +233,12 @@ def migration_sets(config: Any) -> list[tuple[str, Any]]:
 
     sets: list[tuple[str, Any]] = [("state", MIGRATIONS)]
     if config.has("github"):
-        from bridges.github.inbox import MIGRATIONS as INBOX
-        from bridges.github.persistence import MIGRATIONS as GITHUB
+        from bridges.ingress.bridge_state import MIGRATIONS as GITHUB
+        from bridges.ingress.inbox import MIGRATIONS as INBOX
 
         sets += [("state", GITHUB), ("inbox", INBOX)]
     if config.has("slack"):
-        from bot.notifier import SLACK_MIGRATIONS
+        from bot.slack.notifier import SLACK_MIGRATIONS
 
         sets.append(("state", SLACK_MIGRATIONS))
     return sets
@@ -254,7 +254,7 @@ def pending_migrations(config: Any, db_path: Path) -> list[tuple[str, str, str]]
     Returns:
         ``(file, migration set, migration name)`` in the order they would run.
     """
-    from bridges.github.inbox import inbox_path
+    from bridges.ingress.inbox import inbox_path
 
     files = {"state": db_path, "inbox": inbox_path(db_path)}
     out: list[tuple[str, str, str]] = []
@@ -330,13 +330,13 @@ def _apply(ctx: CliContext) -> None:
     store = SqliteStore(default_db_path(ctx.config, ctx.db_path))
     try:
         if ctx.config.has("github"):
-            from bridges.github.inbox import webhook_inbox
-            from bridges.github.persistence import bridge_state
+            from bridges.ingress.bridge_state import bridge_state
+            from bridges.ingress.inbox import webhook_inbox
 
             bridge_state(store)
             webhook_inbox(store).close()
         if ctx.config.has("slack"):
-            from bot.notifier import ensure_slack_tables
+            from bot.slack.notifier import ensure_slack_tables
 
             ensure_slack_tables(store)
     finally:

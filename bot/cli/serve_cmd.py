@@ -1,12 +1,14 @@
 """``loopgate serve`` and ``loopgate poll``.
 
-``serve`` runs one process whose background threads are members of one
-:class:`bot.supervisor.Supervisor`, started in this order: the dispatcher; when Slack is
-configured, the Slack outbox worker and the pool Bolt runs listeners in after the ack;
-the poller (skipped when ``github.pollIntervalSeconds`` is 0); the inbox replay (at once,
-then every 60 s); Socket Mode (when an app token is set); the ``health`` loop sampling the
-queues for ``/readyz``; the HTTP server (GitHub webhook, ``/healthz``, ``/readyz``,
-``/metrics`` unless ``server.metrics`` is false and, in Slack HTTP mode, ``/slack/events``).
+``serve`` parses its options, holds the database and starts what the composition root
+(:func:`bot.composition.build_serve`) builds: one process whose background threads are
+members of one :class:`bot.ops.supervisor.Supervisor`, started in this order: the
+dispatcher; when Slack is configured, the Slack outbox worker and the pool Bolt runs
+listeners in after the ack; the poller (skipped when ``github.pollIntervalSeconds`` is 0);
+the inbox replay (at once, then every 60 s); Socket Mode (when an app token is set); the
+``health`` loop sampling the queues for ``/readyz``; the HTTP server (GitHub webhook,
+``/healthz``, ``/readyz``, ``/metrics`` unless ``server.metrics`` is false and, in Slack
+HTTP mode, ``/slack/events``).
 It prints ``loopgate: listening on http://HOST:PORT``
 once the socket is bound. SIGTERM/SIGINT stop it gracefully: every loop is told at once,
 then the members stop in reverse order (the HTTP server takes no more requests, the
@@ -15,10 +17,10 @@ drains its queue, the Slack worker stops after the notice in hand), and only onc
 thread was joined are the inbox and the database closed.
 
 One server per database: ``serve`` first takes an OS lock on ``<db>.lock``
-(:mod:`bot.server_lock`); a second one exits 2 naming the holder (pid, host, start time).
+(:mod:`bot.web.server_lock`); a second one exits 2 naming the holder (pid, host, start time).
 A port already in use and a database that cannot be written are found before that and
 exit 2 with one line too (issue 13 §6). ``--log-format json`` logs one JSON object per
-line (:mod:`bot.logging_setup`).
+line (:mod:`bot.ops.logging_setup`).
 
 ``poll --once`` runs one poll cycle in the foreground and prints what it cost.
 """
@@ -33,18 +35,16 @@ import socket
 import sys
 import threading
 from collections.abc import Callable
-from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
 import click
 
 from bot.cli.context import CliContext, fail
-from bot.server_lock import DatabaseInUseError, ServerLock
-from bot.supervisor import Supervisor, ThreadPool
+from bot.ops.supervisor import Supervisor
+from bot.web.server_lock import DatabaseInUseError, ServerLock
 from engine.errors import LoopgateError
 
 if TYPE_CHECKING:
-    from bot.server import Server
     from bot.services import Services
 
 __all__ = ["register", "configure_logging"]
@@ -55,14 +55,14 @@ logger = logging.getLogger("loopgate.serve")
 def configure_logging(level: int = logging.INFO, log_format: str = "text",
                       config: Any = None) -> None:
     """One line per event on stderr, text (``time level logger message``) or JSON
-    (:mod:`bot.logging_setup`), with the configuration's secrets hidden; idempotent."""
-    from bot.logging_setup import configure, secret_values
+    (:mod:`bot.ops.logging_setup`), with the configuration's secrets hidden; idempotent."""
+    from bot.ops.logging_setup import configure, secret_values
 
     configure(log_format, level, secret_values(config))
 
 
 def _log_format_option(fn: Callable[..., Any]) -> Callable[..., Any]:
-    from bot.logging_setup import FORMAT_ENV, FORMATS
+    from bot.ops.logging_setup import FORMAT_ENV, FORMATS
 
     return click.option("--log-format", type=click.Choice(FORMATS), default="text",
                         envvar=FORMAT_ENV, show_default=True,
@@ -151,208 +151,6 @@ def _install_signals(stop: Callable[[], None]) -> None:
         signal.signal(sig, handler)
 
 
-def _poller(services: Services, dispatcher: Any) -> Any:
-    """The poller (None when not polling: offline, or ``pollIntervalSeconds`` 0)."""
-    if not services.config.has("github"):
-        return None
-    interval = int(services.config.section("github").get("pollIntervalSeconds") or 0)
-    if interval <= 0:
-        logger.info("poller off (pollIntervalSeconds is 0): webhooks only")
-        return None
-    from bridges.github.poller import Poller
-
-    poller = Poller.from_services(services, dispatcher)
-    if services.store.capabilities.shared:
-        # Replicas: only the one holding the poller's advisory lock polls (issue 15 §3).
-        from bridges.postgres.replicas import Leadership
-
-        poller.leadership = Leadership(services.store, "poller")
-    return poller
-
-
-class _SocketMode:
-    """Socket Mode as a supervised member (slack_sdk runs and, on close, ends its threads;
-    the listeners run in ``executor``, a member of its own)."""
-
-    def __init__(self, services: Services, token: str, executor: Executor) -> None:
-        self._services = services
-        self._token = token
-        self._executor = executor
-        self._handler: Any = None
-
-    def start(self) -> None:
-        """Connect; a refused app token or an unreachable Slack raises
-        :class:`bot.startup_probe.StartupError` (one line, the variable's name only)."""
-        from slack_sdk.errors import SlackClientError
-
-        from bot import app as slack_app
-        from bot.startup_probe import slack_failure
-
-        bolt = slack_app.build_app(self._services, socket_mode=True, executor=self._executor)
-        slack = self._services.config.section("slack")
-        try:
-            self._handler = slack_app.start_socket_mode(bolt, self._token)
-        except (SlackClientError, OSError) as exc:
-            raise slack_failure(exc, "apps.connections.open",
-                                str(slack.get("appTokenEnv") or "SLACK_APP_TOKEN"),
-                                str(slack.get("apiUrl") or "https://slack.com/api/")) from None
-
-    def stop(self, timeout: float) -> None:
-        if self._handler is not None:
-            from bot import app as slack_app
-
-            if not slack_app.stop_socket_mode(self._handler, timeout):
-                logger.warning("Socket Mode did not close within %.0f s", timeout)
-
-    @property
-    def running(self) -> bool:
-        return self._handler is not None and not self._handler.client.closed
-
-    def connected(self) -> bool:
-        """True while the Socket Mode session is connected (``/readyz``)."""
-        return self._handler is not None and bool(self._handler.client.is_connected())
-
-
-def _add_slack(supervisor: Supervisor, services: Services, dispatcher: Any,
-               progress: dict[str, Callable[[], int]]) -> ThreadPool | None:
-    """The Slack members: the outbox worker and the pool Bolt runs listeners in after the
-    ack; returns that pool (None without Slack). The worker's sent count goes into
-    ``progress`` (readiness)."""
-    if not services.config.has("slack"):
-        return None
-    try:
-        from bot.identity import comment_observer
-
-        dispatcher.comment_observers.append(comment_observer(services))
-    except ImportError:
-        logger.warning("bot.identity is missing: Slack link confirmations are off")
-    try:
-        from bot.worker import SlackWorker
-
-        worker = SlackWorker(services)
-        supervisor.add("slack-worker", worker)
-        progress["slack_outbox"] = lambda: worker.sent
-    except ImportError:
-        logger.warning("bot.worker is missing: Slack notices are not sent")
-    listeners = ThreadPool("slack-listener")
-    supervisor.add("slack-listeners", listeners)
-    return listeners
-
-
-def _add_socket_mode(supervisor: Supervisor, services: Services,
-                     listeners: ThreadPool | None) -> _SocketMode | None:
-    if listeners is None:
-        return None
-    try:
-        from bot import app as slack_app
-    except ImportError:
-        return None
-    token = slack_app.app_token(services.config)
-    if not token:
-        return None
-    member = _SocketMode(services, token, listeners.executor)
-    supervisor.add("socket-mode", member)
-    return member
-
-
-def _add_effects_worker(supervisor: Supervisor, services: Services) -> dict[str, Callable[[], int]]:
-    """With GitHub, effects are carried out by one paced worker thread (issue 10 §1), not
-    by the thread that committed them: the dispatcher goes on with the next delivery while
-    GitHub's one-write-per-second pacing runs in the worker."""
-    if not services.config.has("github"):
-        return {}  # the offline thread is SQLite: carried out right after each commit
-    from bridges.github.effects_worker import EffectWorker
-    from bridges.postgres.replicas import shared_write_budget
-
-    worker = EffectWorker(services.store, services.ports, services.settings,
-                          budget=shared_write_budget(services.store))
-    services.perform_with(worker.wake)
-    supervisor.add_loop("github-effects", worker.run, timeout=30)
-    return {"github_effects": lambda: worker.performed}
-
-
-def _observability(supervisor: Supervisor, services: Services, dispatcher: Any, poller: Any,
-                   socket: _SocketMode | None, progress: dict[str, Callable[[], int]]
-                   ) -> tuple[Any, Any]:
-    """The readiness checks (``/readyz``) and, unless ``server.metrics`` is false, the
-    Prometheus metrics (``/metrics``); both are told what the bridge does through
-    :mod:`bridges.telemetry` until the process stops."""
-    from bot.health import Health
-    from bridges import telemetry
-
-    server = services.config.section("server")
-    watch = auth = None
-    if services.config.has("github"):
-        watch = telemetry.install(telemetry.RateLimitWatch())
-        supervisor.on_close("rate-limit-watch", lambda: telemetry.uninstall(watch))
-        auth = telemetry.install(telemetry.CredentialsWatch())
-        supervisor.on_close("credentials-watch", lambda: telemetry.uninstall(auth))
-    health = Health(services, dispatcher=dispatcher, poller=poller,
-                    socket=socket.connected if socket is not None else None,
-                    rate_watch=watch, auth_watch=auth,
-                    stall_minutes=float(server.get("queueStallMinutes") or 10),
-                    progress=progress, audit=_add_self_audit(supervisor, services))
-    supervisor.add_loop("health", health.run, timeout=5)
-    if server.get("metrics") is False:
-        return health, None
-    from bot.metrics import Metrics
-
-    metrics = telemetry.install(Metrics(health))
-    supervisor.on_close("metrics", lambda: telemetry.uninstall(metrics))
-    return health, metrics
-
-
-def _add_self_audit(supervisor: Supervisor, services: Services) -> Any:
-    """The self-audit (issue 22 §3, :mod:`bot.audit`): with GitHub and
-    ``server.auditMinutes`` above 0 (default 15), a supervised loop; else None."""
-    if not services.config.has("github"):
-        return None
-    from bot.audit import AuditSettings, BudgetWatch, SelfAudit
-
-    settings = AuditSettings.from_server(services.config.section("server"))
-    if settings.minutes <= 0:
-        return None
-    from bridges import telemetry
-
-    budget = telemetry.install(BudgetWatch())
-    supervisor.on_close("audit-budget", lambda: telemetry.uninstall(budget))
-    audit = SelfAudit(services, settings, budget=budget)
-    supervisor.add_loop("self-audit", audit.run, timeout=30)
-    return audit
-
-
-def _build(supervisor: Supervisor, services: Services, secret: str | None,
-           insecure_webhooks: bool) -> Server:
-    """Add every member of ``serve`` to ``supervisor``, in start order; returns the HTTP
-    server (its URL is known once started)."""
-    from bot.server import Server, build_wsgi_app, inbox_replay
-    from bridges.dispatcher import Dispatcher
-
-    dispatcher = Dispatcher(services)
-    supervisor.on_close("inbox", dispatcher.close)
-    supervisor.add("dispatcher", dispatcher)
-    progress = _add_effects_worker(supervisor, services)
-    progress["inbox"] = lambda: dispatcher.handled
-    listeners = _add_slack(supervisor, services, dispatcher, progress)
-    poller = _poller(services, dispatcher)
-    if poller is not None:
-        interval = int(services.config.section("github").get("pollIntervalSeconds") or 0)
-        supervisor.add_loop("poller", lambda stop: poller.run(interval, stop), timeout=30)
-    replay = inbox_replay(services, dispatcher)
-    if replay is not None:
-        supervisor.add_loop("inbox-replay", replay)
-    socket = _add_socket_mode(supervisor, services, listeners)
-    health, metrics = _observability(supervisor, services, dispatcher, poller, socket, progress)
-    app = build_wsgi_app(services, dispatcher, webhook_secret=secret,
-                         insecure_webhooks=insecure_webhooks,
-                         slack_executor=listeners.executor if listeners else None,
-                         health=health, metrics=metrics)
-    server = services.config.section("server")
-    http = Server(app, str(server.get("host") or "127.0.0.1"), int(server.get("port") or 0))
-    supervisor.add("http", http)
-    return http
-
-
 def _hold_database(ctx: CliContext) -> ServerLock | None:
     """Take the database's server lock, or exit 2 naming the process holding it. On
     PostgreSQL there is none: replicas share the database (issue 15 §3)."""
@@ -423,7 +221,7 @@ def _check_database(ctx: CliContext) -> None:
     """Exit 2 naming the file when the state database exists and cannot be written."""
     from bot.config import default_db_path
     from bot.database import database_url
-    from bot.health import probe_database
+    from bot.ops.health import probe_database
 
     if database_url(ctx.config, ctx.db_path) is not None:
         return  # PostgreSQL: the store's open reports an unreachable server
@@ -455,11 +253,13 @@ def _supervise(ctx: CliContext, secret: str | None, insecure_webhooks: bool) -> 
         logger.info("offline: no github section in %s, so no poller and no webhook "
                     "deliveries; work items live in the local tracker (see the CLI)",
                     services.config.path or "the configuration (defaults in use)")
+    from bot.composition import build_serve
+
     supervisor = Supervisor()
     supervisor.on_close("store", services.close)
     _install_signals(supervisor.request_stop)
     try:
-        http = _build(supervisor, services, secret, insecure_webhooks)
+        http = build_serve(supervisor, services, secret, insecure_webhooks)
         supervisor.start()
     except (LoopgateError, OSError) as exc:
         supervisor.stop()  # what started is joined, then the store is closed
@@ -520,8 +320,8 @@ def register(group: click.Group) -> None:
         configure_logging(logging.WARNING if once else logging.INFO, log_format, ctx.config)
         if not ctx.config.has("github"):
             fail("poll needs a github section in loopgate.yaml")
-        from bridges.dispatcher import Dispatcher
         from bridges.github.poller import Poller
+        from bridges.ingress.dispatcher import Dispatcher
 
         # A polling process is a server of the database too: never two pollers on one.
         lock = None if once else _hold_database(ctx)

@@ -27,7 +27,7 @@ _ENTERED = "2026-03-01T12:00:00Z"
 # The Block Kit builders (slack_sdk's models) are imported where used: every loopgate
 # command would otherwise pay for them at start.
 def _approval() -> dict[str, Any]:
-    from bot.blocks.approval import GateRef, approval_message
+    from bot.slack.blocks.approval import GateRef, approval_message
 
     gate = GateRef(_REF, "requirements-approval", _ENTERED)
     description = shipped_graph().node(gate.node).description
@@ -37,7 +37,7 @@ def _approval() -> dict[str, Any]:
 
 
 def _home() -> dict[str, Any]:
-    from bot.blocks.home import ItemRow, WaitingRow, home_view
+    from bot.slack.blocks.home_blocks import ItemRow, WaitingRow, home_view
 
     graph = shipped_graph()
     waiting = [

@@ -92,9 +92,9 @@ class PageServices(Protocol):
 
 def web_base_of(services: PageServices) -> str:
     """GitHub's web address for the links to the issue and its pull requests
-    (``bot.home.web_base``), or "" when loopgate keeps the thread itself (no ``github``
+    (``bot.slack.home_tab.web_base``), or "" when loopgate keeps the thread itself (no ``github``
     section: the local tracker has no web page)."""
-    from bot.home import web_base
+    from bot.slack.home_tab import web_base
 
     config = services.config
     if config is None or not config.has("github"):

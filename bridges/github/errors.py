@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from engine.errors import LoopgateError
+from bridges.ingress.errors import BridgeError
 
 __all__ = [
     "BridgeError",
@@ -21,10 +21,6 @@ __all__ = [
     "RateLimited",
     "GraphQLQueryError",
 ]
-
-
-class BridgeError(LoopgateError):
-    """Root of every error the GitHub bridge raises on purpose."""
 
 
 class SignatureError(BridgeError):

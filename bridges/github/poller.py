@@ -21,7 +21,7 @@ fitted in one page: an ETag covers the first page, and in ascending order new co
 land on later pages of a full window. A busy window is read unconditionally and its next
 cursor is the newest second itself (``since`` is inclusive), so it shrinks back to one
 page; only more than a page of comments updated in one second keeps it unconditional.
-Cursor and ETag per repository live in SQLite (:mod:`bridges.github.persistence`) and are
+Cursor and ETag per repository live in SQLite (:mod:`bridges.ingress.bridge_state`) and are
 written after the cycle's deliveries were handled, so a restart between cycles neither
 repeats nor loses an event.
 
@@ -65,10 +65,8 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from bridges import telemetry
-from bridges.dispatcher import DUPLICATE, Dispatcher, DispatchResult
 from bridges.github.client import GitHubClient
 from bridges.github.errors import BridgeError, RateLimited
-from bridges.github.persistence import BridgeState, PollCursor
 from bridges.github.router import (
     CHECKLIST_EDITED,
     COMMENT,
@@ -86,6 +84,8 @@ from bridges.github.router import (
 )
 from bridges.github.tracker import GitHubTracker
 from bridges.github.webhook import Delivery
+from bridges.ingress.bridge_state import BridgeState, PollCursor
+from bridges.ingress.dispatcher import DUPLICATE, Dispatcher, DispatchResult
 from engine.authorship import could_matter, has_link_code, needs_check
 from engine.errors import ConfigError
 from engine.identity import Actor

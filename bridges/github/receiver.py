@@ -5,10 +5,10 @@ Order of work for one request (issue 3 §3, issue 10 §3):
 1. read the raw body (nothing has parsed it yet);
 2. verify ``X-Hub-Signature-256`` over those bytes — missing or wrong → ``401`` and
    nothing else happens (no JSON parsing, no logging of the payload);
-3. parse headers + JSON into a :class:`~bridges.github.webhook.Delivery`;
+3. parse headers + JSON into a :class:`~bridges.ingress.delivery.Delivery`;
 4. ``ping`` → ``200``; route by ``event.action`` (pure); a dropped delivery → ``200`` with
    its reason;
-5. keep the raw delivery in the webhook inbox (:mod:`bridges.github.inbox`: ONE statement
+5. keep the raw delivery in the webhook inbox (:mod:`bridges.ingress.inbox`: ONE statement
    on a SQLite file of its own, never the state database's lock): one handled already
    (``X-GitHub-Delivery`` seen) → ``200 {"status": "duplicate"}``; otherwise offer it to
    the dispatcher's queue without blocking and answer ``202`` at once, well inside
@@ -30,11 +30,11 @@ from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
-from bridges.dispatcher import Dispatcher
 from bridges.github.errors import PayloadError, SignatureError
-from bridges.github.inbox import HANDLED, HELD, OWED, InboxError, adopt_legacy_inbox
 from bridges.github.router import Dropped, RouterConfig, route
 from bridges.github.webhook import MAX_DELIVERY_ID, parse_delivery, verify_signature
+from bridges.ingress.dispatcher import Dispatcher
+from bridges.ingress.inbox import HANDLED, HELD, OWED, InboxError, adopt_legacy_inbox
 from engine.errors import LoopgateError
 
 __all__ = ["webhook_blueprint", "health_blueprint", "replay_inbox", "replay_loop",

@@ -11,11 +11,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 from typing import Any, Protocol
 
 from bridges.github.errors import PayloadError, SignatureError
+from bridges.ingress.delivery import Delivery
 
 __all__ = ["Delivery", "header", "sign", "verify_signature", "parse_delivery", "SIGNATURE_HEADER",
            "MAX_DEPTH", "MAX_DELIVERY_ID"]
@@ -31,35 +31,6 @@ MAX_DEPTH = 64
 #: The longest ``X-GitHub-Delivery`` accepted (issue 19 §6): GitHub's is a 36-character
 #: GUID; the id becomes a database key and a log field, so a longer one is refused.
 MAX_DELIVERY_ID = 100
-
-
-@dataclass(frozen=True)
-class Delivery:
-    """One inbound arrival with a stable id used for exactly-once handling.
-
-    The receiver builds one from a webhook (``source="github"``, ``event`` = the
-    ``X-GitHub-Event`` header); the router and the poller build routed deliveries whose
-    ``event`` is an internal kind (``comment``, ``quiz_attestation``, ``start``).
-
-    Attributes:
-        delivery_id: the ``X-GitHub-Delivery`` GUID, or a poller id such as
-            ``poll:comment:42``.
-        source: ``github`` (webhook) or ``poller``.
-        event: the GitHub event name or the routed kind.
-        action: the payload's ``action`` ("" when it has none, e.g. ``ping``).
-        data: the parsed payload, or the routed fields (``ref``, ``comment``, ``key`` ...).
-    """
-
-    delivery_id: str
-    source: str
-    event: str
-    action: str
-    data: Mapping[str, Any] = field(default_factory=dict)
-
-    @property
-    def route_key(self) -> str:
-        """``event.action`` (``issue_comment.edited``), or ``event`` when there is no action."""
-        return f"{self.event}.{self.action}" if self.action else self.event
 
 
 class HeaderItems(Protocol):

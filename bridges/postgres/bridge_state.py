@@ -1,7 +1,7 @@
-"""The GitHub bridge's state on PostgreSQL: :class:`bridges.github.persistence.BridgeState`
+"""The GitHub bridge's state on PostgreSQL: :class:`bridges.ingress.bridge_state.BridgeState`
 (poll cursors and ETags, seen keys, handled deliveries), shared by every replica.
 
-Cursor and delivery statements are the SQLite state's own (:mod:`bridges.github.persistence`);
+Cursor and delivery statements are the SQLite state's own (:mod:`bridges.ingress.bridge_state`);
 the caps keep the newest rows as SQLite's rowid order does, through the ``n`` column.
 """
 
@@ -12,7 +12,7 @@ from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
-from bridges.github.persistence import (
+from bridges.ingress.bridge_state import (
     DELIVERY_CAP,
     GET_CURSOR,
     IS_HANDLED,
@@ -33,7 +33,7 @@ def _now() -> str:
 
 
 class PostgresBridgeState:
-    """:class:`~bridges.github.persistence.BridgeState` in the PostgreSQL store.
+    """:class:`~bridges.ingress.bridge_state.BridgeState` in the PostgreSQL store.
 
     Args:
         store: a :class:`~bridges.postgres.store.PostgresStore` (its tables are migrated

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bridges.github.inbox import inbox_path
+from bridges.ingress.inbox import inbox_path
 from engine.errors import StoreError
 
 if TYPE_CHECKING:  # types only

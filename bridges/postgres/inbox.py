@@ -1,4 +1,4 @@
-"""The webhook inbox on PostgreSQL: :class:`bridges.github.inbox.WebhookInbox` shared by
+"""The webhook inbox on PostgreSQL: :class:`bridges.ingress.inbox.WebhookInbox` shared by
 every replica (issue 15 §3: deliveries are claimed exactly once).
 
 A delivery is kept (one ``INSERT … ON CONFLICT DO NOTHING`` on its unique id) before the
@@ -16,8 +16,8 @@ import socket
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING
 
-from bridges.github import inbox as inbox_module
-from bridges.github.inbox import HANDLED, HELD, NEW, OWED, InboxEntry, InboxError
+from bridges.ingress import inbox as inbox_module
+from bridges.ingress.inbox import HANDLED, HELD, NEW, OWED, InboxEntry, InboxError
 
 if TYPE_CHECKING:  # types only: the store imports this module (webhook_inbox)
     from bridges.postgres.store import PostgresStore
@@ -43,7 +43,7 @@ def _at(moment: datetime) -> str:
 
 
 class PostgresInbox:
-    """:class:`~bridges.github.inbox.WebhookInbox` in the PostgreSQL store.
+    """:class:`~bridges.ingress.inbox.WebhookInbox` in the PostgreSQL store.
 
     Args:
         store: a :class:`~bridges.postgres.store.PostgresStore`.

@@ -127,7 +127,7 @@ ENGINE = MigrationSet("loopgate-engine", (
 ))
 
 
-#: The GitHub bridge's state (bridges/github/persistence.py): poll cursors and ETags, seen
+#: The GitHub bridge's state (bridges/ingress/bridge_state.py): poll cursors and ETags, seen
 #: keys, handled deliveries. ``n`` orders rows as SQLite's rowid does (oldest forgotten).
 GITHUB = MigrationSet("loopgate-github", (
     Migration("0001_poll_seen_deliveries", (
@@ -141,7 +141,7 @@ GITHUB = MigrationSet("loopgate-github", (
     )),
 ))
 
-#: The webhook inbox (bridges/github/inbox.py): a row per acknowledged delivery, claimed by
+#: The webhook inbox (bridges/ingress/inbox.py): a row per acknowledged delivery, claimed by
 #: the replica handling it (``claimed_by``/``claimed_until``) so no two replicas replay it.
 INBOX = MigrationSet("loopgate-inbox", (
     Migration("0001_inbox", (
@@ -152,7 +152,7 @@ INBOX = MigrationSet("loopgate-inbox", (
     )),
 ))
 
-#: The Slack bot's tables (bot/notifier.py: outbox, threads, messages, links, codes), the
+#: The Slack bot's tables (bot/slack/notifier.py: outbox, threads, messages, links, codes), the
 #: same columns as SQLite's ``loopgate-slack`` set, plus the outbox claim.
 SLACK = MigrationSet("loopgate-slack", (
     Migration("m001_outbox_threads_identity", (

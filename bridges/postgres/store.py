@@ -37,7 +37,7 @@ from psycopg.conninfo import conninfo_to_dict
 from psycopg_pool import ConnectionPool
 
 from bridges.postgres import migrate
-from bridges.postgres.effects import PostgresEffectQueue
+from bridges.postgres.effect_queue import PostgresEffectQueue
 from bridges.postgres.session import PgSession
 from bridges.postgres.sql import to_pg
 from engine.errors import StoreError
@@ -171,14 +171,14 @@ class PostgresStore:
 
     def webhook_inbox(self) -> PostgresInbox:
         """The webhook inbox in this database, shared by every replica (issue 15 §3;
-        ``bridges.github.inbox.KeepsInbox``)."""
+        ``bridges.ingress.inbox.KeepsInbox``)."""
         from bridges.postgres.inbox import PostgresInbox
 
         return PostgresInbox(self)
 
     def bridge_state(self) -> PostgresBridgeState:
         """The GitHub bridge's state in this database (issue 15;
-        ``bridges.github.persistence.KeepsBridgeState``)."""
+        ``bridges.ingress.bridge_state.KeepsBridgeState``)."""
         from bridges.postgres.bridge_state import PostgresBridgeState
 
         return PostgresBridgeState(self)

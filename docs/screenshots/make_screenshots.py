@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 from playwright.sync_api import sync_playwright  # noqa: E402
 
 from bot.explainer.content import load_content  # noqa: E402
-from bot.explainer.render import render_page  # noqa: E402
+from bot.explainer.page_render import render_page  # noqa: E402
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",

@@ -42,7 +42,7 @@ from engine.graph.loader import (
     validate_structure,
 )
 from engine.graph.model import Edge, Graph, HookRef, Node, frozen_mapping
-from engine.hooks.base import REGISTRY, HookRegistry
+from engine.hooks.registry import REGISTRY, HookRegistry
 
 __all__ = [
     "DEFAULT_GRAPH",
@@ -432,7 +432,7 @@ def compile_graph(
     Args:
         mapping: the parsed graph file (see ``graphs/graph.schema.json``).
         registry: the hooks the graph may name; the default, the process-wide
-            :data:`~engine.hooks.base.REGISTRY`, is completed by importing
+            :data:`~engine.hooks.registry.REGISTRY`, is completed by importing
             :mod:`engine.hooks` first.
         source: where the document came from, prefixed to every message.
 

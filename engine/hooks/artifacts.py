@@ -30,8 +30,8 @@ from typing import Any
 import yaml
 
 from engine.graph.model import Graph
-from engine.hooks.base import HookContext, HookResult, hook
 from engine.hooks.common import requested_changes, trusted_skipped_ids
+from engine.hooks.registry import HookContext, HookResult, hook
 from engine.ports import TrackerError
 
 __all__ = [

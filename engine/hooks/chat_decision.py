@@ -18,8 +18,8 @@ written since issue 12; :func:`decision_text` reads the text back from it.
 from __future__ import annotations
 
 from engine.effects import PostComment
-from engine.hooks.base import HookContext
 from engine.hooks.markers import with_self_marker
+from engine.hooks.registry import HookContext
 
 __all__ = ["VIA_REPLY", "from_chat", "surface_label", "decision_marker", "mirror_text",
            "mirror_decision", "decision_body", "decision_text", "DECISION_WORDS"]

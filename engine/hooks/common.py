@@ -21,7 +21,6 @@ from engine.dispatch import read_authorship
 from engine.effects import AddLabel, Notify, PostComment, RemoveLabel, quiz_record
 from engine.evidence import assignment_lines, record_kind
 from engine.graph.model import Graph, HookRef, Node
-from engine.hooks.base import HookContext, HookResult, hook
 from engine.hooks.markers import (
     assignment_marker,
     assignment_prefix,
@@ -30,6 +29,7 @@ from engine.hooks.markers import (
     review_prefix,
     with_self_marker,
 )
+from engine.hooks.registry import HookContext, HookResult, hook
 from engine.ports import SELF_MARKER, Comment, TrackerError, codeowners_reader
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings

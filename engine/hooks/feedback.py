@@ -37,7 +37,6 @@ from engine.approvals import (
 from engine.dispatch import record as agent_record
 from engine.effects import PostComment
 from engine.events import Decision
-from engine.hooks.base import HookContext, HookResult, hook
 from engine.hooks.chat_decision import (
     decision_body,
     decision_text,
@@ -56,6 +55,7 @@ from engine.hooks.common import (
     team_lookup,
 )
 from engine.hooks.markers import with_self_marker
+from engine.hooks.registry import HookContext, HookResult, hook
 from engine.outcomes import APPROVED, APPROVED_WITH_COMMENTS, CHANGES_REQUESTED
 from engine.ports import Comment, TrackerError
 from engine.records import ReviewDecision

@@ -37,7 +37,6 @@ from typing import Any
 from engine.effects import MAX_BODY, RECORD_CHECKLIST, PostComment
 from engine.events import Selection as ChatSelection
 from engine.graph.model import EXPLAINER_SET, Graph, Node
-from engine.hooks.base import HookContext, HookResult, hook
 from engine.hooks.chat_decision import surface_label
 from engine.hooks.common import (
     at_login,
@@ -57,6 +56,7 @@ from engine.hooks.markers import (
     with_self_marker,
 )
 from engine.hooks.quiz_visits import written_during
+from engine.hooks.registry import HookContext, HookResult, hook
 from engine.identity import Actor
 from engine.outcomes import SELECTED
 from engine.ports import Comment, CommentEdits, TrackerError

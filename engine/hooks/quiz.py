@@ -23,7 +23,6 @@ from typing import Any
 
 from engine.effects import PostComment, quiz_record
 from engine.hooks.artifacts import split_alternatives
-from engine.hooks.base import PASS, WAIT, HookContext, HookResult, hook
 from engine.hooks.common import (
     at_login,
     authorize_person,
@@ -51,6 +50,7 @@ from engine.hooks.quiz_visits import (
     visit_number,
     written_during,
 )
+from engine.hooks.registry import PASS, WAIT, HookContext, HookResult, hook
 from engine.outcomes import STALE
 from engine.ports import Comment, CommentEdits, TrackerError
 from engine.records import Attestation

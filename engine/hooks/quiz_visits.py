@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from engine.hooks.base import HookContext
+from engine.hooks.registry import HookContext
 from engine.ports import Comment
 
 __all__ = ["visit_number", "entry_is_current", "earlier_ids", "written_during",

@@ -14,8 +14,8 @@ from typing import Any
 
 from engine.dispatch import dispatcher
 from engine.effects import RequestReviews
-from engine.hooks.base import HookContext
 from engine.hooks.common import code_owners_for, covers_pull_request, degrade, gate_rule
+from engine.hooks.registry import HookContext
 from engine.ports import TrackerError, review_requests
 from engine.reviewers import SURFACE_KEY, ReviewPlan, plan
 

@@ -14,14 +14,14 @@ from typing import Any
 import pytest
 from slack_sdk import WebClient
 
-from bot.app import build_app, build_web_client
-from bot.blocks import ids
-from bot.blocks.card import phase_selection_card
 from bot.config import validate_mapping
-from bot.notifier import OutboxNotifier
+from bot.ops.supervisor import Supervisor, ThreadPool
 from bot.services import Services
-from bot.supervisor import Supervisor, ThreadPool
-from bot.worker import SlackWorker
+from bot.slack.blocks import ids
+from bot.slack.blocks.card import phase_selection_card
+from bot.slack.bolt_app import build_app, build_web_client
+from bot.slack.notifier import OutboxNotifier
+from bot.slack.worker import SlackWorker
 from engine.graph.compiler import shipped_graph
 from engine.hooks.markers import attestation_line
 from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.notifier import OutboxNotifier
+from bot.slack.notifier import OutboxNotifier
 from engine.story import AUTHOR_NOTICE
 from tests.bot.conftest import REF, SlackWorld
 
@@ -93,7 +93,7 @@ def test_no_dm_when_the_author_is_not_linked(world: SlackWorld,
     world.drain()
     world.fake.clear()
 
-    with caplog.at_level(logging.DEBUG, logger="bot.worker"):
+    with caplog.at_level(logging.DEBUG, logger="bot.slack.worker"):
         world.reply_on_github("alice", "approved")
         world.drain()
 

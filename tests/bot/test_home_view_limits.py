@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 from slack_sdk import WebClient
 
-from bot.blocks.home import MAX_ROWS, ItemRow, WaitingRow, home_view, items_text
+from bot.slack.blocks.home_blocks import MAX_ROWS, ItemRow, WaitingRow, home_view, items_text
 from tests.fakes.slack import FakeSlack
 
 

@@ -8,7 +8,7 @@ import json
 import logging
 
 from bot.config import validate_mapping
-from bot.logging_setup import REDACTED, LoopgateJsonFormatter, SecretFilter, secret_values
+from bot.ops.logging_setup import REDACTED, LoopgateJsonFormatter, SecretFilter, secret_values
 
 KIND = "RSA PRIVATE KEY"  # split so no scanner takes this test for a leaked key
 PEM = (f"-----BEGIN {KIND}-----\nAAAAnotARealKeyJustATestLineForTheFilter0001\n"

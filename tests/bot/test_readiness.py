@@ -12,10 +12,10 @@ import pytest
 import requests
 from flask import Flask
 
-from bot.cli.serve_cmd import _SocketMode
-from bot.health import Check, Health, blueprint
-from bot.server import Server
-from bot.supervisor import Supervisor, ThreadPool
+from bot.composition import _SocketMode
+from bot.ops.health import Check, Health, blueprint
+from bot.ops.supervisor import Supervisor, ThreadPool
+from bot.web.server import Server
 from engine.refs import WorkItemRef
 from tests.bot.conftest import SlackWorld
 from tests.fakes.github import wait_for

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.server_lock import DatabaseInUseError, ServerLock, lock_path, read_holder
+from bot.web.server_lock import DatabaseInUseError, ServerLock, lock_path, read_holder
 
 
 def test_a_second_lock_on_the_same_database_names_the_first_holder(tmp_path: Path) -> None:

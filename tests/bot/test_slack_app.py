@@ -10,8 +10,8 @@ import pytest
 from flask import Flask
 from slack_sdk.http_retry.builtin_handlers import RateLimitErrorRetryHandler
 
-import bot.app as app_module
-from bot.app import app_token, build_app, build_web_client, register_http_routes
+import bot.slack.bolt_app as app_module
+from bot.slack.bolt_app import app_token, build_app, build_web_client, register_http_routes
 from engine.errors import ConfigError
 from tests.bot.conftest import BOT_TOKEN, SECRET, build_world, slack_config
 from tests.fakes.slack import FakeSlack

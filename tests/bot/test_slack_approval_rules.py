@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from bot import approvals
-from bot.blocks import ids
-from bot.home import home_rows, publish_home
-from bot.listeners.actions import approve as approve_listener
-from bot.listeners.actions.approve import on_approve, on_open_modal
-from bot.listeners.views.decision import on_decision_submit
+from bot.slack import approval_clicks as approvals
+from bot.slack.blocks import ids
+from bot.slack.home_tab import home_rows, publish_home
+from bot.slack.listeners.actions import approve as approve_listener
+from bot.slack.listeners.actions.approve import on_approve, on_open_modal
+from bot.slack.listeners.views.decision import on_decision_submit
 from engine.hooks.chat_decision import decision_marker as slack_decision_marker
 from engine.ports import TrackerError
 from tests.bot.conftest import (
@@ -511,7 +511,7 @@ def test_home_refresh_reaches_an_owner_whose_tab_did_not_list_the_new_item(
 
 def test_home_refresh_applies_the_gates_rule_to_the_item_as_waiting_on_you_does(
         make_world: Callable[..., SlackWorld]) -> None:
-    from bot.home import homes_to_refresh
+    from bot.slack.home_tab import homes_to_refresh
 
     world = make_world(gates={GATE: {"preventSelfApproval": True,
                                      "approvers": ["alice", "bob", "carol"]}})

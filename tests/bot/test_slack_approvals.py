@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from bot.blocks import ids
-from bot.listeners.actions.approve import on_approve, on_open_modal
-from bot.listeners.views.decision import on_decision_submit
+from bot.slack.blocks import ids
+from bot.slack.listeners.actions.approve import on_approve, on_open_modal
+from bot.slack.listeners.views.decision import on_decision_submit
 from engine.hooks.chat_decision import decision_marker as slack_decision_marker
 from tests.bot.conftest import (
     CHANNEL,
@@ -147,7 +147,7 @@ def test_approve_with_comments_records_the_review_comments(world: SlackWorld) ->
 def test_an_unlinked_or_unauthorized_click_gets_an_ephemeral_and_changes_nothing(
         world: SlackWorld, user: str, expected: str, caplog: pytest.LogCaptureFixture) -> None:
     ts, value, _ = _posted(world)
-    caplog.set_level(logging.INFO, logger="bot.approvals")
+    caplog.set_level(logging.INFO, logger="bot.slack.approval_clicks")
 
     for action in (ids.ACTION_APPROVE, ids.ACTION_REQUEST_CHANGES):
         _click(world, user, action, value, ts)
@@ -273,12 +273,12 @@ def test_a_view_submission_with_unparsable_metadata_gets_a_modal_error(
 
 def test_a_failed_home_refresh_after_a_click_leaves_the_decision_recorded_and_told_nothing_wrong(
         world: SlackWorld, caplog: pytest.LogCaptureFixture) -> None:
-    from bot.home import publish_home
+    from bot.slack.home_tab import publish_home
 
     ts, value, _ = _posted(world)
     publish_home(world.services, world.client, "UALICE")  # she has opened her Home tab
     world.fake.fail_method("views.publish", "invalid_arguments")
-    caplog.set_level(logging.WARNING, logger="bot.home")
+    caplog.set_level(logging.WARNING, logger="bot.slack.home_tab")
 
     _click(world, "UALICE", ids.ACTION_APPROVE, value, ts)  # raises nothing
 
@@ -288,7 +288,7 @@ def test_a_failed_home_refresh_after_a_click_leaves_the_decision_recorded_and_to
     assert [c.args["ts"] for c in world.fake.calls_to("chat.update")] == [ts]
     assert _ephemerals(world, "UALICE") == []
     assert len(world.fake.all_calls_to("views.publish")) == 2
-    assert [r.getMessage() for r in caplog.records if r.name == "bot.home"] == [
+    assert [r.getMessage() for r in caplog.records if r.name == "bot.slack.home_tab"] == [
         "home tabs showing acme/widgets#7 not refreshed for 1 of 1 users (invalid_arguments)"]
 
 

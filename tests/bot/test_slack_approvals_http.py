@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.blocks import ids
+from bot.slack.blocks import ids
 from engine.hooks.chat_decision import decision_marker as slack_decision_marker
 from tests.bot.conftest import SECRET, SlackWorld, Waiter, approval_click, view_submission
 from tests.bot.test_slack_http import http  # noqa: F401 - the signed-HTTP fixture

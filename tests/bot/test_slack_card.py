@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from bot.blocks import ids
-from bot.blocks.card import (
+from bot.slack.blocks import ids
+from bot.slack.blocks.card import (
     MAX_BLOCKS,
     card_rows,
     confirmation_lines,

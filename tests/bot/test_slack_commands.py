@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from bot.app import GENERIC_ERROR, _on_error
-from bot.blocks.card import MAX_BLOCKS
-from bot.blocks.escaping import escape
-from bot.identity import (
+from bot.slack.blocks.card import MAX_BLOCKS
+from bot.slack.blocks.escaping import escape
+from bot.slack.bolt_app import GENERIC_ERROR, _on_error
+from bot.slack.listeners.commands.loop import on_loop, run_loop_command
+from bot.slack.listeners.commands.replies import HELP_TEXT
+from bot.slack.slack_identity import (
     comment_observer,
     confirm_link_from_comment,
     create_link_code,
     resolve_login,
     slack_users_for_login,
 )
-from bot.listeners.commands.loop import on_loop, run_loop_command
-from bot.listeners.commands.replies import HELP_TEXT
 from engine.ports import SELF_MARKER, Comment
 from engine.refs import WorkItemRef
 from tests.bot.conftest import REF, SPEC_CHAIN, SlackWorld

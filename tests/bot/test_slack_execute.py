@@ -6,9 +6,9 @@ from __future__ import annotations
 import threading
 from typing import Any
 
-from bot.listeners.actions.execute import REFUSED_EVENT, on_execute
-from bot.listeners.actions.ticks import on_tick
-from bot.notifier import load_thread
+from bot.slack.listeners.actions.execute import REFUSED_EVENT, on_execute
+from bot.slack.listeners.actions.ticks import on_tick
+from bot.slack.notifier import load_thread
 from tests.bot.conftest import (
     CHANNEL,
     EXPLAINER_NODES,

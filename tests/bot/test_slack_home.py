@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from bot.listeners.events.home import on_home_opened
+from bot.slack.listeners.events.home_opened import on_home_opened
 from tests.bot.conftest import SECRET, SlackWorld, Waiter
 from tests.bot.test_slack_http import http  # noqa: F401 - the signed-HTTP fixture
 from tests.fakes.slack import signed_post
@@ -121,7 +121,7 @@ def test_app_home_opened_over_signed_http_publishes_the_tab_tier2(
 
 def test_web_base_follows_the_configured_api_url(world: SlackWorld) -> None:
     from bot.config import validate_mapping
-    from bot.home import web_base
+    from bot.slack.home_tab import web_base
 
     assert web_base(world.services.config) == "https://github.com"
     ghes = validate_mapping({"github": {"apiUrl": "https://git.acme.test/api/v3"}}, "t")

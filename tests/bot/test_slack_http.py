@@ -13,8 +13,8 @@ import pytest
 from flask import Flask
 from waitress import create_server
 
-from bot.app import SLACK_PATH, is_utf8, register_http_routes, verify_request
-from bot.notifier import load_thread
+from bot.slack.bolt_app import SLACK_PATH, is_utf8, register_http_routes, verify_request
+from bot.slack.notifier import load_thread
 from tests.bot.conftest import (
     REF,
     SECRET,
@@ -108,7 +108,8 @@ def test_a_signed_body_that_is_not_utf8_gets_400_and_one_log_line(
     assert reply.status == 400
     assert reply.json() == {"error": "body is not UTF-8"}
     assert [(r.name, r.getMessage(), r.exc_info) for r in caplog.records] == [
-        ("bot.app", f"slack request refused: the body is not UTF-8 ({len(body)} bytes)", None)]
+        ("bot.slack.bolt_app",
+         f"slack request refused: the body is not UTF-8 ({len(body)} bytes)", None)]
     assert len(world.fake.calls) == calls
 
 

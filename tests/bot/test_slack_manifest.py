@@ -11,7 +11,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from bot.listeners.commands.replies import USAGE_HINT
+from bot.slack.listeners.commands.replies import USAGE_HINT
 
 #: Web API method (as the code calls it) -> the bot scope it needs.
 METHOD_SCOPES = {

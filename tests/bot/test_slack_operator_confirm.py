@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.blocks import ids
-from bot.blocks.operator import parse_request_value
-from bot.listeners.actions.operator import on_operator_confirm
+from bot.slack.blocks import ids
+from bot.slack.blocks.operator_blocks import parse_request_value
+from bot.slack.listeners.actions.operator_confirm import on_operator_confirm
 from tests.bot.conftest import REF, SlackWorld, approval_click
 
 

@@ -15,15 +15,15 @@ import pytest
 from flask import Flask
 from waitress import create_server
 
-from bot.app import (
+from bot.ops.supervisor import Supervisor, ThreadPool
+from bot.slack.bolt_app import (
     SLACK_PATH,
     build_app,
     register_http_routes,
     start_socket_mode,
     stop_socket_mode,
 )
-from bot.slack_origin import FOREIGN_REPLY, mismatch
-from bot.supervisor import Supervisor, ThreadPool
+from bot.slack.slack_origin import FOREIGN_REPLY, mismatch
 from tests.bot.conftest import (
     BOT_TOKEN,
     CHANNEL,
@@ -83,7 +83,7 @@ def http(pinned: SlackWorld) -> Iterator[str]:
 
 
 def _foreign_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "bot.slack_origin"]
+    return [r.getMessage() for r in caplog.records if r.name == "bot.slack.slack_origin"]
 
 
 def test_mismatch_names_the_field_and_fails_closed() -> None:
@@ -97,7 +97,7 @@ def test_mismatch_names_the_field_and_fails_closed() -> None:
 def test_a_command_from_another_workspace_gets_an_ephemeral_over_http(
         pinned: SlackWorld, http: str, caplog: pytest.LogCaptureFixture) -> None:
     pinned.start()
-    caplog.set_level(logging.WARNING, logger="bot.slack_origin")
+    caplog.set_level(logging.WARNING, logger="bot.slack.slack_origin")
     fields = {**command_fields(pinned, "UALICE", "start acme/widgets#8"), "team_id": "T999"}
     reply = signed_post(http, command_body(fields), SECRET)
     assert reply.status == 200
@@ -113,7 +113,7 @@ def test_a_click_from_another_app_is_acked_and_ignored_over_http(
         pinned: SlackWorld, http: str, caplog: pytest.LogCaptureFixture) -> None:
     pinned.start()
     pinned.drain()
-    caplog.set_level(logging.WARNING, logger="bot.slack_origin")
+    caplog.set_level(logging.WARNING, logger="bot.slack.slack_origin")
     payload = {**execute_body(pinned, "UALICE", state_values(explainer=False)),
                "api_app_id": "A999"}
     reply = signed_post(http, interaction_body(payload), SECRET)
@@ -126,7 +126,7 @@ def test_a_click_from_another_app_is_acked_and_ignored_over_http(
 def test_a_command_from_our_workspace_and_app_is_answered_over_http(
         pinned: SlackWorld, http: str, caplog: pytest.LogCaptureFixture) -> None:
     pinned.start()
-    caplog.set_level(logging.WARNING, logger="bot.slack_origin")
+    caplog.set_level(logging.WARNING, logger="bot.slack.slack_origin")
     reply = signed_post(http, command_body(command_fields(pinned, "UALICE",
                                                           "check acme/widgets#7")), SECRET)
     assert reply.status == 200
@@ -148,7 +148,7 @@ def test_socket_mode_ignores_another_workspace_and_serves_ours(
     supervisor.on_close("store", world.services.close)
     supervisor.add("slack-listeners", listeners)
     supervisor.start()
-    caplog.set_level(logging.WARNING, logger="bot.slack_origin")
+    caplog.set_level(logging.WARNING, logger="bot.slack.slack_origin")
     try:
         with FakeSocketMode() as server:
             fake_slack.set_socket_url(server.url)

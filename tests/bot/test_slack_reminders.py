@@ -108,7 +108,7 @@ def test_a_refused_reminder_is_logged_once_and_not_retried_every_pass(
     world.drain()
     world.fake.fail_method("conversations.open", "cannot_dm_bot")
     world.clock.advance(hours=25)
-    caplog.set_level(logging.WARNING, logger="bot.worker")
+    caplog.set_level(logging.WARNING, logger="bot.slack.worker")
 
     world.drain()
     world.drain()
@@ -124,7 +124,7 @@ def test_a_deleted_approval_message_is_given_up_with_one_log_line(
     world.drain()
     world.reply_on_github("carol", "approved")
     world.fake.fail_method("chat.update", "message_not_found")
-    caplog.set_level(logging.WARNING, logger="bot.worker")
+    caplog.set_level(logging.WARNING, logger="bot.slack.worker")
 
     world.drain()
     world.drain()

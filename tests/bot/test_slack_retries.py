@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from bot.listeners.commands.loop import run_loop_command
-from bot.listeners.commands.refs import parse_item
-from bot.listeners.events.dedupe import first_delivery
+from bot.slack.listeners.commands.loop import run_loop_command
+from bot.slack.listeners.commands.pasted_refs import parse_item
+from bot.slack.listeners.events.dedupe import first_delivery
 from engine.errors import WorkItemRefError
 from engine.refs import WorkItemRef
 from tests.bot.conftest import REF, SECRET, SlackWorld, Waiter, command_fields
@@ -102,7 +102,7 @@ def test_parse_item_forms_and_refusal() -> None:
 def test_the_dedupe_middleware_drops_a_redelivery_tier1(world: SlackWorld) -> None:
     from slack_bolt import BoltRequest
 
-    from bot.listeners.events.dedupe import dedupe_events
+    from bot.slack.listeners.events.dedupe import dedupe_events
 
     calls: list[str] = []
     request = BoltRequest(body=json.dumps(MENTION), headers={"X-Slack-Retry-Num": "1"})

@@ -1,7 +1,7 @@
 """Issue 12 §7: Socket Mode for real — a loopback WebSocket server speaking Slack's
 envelope protocol (hello, envelopes with envelope_id, acks) drives Execute, an approval
 click and ``/loop check`` through loopgate's real ``SocketModeHandler``
-(:func:`bot.app.start_socket_mode`), the Web API on the loopback fake."""
+(:func:`bot.slack.bolt_app.start_socket_mode`), the Web API on the loopback fake."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from bot.app import build_app, start_socket_mode, stop_socket_mode
-from bot.blocks import ids
-from bot.notifier import load_thread
-from bot.supervisor import Supervisor, ThreadPool
+from bot.ops.supervisor import Supervisor, ThreadPool
+from bot.slack.blocks import ids
+from bot.slack.bolt_app import build_app, start_socket_mode, stop_socket_mode
+from bot.slack.notifier import load_thread
 from tests.bot.conftest import (
     BOT_TOKEN,
     REF,

@@ -12,19 +12,19 @@ from typing import Any
 
 import pytest
 
-from bot.identity import (
-    confirm_link_from_comment,
-    create_link_code,
-    resolve_login,
-    slack_users_for_login,
-    unlink,
-)
-from bot.notifier import (
+from bot.slack.notifier import (
     OutboxNotifier,
     claim_outbox_row,
     ensure_slack_tables,
     load_thread,
     save_thread,
+)
+from bot.slack.slack_identity import (
+    confirm_link_from_comment,
+    create_link_code,
+    resolve_login,
+    slack_users_for_login,
+    unlink,
 )
 from engine.ports import Comment
 from engine.refs import WorkItemRef
@@ -132,7 +132,7 @@ def test_links_and_codes_behave_the_same(store: Any) -> None:
 def test_the_readiness_check_reads_the_slack_outbox_on_both_backends(store: Any) -> None:
     # issue 13 x issue 15: /readyz and /metrics read the Slack outbox's depth and oldest
     # age on PostgreSQL too (it was read through sqlite-utils' table API there and failed)
-    from bot.health import Backlog, _slack_backlog
+    from bot.ops.health import Backlog, _slack_backlog
 
     ensure_slack_tables(store)
     now = datetime(2026, 3, 1, 12, 10, 0, tzinfo=UTC)
@@ -145,10 +145,10 @@ def test_the_readiness_check_reads_the_slack_outbox_on_both_backends(store: Any)
 
 
 def test_the_listeners_reads_and_writes_behave_the_same_on_both_backends(store: Any) -> None:
-    """Issue 20 §2: the listeners' SQL lives in bot.slack_tables (one set of statements
+    """Issue 20 §2: the listeners' SQL lives in bot.slack.slack_tables (one set of statements
     for SQLite and PostgreSQL): a card redraw owed, an approval message's revision and
     done state, the threads' recorded authors."""
-    from bot.slack_tables import (
+    from bot.slack.slack_tables import (
         approval_message_revision,
         card_redraw_owed,
         homes,
@@ -187,7 +187,7 @@ def test_the_listeners_reads_and_writes_behave_the_same_on_both_backends(store: 
 
 def test_the_outbox_backlog_of_a_sqlite_file_before_the_bot_made_its_tables_is_empty(
         tmp_path: Path) -> None:
-    from bot.slack_tables import outbox_backlog
+    from bot.slack.slack_tables import outbox_backlog
 
     fresh = SqliteStore(tmp_path / "fresh.db")
     try:
@@ -201,8 +201,8 @@ def test_the_outbox_backlog_of_a_sqlite_file_before_the_bot_made_its_tables_is_e
 
 
 def test_the_workers_outbox_and_messages_behave_the_same_on_both_backends(store: Any) -> None:
-    """Issue 20 §2: what the Slack worker reads and writes, through bot.slack_tables."""
-    from bot.slack_tables import (
+    """Issue 20 §2: what the Slack worker reads and writes, through bot.slack.slack_tables."""
+    from bot.slack.slack_tables import (
         mark_outbox_failed,
         mark_outbox_retry,
         mark_outbox_sent,

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.blocks.approval import GateRef, reminder_text
-from bot.blocks.escaping import Mrkdwn, escape, slack_text
+from bot.slack.blocks.approval import GateRef, reminder_text
+from bot.slack.blocks.escaping import Mrkdwn, escape, slack_text
 from tests.bot.conftest import REF, SlackWorld
 
 EVIL = "Fix <!channel> see <https://evil.example|docs> & more"

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.blocks import ids
-from bot.blocks.home import home_view, items_text
-from bot.home import home_rows
-from bot.listeners.actions.approve import on_approve
+from bot.slack.blocks import ids
+from bot.slack.blocks.home_blocks import home_view, items_text
+from bot.slack.home_tab import home_rows
+from bot.slack.listeners.actions.approve import on_approve
 from tests.bot.conftest import REF, SlackWorld, approval_click
 
 GATE = "requirements-approval"
@@ -193,7 +193,7 @@ def test_a_first_visit_button_cannot_decide_a_second_visit_entered_the_same_seco
 
 
 def test_a_button_posted_before_buttons_named_their_visit_is_read_both_ways() -> None:
-    from bot.blocks.approval import GateRef
+    from bot.slack.blocks.approval import GateRef
 
     old = GateRef.parse(f"{REF}|{GATE}|2026-03-01T12:00:00Z")
     assert (old.entered_at, old.visit) == ("2026-03-01T12:00:00Z", 0)

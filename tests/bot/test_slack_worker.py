@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from slack_sdk.http_retry import builtin_handlers
 
-from bot import worker as worker_module
-from bot.notifier import OutboxNotifier, load_thread
+from bot.slack import worker as worker_module
+from bot.slack.notifier import OutboxNotifier, load_thread
 from tests.bot.conftest import CHANNEL, REF, SlackWorld
 
 
@@ -264,7 +264,7 @@ def test_the_worker_thread_drains_until_stopped(world: SlackWorld) -> None:
 
 def test_a_failed_home_refresh_never_fails_or_repeats_the_items_notice(
         world: SlackWorld, caplog: pytest.LogCaptureFixture) -> None:
-    from bot.home import publish_home
+    from bot.slack.home_tab import publish_home
 
     world.start()
     world.drain()
@@ -273,7 +273,7 @@ def test_a_failed_home_refresh_never_fails_or_repeats_the_items_notice(
     OutboxNotifier(world.store).send(REF, "conflict-escalated", {
         "node": "implementation", "reason": "three blocks in a row"})
 
-    with caplog.at_level("WARNING", logger="bot.home"):
+    with caplog.at_level("WARNING", logger="bot.slack.home_tab"):
         assert world.drain() == 1
         world.drain()  # nothing is left to retry
 
@@ -281,6 +281,6 @@ def test_a_failed_home_refresh_never_fails_or_repeats_the_items_notice(
     assert len(lines) == 1, "the thread line is posted once"
     assert _unsent(world) == []
     assert len(world.fake.all_calls_to("views.publish")) == 2  # first publish + one refresh
-    [logged] = [r.getMessage() for r in caplog.records if r.name == "bot.home"]
+    [logged] = [r.getMessage() for r in caplog.records if r.name == "bot.slack.home_tab"]
     assert logged == ("home tabs showing acme/widgets#7 not refreshed for 1 of 1 users "
                       "(invalid_arguments)")

@@ -12,12 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from bot.supervisor import Supervisor, ThreadPool
+from bot.ops.supervisor import Supervisor, ThreadPool
 from engine.store.sqlite import SqliteStore
 
 
 class Recorder:
-    """A :class:`~bot.supervisor.Service` that records its calls in a shared journal."""
+    """A :class:`~bot.ops.supervisor.Service` that records its calls in a shared journal."""
 
     def __init__(self, name: str, journal: list[str],
                  stopping: threading.Event | None = None) -> None:

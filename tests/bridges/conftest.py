@@ -15,11 +15,11 @@ import requests
 from gql import Client
 
 from bot.config import validate_mapping
-from bot.server import Server, build_wsgi_app, inbox_replay
+from bot.ops.supervisor import Supervisor
 from bot.services import Services
-from bot.supervisor import Supervisor
-from bridges.dispatcher import Dispatcher
+from bot.web.server import Server, build_wsgi_app, inbox_replay
 from bridges.github.poller import CycleReport, Poller
+from bridges.ingress.dispatcher import Dispatcher
 from engine.hooks.markers import attestation_line
 from engine.perform import InlinePerformer
 from engine.ports import Ports

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 import requests
 
-from bot.identity import comment_observer, create_link_code, resolve_login
-from bridges.dispatcher import DROPPED, RETRY
+from bot.slack.slack_identity import comment_observer, create_link_code, resolve_login
 from bridges.github.graphql import MAX_IDS
+from bridges.ingress.dispatcher import DROPPED, RETRY
 from engine.hooks.markers import attestation_line
 from engine.refs import WorkItemRef
 from tests.bridges.conftest import REPO, GitHubWorld

@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-from bot.app import build_web_client
-from bot.blocks import ids
-from bot.listeners.actions.execute import ExecuteOutcome, execute
-from bot.notifier import load_thread
-from bot.worker import SlackWorker
+from bot.slack.blocks import ids
+from bot.slack.bolt_app import build_web_client
+from bot.slack.listeners.actions.execute import ExecuteOutcome, execute
+from bot.slack.notifier import load_thread
+from bot.slack.worker import SlackWorker
 from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER
 from engine.refs import WorkItemRef
 from tests.bridges.conftest import REPO, GitHubWorld

@@ -8,9 +8,9 @@ import threading
 
 import pytest
 
-from bridges.dispatcher import DROPPED, DUPLICATE, HANDLED, RETRY, DispatchResult
 from bridges.github.router import COMMENT, QUIZ_ATTESTATION, START, comment_key, quiz_key
 from bridges.github.webhook import Delivery
+from bridges.ingress.dispatcher import DROPPED, DUPLICATE, HANDLED, RETRY, DispatchResult
 from engine.effects import RUNNING
 from engine.ports import Comment
 from engine.refs import WorkItemRef

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from bot.server import HTTP_SETTINGS
+from bot.web.server import HTTP_SETTINGS
 from bridges.github.webhook import MAX_DELIVERY_ID, MAX_DEPTH, sign
 from tests.bridges.conftest import REPO, SECRET, GitHubWorld
 from tests.fakes.github import wait_for

@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from bridges.github import inbox as inbox_module
-from bridges.github.inbox import (
+from bridges.ingress import inbox as inbox_module
+from bridges.ingress.bridge_state import SqliteBridgeState
+from bridges.ingress.inbox import (
     HANDLED,
     NEW,
     OWED,
@@ -22,7 +23,6 @@ from bridges.github.inbox import (
     inbox_path,
     webhook_inbox,
 )
-from bridges.github.persistence import SqliteBridgeState
 from engine.store.memory import MemoryStore
 from engine.store.sqlite import SqliteStore
 

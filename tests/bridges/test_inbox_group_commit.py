@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bridges.github.inbox import NEW, OWED, InboxError, SqliteInbox
+from bridges.ingress.inbox import NEW, OWED, InboxError, SqliteInbox
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -129,7 +129,7 @@ def test_a_full_disk_refuses_and_loses_nothing_acknowledged(tmp_path: Path) -> N
 
 CHILD = r"""
 import sys, threading
-from bridges.github.inbox import SqliteInbox
+from bridges.ingress.inbox import SqliteInbox
 inbox = SqliteInbox(sys.argv[1])
 out = threading.Lock()
 def send(t):

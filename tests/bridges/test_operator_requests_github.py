@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from bridges.dispatcher import HANDLED
+from bridges.ingress.dispatcher import HANDLED
 from engine.approvals import ApprovalRule
 from engine.refs import WorkItemRef
 from tests.bridges.conftest import REPO, GitHubWorld

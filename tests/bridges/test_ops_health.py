@@ -19,10 +19,10 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from bot.health import Health, QueueWatch
-from bot.metrics import Metrics
-from bot.server import Server, build_wsgi_app, inbox_replay
-from bot.supervisor import Supervisor
+from bot.ops.health import Health, QueueWatch
+from bot.ops.metrics import Metrics
+from bot.ops.supervisor import Supervisor
+from bot.web.server import Server, build_wsgi_app, inbox_replay
 from bridges import telemetry
 from engine.hooks.markers import attestation_line
 from tests.bridges.conftest import SECRET, GitHubWorld

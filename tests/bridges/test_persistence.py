@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from bridges.github.persistence import (
+from bridges.ingress.bridge_state import (
     BridgeState,
     MemoryBridgeState,
     PollCursor,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.server_lock import ServerLock
+from bot.web.server_lock import ServerLock
 from tests.bridges.conftest import REPO
 from tests.bridges.test_serve_cmd import home, run  # noqa: F401 - the fixture
 from tests.fakes.github import FakeGitHub

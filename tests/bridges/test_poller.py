@@ -4,9 +4,9 @@ single deliveries marked seen only after evaluation, restart safety, the start l
 
 from __future__ import annotations
 
-from bridges.dispatcher import HANDLED
-from bridges.github.persistence import PollCursor
 from bridges.github.router import quiz_key
+from bridges.ingress.bridge_state import PollCursor
+from bridges.ingress.dispatcher import HANDLED
 from engine.refs import WorkItemRef
 from tests.bridges.conftest import REPO, GitHubWorld
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from bot.server import Server, build_wsgi_app
+from bot.web.server import Server, build_wsgi_app
 from engine.errors import ConfigError
 from tests.bridges.conftest import REPO, SECRET, GitHubWorld
 from tests.fakes.github import FakeGitHub, wait_for

@@ -227,7 +227,7 @@ def test_a_polling_loop_on_a_database_a_server_holds_exits_2(home: Path, fake: F
                                                             monkeypatch: pytest.MonkeyPatch
                                                             ) -> None:
     # A continuous `loopgate poll` is a server of the database too: never two pollers.
-    from bot.server_lock import ServerLock
+    from bot.web.server_lock import ServerLock
 
     monkeypatch.setenv("GITHUB_TOKEN", fake.token)
     held = ServerLock(home / "loopgate.db")
@@ -243,7 +243,7 @@ def test_a_polling_loop_on_a_database_a_server_holds_exits_2(home: Path, fake: F
 
 def test_a_symlink_to_the_database_names_the_same_lock(tmp_path: Path) -> None:
     # Review finding F9: the lock belongs to the file, not to the spelling of its path.
-    from bot.server_lock import DatabaseInUseError, ServerLock
+    from bot.web.server_lock import DatabaseInUseError, ServerLock
 
     db = tmp_path / "s.db"
     db.write_bytes(b"")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from bot.config import validate_mapping
-from bridges.github.artifacts import ContentsArtifactStore
 from bridges.github.client import GitHubClient
+from bridges.github.contents_artifacts import ContentsArtifactStore
 from bridges.github.errors import RateLimited
 from bridges.github.graphql import GraphQLClient
 from bridges.github.tracker import GitHubTracker

@@ -10,9 +10,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.notifier import OutboxNotifier, load_thread, save_thread
-from bridges.github.inbox import SqliteInbox, inbox_path
-from bridges.github.persistence import PollCursor, SqliteBridgeState
+from bot.slack.notifier import OutboxNotifier, load_thread, save_thread
+from bridges.ingress.bridge_state import PollCursor, SqliteBridgeState
+from bridges.ingress.inbox import SqliteInbox, inbox_path
 from bridges.postgres.store import PostgresStore
 from engine.effects import AddLabel, PostComment
 from engine.refs import WorkItemRef
@@ -84,7 +84,7 @@ def test_db_copy_moves_a_sqlite_installation_onto_postgresql(
                 [(r.id, r.key, r.status, r.effect) for r in sqlite.effects.rows()]
             assert pg.kv_items("github") == {"botActor:x": {"login": "loopgate"}}
             bridge = SqliteBridgeState(sqlite)
-            from bridges.github.persistence import bridge_state
+            from bridges.ingress.bridge_state import bridge_state
 
             shared = bridge_state(pg)
             assert shared.get_cursor("acme/widgets", "comments") == \
@@ -94,7 +94,7 @@ def test_db_copy_moves_a_sqlite_installation_onto_postgresql(
             assert load_thread(pg, REFS[0]) == load_thread(sqlite, REFS[0])
             outbox = pg.db().execute("SELECT item, event FROM slack_outbox ORDER BY id")
             assert outbox.fetchall() == [(str(r), "quiz-pending") for r in REFS]
-            from bridges.github.inbox import webhook_inbox
+            from bridges.ingress.inbox import webhook_inbox
 
             assert [e.delivery_id for e in webhook_inbox(pg).owed()] == ["guid-1"]
             with pg.transaction(REFS[0]) as tx:  # ids go on after the copied ones

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from bot.cli import cli
 from engine.graph.compiler import shipped_graph, shipped_graph_path
-from engine.hooks.base import REGISTRY, HookResult, HookSpec
+from engine.hooks.registry import REGISTRY, HookResult, HookSpec
 
 _CONTRACT = {
     "set-phase-label": (), "log-entry": (), "deliver-assignment": (), "request-review": (),

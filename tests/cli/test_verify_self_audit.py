@@ -1,4 +1,4 @@
-"""serve's self-audit (issue 22 §3, :mod:`bot.audit`) without the network: which items a
+"""serve's self-audit (issue 22 §3, :mod:`bot.ops.self_audit`) without the network: which items a
 round verifies (active only, at most ``auditItems``, the next round going on where the
 last stopped), a round stopping at the first item GitHub cannot answer and keeping the
 findings it had, the ``audit`` readiness check (reporting, never failing), the metrics,
@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from bot.audit import RESERVE, AuditSettings, BudgetWatch, SelfAudit
-from bot.health import Health
-from bot.metrics import Metrics
-from bot.supervisor import Supervisor
+from bot.ops.health import Health
+from bot.ops.metrics import Metrics
+from bot.ops.self_audit import RESERVE, AuditSettings, BudgetWatch, SelfAudit
+from bot.ops.supervisor import Supervisor
 from engine.ports import TrackerError
 from engine.refs import WorkItemRef
 from engine.state import ItemStatus
@@ -75,7 +75,7 @@ def test_a_round_verifies_the_active_items_only_and_at_most_items(store: Any) ->
         "acme/widgets#4 human-approval (visit 1): differs — recorded approved by @bob at "
         "comment 9; GitHub shows that comment edited by @mallory"]}
     check = audit.check()
-    assert check.ok is True  # reported, never failing readiness (why: bot/audit.py)
+    assert check.ok is True  # reported, never failing readiness (why: bot/ops/self_audit.py)
     assert check.detail == (
         "1 item(s) differ from GitHub's records: acme/widgets#4: human-approval (visit 1): "
         "differs — recorded approved by @bob at comment 9; GitHub shows that comment edited "

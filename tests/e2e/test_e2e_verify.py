@@ -315,7 +315,7 @@ def test_the_self_audit_shows_a_disagreement_on_readyz_and_metrics(
             return check if "differ" in check["detail"] and status == 200 else None
 
         check = wait_until(named, "the self-audit names the item")
-        assert check["ok"] is True  # reported, never failing readiness (bot.audit)
+        assert check["ok"] is True  # reported, never failing readiness (bot.ops.self_audit)
         assert check["detail"].startswith(
             f"1 item(s) differ from GitHub's records: {walk.ref}: requirements-approval "
             f"(visit 1): differs — recorded approved by @{REVIEWER} at comment "

@@ -1,7 +1,7 @@
 """Miniature graphs, test hooks and a step clock for the runtime, report and store tests.
 
 The hooks here are small and deterministic, registered in a private
-:class:`~engine.hooks.base.HookRegistry` (``TEST_REGISTRY``) so the process-wide registry
+:class:`~engine.hooks.registry.HookRegistry` (``TEST_REGISTRY``) so the process-wide registry
 is untouched; :func:`register_test_hooks` also puts them in another registry (the CLI
 tests use the process-wide one, under the same ``t-`` names).
 """
@@ -15,7 +15,7 @@ from typing import Any
 
 from engine.graph.compiler import compile_graph
 from engine.graph.model import Graph
-from engine.hooks.base import HookContext, HookRegistry, HookResult
+from engine.hooks.registry import HookContext, HookRegistry, HookResult
 from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
 from engine.ports import Ports
 from engine.refs import WorkItemRef

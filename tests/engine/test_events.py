@@ -262,8 +262,8 @@ def test_the_slack_decision_path_reads_no_engine_words_back() -> None:
     # Issue 20 §1: the Approve / modal / Execute listeners act on the typed result, never
     # on the parked wait's flags or the gate's stored refusals.
     root = Path(__file__).resolve().parents[2]
-    files = ("bot/approvals.py", "bot/listeners/actions/approve.py",
-             "bot/listeners/actions/execute.py", "bot/listeners/views/decision.py")
+    files = ("bot/slack/approval_clicks.py", "bot/slack/listeners/actions/approve.py",
+             "bot/slack/listeners/actions/execute.py", "bot/slack/listeners/views/decision.py")
     needles = ("parked", '"refused"', "'refused'", "slack_reply_body", "reply_words")
     found = [f"{name}: {needle}" for name in files
              for needle in needles if needle in (root / name).read_text(encoding="utf-8")]

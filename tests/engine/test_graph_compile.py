@@ -12,7 +12,7 @@ import yaml
 from engine.errors import GraphConfigError
 from engine.graph.compiler import compile_file, compile_graph, shipped_graph_path
 from engine.graph.loader import load_yaml, undo_bool_keys
-from engine.hooks.base import HookRegistry, HookResult
+from engine.hooks.registry import HookRegistry, HookResult
 
 
 def _noop(ctx: Any) -> HookResult:

@@ -11,7 +11,7 @@ import pytest
 from engine.graph.compiler import compile_file, compile_graph, shipped_graph_path
 from engine.graph.model import Graph
 from engine.graph.render import mermaid_ids, render_json, render_mermaid, render_text
-from engine.hooks.base import HookRegistry, HookResult
+from engine.hooks.registry import HookRegistry, HookResult
 
 _CONTRACT = {
     "set-phase-label": (), "log-entry": (), "deliver-assignment": (), "request-review": (),

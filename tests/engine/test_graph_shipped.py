@@ -11,7 +11,7 @@ import pytest
 from engine.graph import compiler
 from engine.graph.compiler import compile_file, shipped_graph, shipped_graph_path
 from engine.graph.model import Graph, Node
-from engine.hooks.base import REGISTRY, HookRegistry, HookResult, HookSpec
+from engine.hooks.registry import REGISTRY, HookRegistry, HookResult, HookSpec
 
 #: The hook contract the shipped graph is written against: name -> accepted `with:` keys.
 HOOK_CONTRACT: dict[str, tuple[str, ...]] = {

@@ -9,8 +9,8 @@ import pytest
 
 from engine.effects import PENDING, RUNNING, Notify, PostComment
 from engine.graph.compiler import shipped_graph
-from engine.hooks.base import REGISTRY
 from engine.hooks.markers import SELF_MARKER, assignment_marker
+from engine.hooks.registry import REGISTRY
 from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
 from engine.perform import InlinePerformer
 from engine.ports import Ports

@@ -15,7 +15,7 @@ import pytest
 from engine.effects import Effect, EffectRow, Notify
 from engine.graph.compiler import compile_graph, shipped_graph
 from engine.graph.model import Graph, HookRef
-from engine.hooks.base import REGISTRY, HookContext, HookResult
+from engine.hooks.registry import REGISTRY, HookContext, HookResult
 from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
 from engine.perform import DONE_OUTCOME, apply_result, carry_out, notice_data
 from engine.ports import Ports, TrackerError

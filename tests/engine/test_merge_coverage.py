@@ -278,7 +278,7 @@ def test_the_merge_group_effect_survives_its_round_trip() -> None:
 
 
 def test_the_stale_code_quiz_notice_says_new_commits_arrived() -> None:
-    from bot.blocks.notices import quiz_stale_notice
+    from bot.slack.blocks.notices import quiz_stale_notice
     from engine.hooks.quiz import HEADS_ENTRY, _binds_heads
 
     assert _binds_heads([HEADS_ENTRY]) and not _binds_heads(["design.md"])

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from engine.errors import ClaimRefused, LoopgateError
-from engine.hooks.base import REGISTRY
+from engine.hooks.registry import REGISTRY
 from engine.refs import WorkItemRef
 from engine.report import NOT_SELECTED_LINE
 from engine.runtime import AMNESTY, Runtime

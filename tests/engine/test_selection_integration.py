@@ -186,7 +186,7 @@ def test_an_execute_reply_of_an_earlier_visit_does_not_choose_for_a_later_one(
 
 
 def test_a_slack_selection_on_a_later_visit_still_counts(world: World) -> None:
-    # A Slack click is a comment with no id (bot/listeners/actions/execute.py): the visit
+    # A Slack click is a comment with no id (bot/slack/listeners/actions/execute.py): the visit
     # binding of GitHub replies must not refuse it.
     first = world.reply("alice", "the-loop execute")
     assert world.advance_with(first).current_node == "brainstorming"

@@ -432,7 +432,7 @@ def test_each_backend_declares_its_capabilities(store: Any) -> None:
 
 def test_what_metrics_reads_is_the_same_on_both_databases(store: Any) -> None:
     """Issue 20 §2: /metrics reads the item counts, the open waits and the event counts
-    through the store (its SQL was in bot/metrics.py, and read the events' node with
+    through the store (its SQL was in bot/ops/metrics.py, and read the events' node with
     SQLite's json_extract, which PostgreSQL lacks)."""
     if isinstance(store, MemoryStore):
         pytest.skip("the memory store is no database: /metrics runs over SQL stores")
@@ -458,7 +458,7 @@ def test_what_metrics_reads_is_the_same_on_both_databases(store: Any) -> None:
 
 def test_the_active_items_are_the_same_on_both_databases(store: Any) -> None:
     """Issue 20 §2: serve's self-audit (issue 22 §3) reads the items still walking through
-    the store (its SQL was in bot/audit.py): running and parked only, sorted by owner,
+    the store (its SQL was in bot/ops/self_audit.py): running and parked only, sorted by owner,
     repository and number."""
     if isinstance(store, MemoryStore):
         pytest.skip("the memory store is no database: serve runs over SQL stores")

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from bot.explainer.content import content_from_mapping
-from bot.explainer.render import render_page
+from bot.explainer.page_render import render_page
 
 # The session's Chromium (the ``browser`` fixture) lives in tests/conftest.py, one per worker.
 from tests.conftest import CHROMIUM, CHROMIUM_ARGS, NO_CHROMIUM  # noqa: F401

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from bot.explainer.content import ContentError, content_from_mapping
-from bot.explainer.render import (
+from bot.explainer.page_render import (
     DATA_FORMAT,
     csp_hash,
     inline,

@@ -1,5 +1,5 @@
 """Fixtures of the details page's access tests (issue 22 §2, 24 §4): the real ``serve``
-Flask app (``bot.server.build_wsgi_app``) over the real bridge and a loopback fake GitHub
+Flask app (``bot.web.server.build_wsgi_app``) over the real bridge and a loopback fake GitHub
 that also plays github.com's sign-in pages (``tests/fakes/github_oauth.py``)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import requests
 from flask import Flask
 from flask.testing import FlaskClient
 
-from bot.server import build_wsgi_app
+from bot.web.server import build_wsgi_app
 from engine.approvals import ApprovalRule
 from engine.refs import WorkItemRef
 from tests.bridges.conftest import REPO, SECRET, GitHubWorld

@@ -22,7 +22,7 @@ from bot.itempage.access import (
     Verdict,
     safe_next,
 )
-from bot.logging_setup import secret_values
+from bot.ops.logging_setup import secret_values
 from engine.errors import ConfigError
 from tests.bot.itempage.conftest import (
     CLIENT_ID,

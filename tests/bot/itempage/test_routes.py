@@ -366,7 +366,7 @@ def test_without_public_url_or_sign_in_there_are_no_such_routes(
 def test_a_missing_secret_is_a_config_error_at_start(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         variable: str) -> None:
-    from bot.server import build_wsgi_app
+    from bot.web.server import build_wsgi_app
     from tests.bridges.conftest import SECRET, GitHubWorld
 
     world = GitHubWorld(fake, tmp_path, overrides={"server": sign_in_config(fake)}).build()

@@ -1,5 +1,5 @@
 """Issue 22 §2 acceptance in Chromium (Playwright): the sign-in round trip against the
-fake GitHub's web flow, served by ``serve``'s own waitress server (``bot.server.Server``,
+fake GitHub's web flow, served by ``serve``'s own waitress server (``bot.web.server.Server``,
 stopped and joined at teardown); the 403 for a person who cannot read the repository; no
 page content without a session.
 
@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from bot.server import Server
+from bot.web.server import Server
 from tests.bot.itempage.conftest import CLIENT_ID, Site, make_site
 from tests.bridges.conftest import REPO
 from tests.fakes.github import FakeGitHub

@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from bot.blocks.approval import GateRef, approval_done_message, approval_message
-from bot.blocks.card import MAX_PAGE_URL, details_link, phase_selection_card, status_card
-from bot.blocks.home import ItemRow, WaitingRow, home_view
-from bot.home import home_rows
+from bot.slack.blocks.approval import GateRef, approval_done_message, approval_message
+from bot.slack.blocks.card import MAX_PAGE_URL, details_link, phase_selection_card, status_card
+from bot.slack.blocks.home_blocks import ItemRow, WaitingRow, home_view
+from bot.slack.home_tab import home_rows
 from engine.graph.compiler import shipped_graph
 from engine.ports import IssueInfo
 from engine.refs import WorkItemRef
