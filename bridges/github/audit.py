@@ -55,12 +55,28 @@ class AuditSource:
         self._node_ids: dict[int, str] = {}
         self._repo = ""  # the repository of the threads read: the GraphQL installation
 
-    def __getattr__(self, name: str) -> Any:
-        # Only the tracker's reads are handed on: a verify never writes.
-        if name in ("issue_info", "team_membership", "codeowners_file", "changed_files",
-                    "items_for_pull_request"):
-            return getattr(self._tracker, name)
-        raise AttributeError(name)
+    # Only the tracker's reads are handed on, by name: a verify never writes (issue 20 §2:
+    # no attribute is looked up on a tracker by string).
+    def issue_info(self, ref: WorkItemRef) -> Any:
+        """The tracker's :meth:`~engine.ports.Tracker.issue_info`."""
+        return self._tracker.issue_info(ref)
+
+    def team_membership(self, org: str, team: str, login: str) -> bool:
+        """The tracker's :meth:`~engine.ports.Tracker.team_membership`."""
+        return bool(self._tracker.team_membership(org, team, login))
+
+    def codeowners_file(self, owner: str, repo: str) -> tuple[str, str] | None:
+        """The tracker's :meth:`~engine.ports.CodeOwnersReader.codeowners_file`."""
+        found: tuple[str, str] | None = self._tracker.codeowners_file(owner, repo)
+        return found
+
+    def changed_files(self, pull: WorkItemRef) -> list[str]:
+        """The tracker's :meth:`~engine.ports.CodeOwnersReader.changed_files`."""
+        return list(self._tracker.changed_files(pull))
+
+    def items_for_pull_request(self, owner: str, repo: str, number: int) -> list[int]:
+        """The tracker's :meth:`~engine.ports.Tracker.items_for_pull_request`."""
+        return list(self._tracker.items_for_pull_request(owner, repo, number))
 
     def _call(self, what: str, fn: Any) -> Any:
         try:
