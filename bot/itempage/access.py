@@ -294,9 +294,21 @@ class GitHubUsers:
         raise GitHubUnavailable(f"GET /user answered {answer.status_code}")
 
     def can_read(self, token: str, owner: str, repo: str) -> bool:
-        """Whether the token's owner can see ``owner/repo`` (``GET /repos/{owner}/{repo}``:
-        200 yes; 404 — private and not theirs, or no such repository — no; 403 without a
-        rate limit — e.g. an organisation's SSO not authorized — no).
+        """Whether the token's owner can see ``owner/repo`` (:meth:`access`'s first half).
+
+        Raises:
+            TokenRejected: 401.
+            GitHubUnavailable: a rate limit, 5xx or no answer (fail closed).
+        """
+        return self.access(token, owner, repo)[0]
+
+    def access(self, token: str, owner: str, repo: str) -> tuple[bool, bool]:
+        """``(read, write)`` for the token's owner and ``owner/repo``, from one
+        ``GET /repos/{owner}/{repo}`` with their token: 200 can read — and can write when
+        the answer's ``permissions`` for the signed-in person has ``push``, ``maintain`` or
+        ``admin`` true (docs.github.com REST "Get a repository"); 404 (private and not
+        theirs, or no such repository) or a 403 without a rate limit (e.g. an
+        organisation's SSO not authorized): neither.
 
         Raises:
             TokenRejected: 401.
@@ -304,10 +316,12 @@ class GitHubUsers:
         """
         answer = self._api(token, f"/repos/{owner}/{repo}")
         if answer.status_code == 200:
-            return True
+            granted = (_json(answer) or {}).get("permissions")
+            return True, isinstance(granted, dict) and any(
+                granted.get(k) is True for k in ("push", "maintain", "admin"))
         if answer.status_code == 404 or (answer.status_code == 403
                                           and not _rate_limited(answer)):
-            return False
+            return False, False
         raise GitHubUnavailable(f"GET /repos/{{owner}}/{{repo}} answered {answer.status_code}")
 
     def revoke(self, token: str) -> bool:
@@ -440,6 +454,7 @@ class Gatekeeper:
         self.users = users or GitHubUsers(signin)
         self.sealer = Sealer(signin.session_secret)
         self.cache = AccessCache(signin.access_cache_seconds)
+        self.writers = AccessCache(signin.access_cache_seconds)
         self._clock = clock
 
     def cookie(self, name: str) -> str:
@@ -466,6 +481,7 @@ class Gatekeeper:
         GitHub confirmed the revocation. (Another ``serve`` replica may reuse its own cached
         answer for at most ``accessCacheSeconds``.)"""
         self.cache.forget(fingerprint(session.token))
+        self.writers.forget(fingerprint(session.token))
         return self.users.revoke(session.token)
 
     def verdict(self, session: Session, owner: str, repo: str) -> Verdict:
@@ -476,7 +492,7 @@ class Gatekeeper:
         if known is not None:
             return Verdict.READ if known else Verdict.DENIED
         try:
-            allowed = self.users.can_read(session.token, owner, repo)
+            allowed, writes = self.users.access(session.token, owner, repo)
         except TokenRejected:
             return Verdict.EXPIRED
         except GitHubUnavailable as exc:
@@ -484,7 +500,26 @@ class Gatekeeper:
                            session.login, owner, repo, exc)
             return Verdict.UNAVAILABLE
         self.cache.put(who, owner, repo, allowed)
+        self.writers.put(who, owner, repo, writes)
         return Verdict.READ if allowed else Verdict.DENIED
+
+
+    def may_write(self, session: Session, owner: str, repo: str) -> bool | None:
+        """Whether ``session``'s person has write access to ``owner/repo`` (cached like
+        :meth:`verdict`); None when GitHub did not answer or refused the token (the
+        caller fails closed)."""
+        who = fingerprint(session.token)
+        known = self.writers.get(who, owner, repo)
+        if known is not None:
+            return known
+        try:
+            allowed = self.users.access(session.token, owner, repo)[1]
+        except (TokenRejected, GitHubUnavailable) as exc:
+            logger.warning("item page: could not check %s's write access to %s/%s: %s",
+                           session.login, owner, repo, exc)
+            return None
+        self.writers.put(who, owner, repo, allowed)
+        return allowed
 
 
 def fingerprint(token: str) -> str:

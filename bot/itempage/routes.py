@@ -8,7 +8,7 @@
   person's token, ``GET /user`` names them, and a sealed session cookie (HttpOnly,
   SameSite=Lax, Secure over https, expiring) is set; then 302 back to ``next`` (a local
   path only: no open redirect).
-* ``GET /auth/logout`` — revokes the session's token at GitHub (best effort) and drops the
+* ``POST /auth/logout`` — revokes the session's token at GitHub (best effort) and drops the
   session cookie.
 * ``GET /items/<owner>/<repo>/<n>[?pending=1]`` — not signed in: 302 to ``/auth/login``
   (a JSON request: 401 JSON). A person whose token cannot read the repository, or a
@@ -206,7 +206,9 @@ def item_blueprint(services: Services, gate: Gatekeeper | None) -> Blueprint:
     def callback() -> BaseResponse:
         return flow.finish() if flow else _not_configured()
 
-    @bp.get("/auth/logout")
+    # POST: a link or a redirect from another site cannot sign anyone out (the session
+    # cookie is SameSite=Lax, so a cross-site POST arrives without it).
+    @bp.post("/auth/logout")
     def logout() -> BaseResponse:
         return flow.logout() if flow else _not_configured()
 
@@ -323,7 +325,7 @@ class _SignInFlow:
         return response
 
     def logout(self) -> BaseResponse:
-        """``/auth/logout``: revoke the session's token at GitHub (best effort) and drop the
+        """``POST /auth/logout``: revoke the session's token at GitHub (best effort) and drop the
         session cookie."""
         session = current_session(self.gate)
         if session is not None:

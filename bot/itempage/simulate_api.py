@@ -24,6 +24,14 @@ that is not this server; 404 no started work item there (``code``: ``not-started
 a body over 16 KiB; 415 not JSON; 503 GitHub did not answer (the access check or a read
 the rules need; fail closed).
 
+Whose answer: ``as`` another person is simulated only for people with write access to
+the repository (GitHub's ``permissions.push``/``maintain``/``admin`` for the signed-in
+person); a reader may ask only about their own answer (403 otherwise). The rules read GitHub
+with loopgate's own token — team memberships among them — so an answer for any login would
+let every reader of a public repository learn who is in a team. Each person may ask
+:data:`PER_MINUTE` times a minute (429 with ``Retry-After`` past it): every answer spends
+GitHub requests of loopgate's budget.
+
 Cross-site requests: the session cookie is ``SameSite=Lax``, so a browser never sends it
 with another site's POST; and only ``application/json`` bodies are taken, which a
 cross-site form cannot send and a cross-site script can only send after a CORS preflight
@@ -32,7 +40,10 @@ this server never answers. A request naming another ``Origin`` is refused as wel
 
 from __future__ import annotations
 
+import math
 import re
+import threading
+import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -57,12 +68,51 @@ from engine.refs import WorkItemRef
 if TYPE_CHECKING:  # types only: bot.services imports what it wires
     from bot.services import Services
 
-__all__ = ["simulate_blueprint", "SimulateRequest", "parse_request", "MAX_BODY"]
+__all__ = ["simulate_blueprint", "SimulateRequest", "parse_request", "MAX_BODY", "PER_MINUTE",
+           "Throttle"]
 
 #: The largest body taken (bytes).
 MAX_BODY = 16 * 1024
 _LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
 _SHA = re.compile(r"^[0-9a-f]{7,40}$")
+
+
+#: Simulations one signed-in person may ask for per minute (each spends GitHub requests).
+PER_MINUTE = 20
+
+
+class Throttle:
+    """At most ``limit`` requests per person in any ``window`` seconds (in memory, per
+    process; thread-safe).
+
+    Args:
+        limit: requests allowed per window.
+        window: seconds.
+        clock: monotonic seconds (tests).
+    """
+
+    def __init__(self, limit: int = PER_MINUTE, window: float = 60.0,
+                 clock: Any = time.monotonic) -> None:
+        self._limit = limit
+        self._window = window
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._seen: dict[str, list[float]] = {}
+
+    def wait(self, who: str) -> float:
+        """0 when ``who`` may go now (and counts the request), else the seconds until they
+        may."""
+        now = self._clock()
+        with self._lock:
+            recent = [t for t in self._seen.get(who.lower(), ()) if t > now - self._window]
+            if len(recent) >= self._limit:
+                self._seen[who.lower()] = recent
+                return float(max(0.0, recent[0] + self._window - now))
+            recent.append(now)
+            self._seen[who.lower()] = recent
+            if len(self._seen) > 10_000:  # forget the quiet ones
+                self._seen = {k: v for k, v in self._seen.items() if v[-1] > now - self._window}
+            return 0.0
 
 
 class BadRequest(ValueError):
@@ -164,14 +214,17 @@ def _heads(value: Any) -> list[tuple[int, str]]:
     return heads
 
 
-def simulate_blueprint(services: Services, gate: Gatekeeper | None) -> Blueprint:
+def simulate_blueprint(services: Services, gate: Gatekeeper | None,
+                       throttle: Throttle | None = None) -> Blueprint:
     """The blueprint of ``POST /api/simulate`` (``gate`` None: 404).
 
     Args:
         services: the wired services (graph, store, ports, settings).
         gate: sessions and access, or None when sign-in is not configured.
+        throttle: requests per person (default :data:`PER_MINUTE` a minute).
     """
     bp = Blueprint("simulate_api", __name__)
+    limit = throttle or Throttle()
     bp.after_request(secure_headers)
 
     @bp.post("/api/simulate")
@@ -184,7 +237,7 @@ def simulate_blueprint(services: Services, gate: Gatekeeper | None) -> Blueprint
         session = current_session(gate)
         if session is None:
             return sign_in_needed(gate, as_json=True)
-        return _answer(services, gate, session)
+        return _answer(services, gate, session, limit)
 
     return bp
 
@@ -200,12 +253,44 @@ def _request_refusal(gate: Gatekeeper) -> BaseResponse | None:
     return None
 
 
-def _answer(services: Services, gate: Gatekeeper, session: Session) -> BaseResponse:
+def _whose_refusal(gate: Gatekeeper, session: Session,
+                   asked: SimulateRequest) -> BaseResponse | None:
+    # Another person's answer only for people who can write to the repository (the
+    # module's docstring: the rules read team memberships with loopgate's token).
+    if not asked.login or asked.login.lower() == session.login.lower():
+        return None
+    allowed = gate.may_write(session, asked.ref.owner, asked.ref.repo)
+    if allowed is None:
+        return refusal(503, "GitHub unavailable", "GitHub did not say whether you can write "
+                       "to the repository; try again later", as_json=True)
+    if not allowed:
+        return refusal(403, "Not allowed", "only people with write access to the repository "
+                       "may simulate another person's answer; leave out as, or give your own "
+                       "login", as_json=True)
+    return None
+
+
+def _throttle_refusal(throttle: Throttle, session: Session) -> BaseResponse | None:
+    seconds = throttle.wait(session.login)
+    if not seconds:
+        return None
+    response = refusal(429, "Too many requests", f"at most {PER_MINUTE} simulations a "
+                       "minute; try again shortly", as_json=True)
+    response.headers["Retry-After"] = str(max(1, math.ceil(seconds)))
+    return response
+
+
+def _answer(services: Services, gate: Gatekeeper, session: Session,
+            throttle: Throttle) -> BaseResponse:
     try:
         asked = parse_request(request.get_json(silent=True), services.graph, session.login)
     except BadRequest as exc:
         return refusal(400, "Bad request", str(exc), as_json=True)
     refused = access_refusal(gate, session, asked.ref.owner, asked.ref.repo, as_json=True)
+    if refused is None:
+        refused = _whose_refusal(gate, session, asked)
+    if refused is None:
+        refused = _throttle_refusal(throttle, session)
     if refused is not None:
         return refused
     try:

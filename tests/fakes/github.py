@@ -248,6 +248,8 @@ class FakeRepo:
     #: among ``readers`` (lower-cased logins): GitHub answers 404 (platform-facts F6).
     private: bool = False
     readers: set[str] = field(default_factory=set)
+    #: Issue 24 §4: people with write access (``permissions.push`` in their own answer).
+    writers: set[str] = field(default_factory=set)
     #: Who may be asked for a review (read access or more): None = anyone; a set
     #: (lower-case logins) = only they (:meth:`FakeGitHub.set_access`, issue 24 §3).
     collaborators: set[str] | None = None
@@ -902,6 +904,12 @@ class FakeGitHub(LoopbackServer):
             found.private = True
             found.readers = {login.lower() for login in readers}
 
+    def set_writers(self, repo: str, writers: Iterable[str]) -> None:
+        """People with write access to ``repo``: GitHub's answer to their own token says
+        ``permissions.push`` true (everyone else who can see it: ``pull`` only)."""
+        with self.lock:
+            self.create_repo(repo).writers = {login.lower() for login in writers}
+
     def _hidden(self, h: BaseHTTPRequestHandler, params: dict[str, str]) -> bool:
         """A private repository the request's user token cannot see."""
         if "owner" not in params or "repo" not in params:
@@ -1244,8 +1252,18 @@ class FakeGitHub(LoopbackServer):
         return _Response(200, data)
 
     def _r_repo(self, p: dict[str, str], q: dict[str, str], body: bytes, h: Any) -> _Response:
-        return _Response(200, self._repo_json(self._repo(f"{p['owner']}/{p['repo']}")),
-                         conditional_ok=True)
+        repo = self._repo(f"{p['owner']}/{p['repo']}")
+        doc = self._repo_json(repo)
+        _, _, token = str(h.headers.get("Authorization", "")).partition(" ")
+        login = self.user_tokens.get(token.strip())
+        if login is not None:
+            # "Get a repository" with a person's token carries that person's permissions
+            # (docs.github.com REST repos: ``permissions`` admin, maintain, push, triage,
+            # pull); :meth:`set_writers` names who may push.
+            writes = login.lower() in repo.writers
+            doc["permissions"] = {"admin": False, "maintain": False, "push": writes,
+                                  "triage": writes, "pull": True}
+        return _Response(200, doc, conditional_ok=True)
 
     def _full_path(self, h: Any) -> str:
         return urlsplit(h.path).path

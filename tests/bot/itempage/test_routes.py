@@ -283,7 +283,9 @@ def test_logout_revokes_the_token_and_drops_the_session(site: Site) -> None:
     done = site.sign_in("alice")
     sealed = _cookies(done)[SESSION_COOKIE][SESSION_COOKIE].value
     assert site.client.get(_page(ref)).status_code == 200  # the access answer is cached
-    out = site.client.get("/auth/logout")
+    assert site.client.get("/auth/logout").status_code == 405  # a link signs nobody out
+    assert site.client.get(_page(ref)).status_code == 200
+    out = site.client.post("/auth/logout")
     assert out.status_code == 200 and _flags(out, SESSION_COOKIE)["max-age"] == "0"
     [(_, token)] = site.fake.oauth.issued
     assert site.fake.oauth.revoked == [token] and token not in site.fake.user_tokens
@@ -298,7 +300,7 @@ def test_logout_still_signs_out_when_github_does_not_answer(site: Site) -> None:
     ref = site.item()
     site.sign_in("alice")
     site.fake.oauth.clients.clear()  # GitHub refuses the revocation (404)
-    out = site.client.get("/auth/logout")
+    out = site.client.post("/auth/logout")
     assert out.status_code == 200 and _flags(out, SESSION_COOKIE)["max-age"] == "0"
     assert site.client.get(_page(ref)).status_code == 302
 

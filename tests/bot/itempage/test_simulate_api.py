@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from bot.itempage.simulate_api import PER_MINUTE, Throttle
 from engine.simulate import simulate_changes, simulate_decision, simulate_push
 from tests.bot.itempage.conftest import GATE, PUBLIC, Site
 from tests.bridges.conftest import REPO
@@ -30,6 +31,7 @@ def _stored(site: Site, ref: Any) -> dict[str, Any]:
 
 def test_a_reader_gets_the_cli_s_simulation_and_nothing_is_written(site: Site) -> None:
     ref = site.at_gate()
+    site.fake.set_writers(REPO, ["carol"])  # another person's answer needs write access
     site.sign_in("carol")
     before = _stored(site, ref)
     comments = len(site.fake.comments_on(REPO, ref.number))
@@ -92,6 +94,43 @@ def test_a_codeowners_change_is_the_cli_s_too_alone_or_with_a_push(site: Site) -
                                               [(pull, "abcdef1")], ["web/app.ts"]).to_json()
     assert _writes(site) == []
     assert _stored(site, ref) == before
+
+
+def test_a_reader_without_write_access_may_ask_only_about_their_own_answer(
+        site: Site) -> None:
+    # The rules read team memberships with loopgate's own token: an answer "as" anyone
+    # would tell every reader of a public repository who is in a team (a trial found it).
+    ref = site.at_gate()
+    site.fake.add_team("acme", "reviewers", ["dave"])
+    site.sign_in("mallory")  # can read the public repository, cannot write to it
+    site.fake.reset_log()
+    dave = site.client.post(API, json={"item": str(ref), "approve": GATE, "as": "dave"})
+    assert dave.status_code == 403
+    assert "write access" in dave.get_json()["error"] and "counted" not in dave.get_json()
+    assert site.fake.count(route="team-membership") == 0  # nothing was asked for her
+    own = site.client.post(API, json={"item": str(ref), "approve": GATE, "as": "mallory"})
+    assert own.status_code == 200 and own.get_json()["as"] == "mallory"
+    assert site.client.post(API, json={"item": str(ref), "approve": GATE}).status_code == 200
+    assert site.fake.count(route="repo") == 1  # one access answer, read and write cached
+
+
+def test_a_person_may_ask_twenty_times_a_minute(site: Site) -> None:
+    ref = site.at_gate()
+    site.sign_in("alice")
+    body = {"item": str(ref), "approve": GATE}
+    answers = [site.client.post(API, json=body).status_code for _ in range(PER_MINUTE)]
+    assert answers == [200] * PER_MINUTE
+    late = site.client.post(API, json=body)
+    assert late.status_code == 429 and 1 <= int(late.headers["Retry-After"]) <= 60
+
+
+def test_the_throttle_counts_per_person_within_its_window() -> None:
+    now = [100.0]
+    throttle = Throttle(limit=2, window=60.0, clock=lambda: now[0])
+    assert [throttle.wait("Alice"), throttle.wait("alice"), throttle.wait("bob")] == [0, 0, 0]
+    assert throttle.wait("ALICE") == 60.0
+    now[0] = 160.5
+    assert throttle.wait("alice") == 0.0
 
 
 def test_without_a_session_it_is_401(site: Site) -> None:
