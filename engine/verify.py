@@ -31,10 +31,12 @@ from typing import Any, Protocol
 from engine.approvals import Approval, authorize, evaluate, recorded_approvals, tally
 from engine.authorship import judge
 from engine.graph.model import Graph
+from engine.hooks.chat_decision import decision_marker, decision_text, mirror_text
 from engine.hooks.common import people_for, rule_for
 from engine.hooks.feedback import classify_text
 from engine.hooks.markers import attestation_ticked, quiz_kind
 from engine.hooks.quiz import latest_editor, quiz_comment_problem
+from engine.hooks.quiz_visits import earlier_quiz_ids, posted_for
 from engine.mergegate import (
     COVERAGE_KEY,
     PENDING,
@@ -73,6 +75,8 @@ DIFFERS = "differs"
 #: a person said).
 _DECIDED = (PASS, APPROVED, APPROVED_WITH_COMMENTS, CHANGES_REQUESTED)
 _REVIEW_HOOK = "classify-feedback"
+#: What a chat decision's echo comment carries (:func:`engine.hooks.chat_decision.decision_marker`).
+_MIRROR_PREFIX = decision_marker("").rstrip(" ->")
 _QUIZ_HOOK = "quiz-attested"
 
 
@@ -257,7 +261,9 @@ def _gather(source: Source, ref: WorkItemRef, state: ItemState, nodes: Sequence[
     for pull in pulls:  # quiz comments and replies may sit on a delivering pull request
         where = WorkItemRef(ref.owner, ref.repo, pull.number)
         comments.update({c.id: c for c in source.list_comments(where)})
-    ids = sorted(_decided_ids(state, nodes))
+    # a chat decision's echo comment is loopgate's: who else edited it is checked too
+    mirrors = {c.id for c in comments.values() if _MIRROR_PREFIX in (c.body or "")}
+    ids = sorted(_decided_ids(state, nodes) | mirrors)
     edits = dict(source.comment_edits(ids)) if ids and source.comments_editable else {}
     return _Evidence(comments, edits, pulls)
 
@@ -320,6 +326,43 @@ def _comment_problem(ctx: _Ctx, by: str, cid: int) -> str:
     return f"GitHub shows that comment {why}"
 
 
+def _visit_problem(ctx: _Ctx, visit: Visit, cid: int) -> str:
+    """Why comment ``cid`` cannot answer ``visit`` ("" when it can): GitHub shows it written
+    before the visit began (:meth:`engine.visits.Visit.takes_comment`, the gates' own rule;
+    issue 19 §2)."""
+    comment = ctx.evidence.comments.get(cid)
+    if comment is None or visit.takes_comment(comment.id, comment.created_at):
+        return ""
+    return (f"GitHub shows comment {cid} written before visit {visit.number} began "
+            f"({comment.created_at or 'at an unknown time'}), so it cannot answer it")
+
+
+def _mirror_problem(ctx: _Ctx, node: str, visit: Visit, approval: Approval) -> str:
+    """Why a chat decision has no standing mirror on GitHub ("" when it has): loopgate posts
+    its echo comment (:func:`engine.hooks.chat_decision.mirror_decision`, issue 12 §1) under
+    its own account, marked for ``node``, naming the outcome and the person, during the
+    visit; nobody else may have edited it (:func:`engine.authorship.judge`)."""
+    expected = mirror_text(node, approval.outcome, approval.by, decision_text(approval.body),
+                           approval.via or "slack")
+    marker = decision_marker(node)
+    candidates = [c for c in ctx.evidence.comments.values()
+                  if marker in (c.body or "") and ctx.settings.is_loopgate(c.actor)
+                  and visit.takes_comment(c.id, c.created_at)]
+    for comment in candidates:
+        if comment.body.split(marker, 1)[0].strip() != expected.strip():
+            continue
+        if not ctx.source.comments_editable:
+            return ""
+        verdict = judge(comment, ctx.evidence.edits.get(comment.id))
+        if verdict is None:
+            return ""
+        who = _at(verdict.editor) if verdict.editor else "someone GitHub does not name"
+        return (f"GitHub shows loopgate's mirror of {_at(approval.by)}'s {approval.outcome} "
+                f"(comment {comment.id}) edited by {who}")
+    return (f"GitHub holds no mirror by loopgate of {_at(approval.by)}'s {approval.outcome} "
+            f"from {approval.via or 'slack'} at {node} during visit {visit.number}")
+
+
 def _review_text(comment: Comment | None, outcome: str, cid: int) -> str:
     said = classify_text(comment.body) if comment is not None else None
     if comment is None or said == outcome:
@@ -338,17 +381,23 @@ def _review_gate(ctx: _Ctx, node: str, visit: Visit, decision: VisitDecision | N
     diffs: list[str] = []
     slack: list[str] = []
     if decision is not None and decision.comment_id and decision.via != "slack":
-        problem = _comment_problem(ctx, decision.by, decision.comment_id)
+        problem = (_comment_problem(ctx, decision.by, decision.comment_id)
+                   or _visit_problem(ctx, visit, decision.comment_id))
         diffs += [problem] if problem else []
     standing: list[Approval] = []
     for approval in recorded:
-        if approval.comment_id is None:  # a Slack click: GitHub holds only loopgate's mirror
+        if approval.comment_id is None:  # a Slack click: GitHub holds loopgate's mirror
             slack.append(_at(approval.by))
-            standing.append(approval)
+            problem = _mirror_problem(ctx, node, visit, approval)
+            if problem and problem not in diffs:
+                diffs.append(problem)
+            if not problem:
+                standing.append(approval)
             continue
         comment = ctx.evidence.comments.get(approval.comment_id)
         problem = (_comment_problem(ctx, approval.by, approval.comment_id)
-                   or _review_text(comment, approval.outcome, approval.comment_id))
+                   or _review_text(comment, approval.outcome, approval.comment_id)
+                   or _visit_problem(ctx, visit, approval.comment_id))
         if problem and problem not in diffs:
             diffs.append(problem)
         if not problem and comment is not None:
@@ -358,7 +407,7 @@ def _review_gate(ctx: _Ctx, node: str, visit: Visit, decision: VisitDecision | N
     if recorded and not diffs:
         diffs += _rule_verdict(ctx, node, visit, standing)
     text = _recorded_review(decision, visit, recorded)
-    note = f"decided in Slack by {', '.join(slack)}: GitHub holds loopgate's mirror" \
+    note = f"decided in Slack by {', '.join(slack)}: re-derived from loopgate's mirror" \
         if slack else ""
     return GateFinding(node, visit.number, text, tuple(diffs), note)
 
@@ -406,9 +455,9 @@ def _quiz_gate(ctx: _Ctx, node: str, visit: Visit, decision: VisitDecision) -> G
     cid = decision.comment_id
     text = f"attested by {_at(decision.by)} at comment {cid} ({decision.via or 'tick'})"
     if decision.via == "typed":
-        problem = _typed_problem(ctx, node, decision)
+        problem = _typed_problem(ctx, node, visit, decision)
     else:
-        problem = _tick_problem(ctx, node, decision)
+        problem = _tick_problem(ctx, node, visit, decision)
     return GateFinding(node, visit.number, text, (problem,) if problem else ())
 
 
@@ -417,14 +466,14 @@ def _posted(state: ItemState, node: str) -> Mapping[str, Any]:
     return entry if isinstance(entry, Mapping) else {}
 
 
-def _tick_problem(ctx: _Ctx, node: str, decision: VisitDecision) -> str:
+def _tick_problem(ctx: _Ctx, node: str, visit: Visit, decision: VisitDecision) -> str:
     cid = decision.comment_id
     edits = ctx.evidence.edits.get(cid)
     if edits is None:
         return f"GitHub no longer has the quiz comment {cid}"
     posted = _posted(ctx.state, node)
     ids = {c.get("id") for c in posted.get("comments") or () if isinstance(c, Mapping)}
-    editor, kind, _, unknown = latest_editor(edits)
+    editor, kind, ticked_at, unknown = latest_editor(edits)
     last = f" (last edited by {_at(editor or edits.editor or '')})"
     problem = quiz_comment_problem(ctx.settings, ids, node, str(posted.get("digest") or "-"),
                                    edits)
@@ -432,6 +481,9 @@ def _tick_problem(ctx: _Ctx, node: str, decision: VisitDecision) -> str:
         return f"GitHub shows {problem}{last}"
     if unknown:
         return f"GitHub's edit history of comment {cid} does not name who ticked it: {unknown}"
+    stale = _tick_visit_problem(ctx, visit, posted, cid, ticked_at)
+    if stale:
+        return stale
     if normalize_login(editor) != normalize_login(decision.by):
         return (f"GitHub shows the box of comment {cid} last ticked by {_at(editor)}, "
                 f"not {_at(decision.by)}")
@@ -440,9 +492,29 @@ def _tick_problem(ctx: _Ctx, node: str, decision: VisitDecision) -> str:
     return _attester_problem(ctx, node, editor)
 
 
-def _typed_problem(ctx: _Ctx, node: str, decision: VisitDecision) -> str:
+def _tick_visit_problem(ctx: _Ctx, visit: Visit, posted: Mapping[str, Any], cid: int,
+                        ticked_at: str) -> str:
+    """Why a tick on quiz comment ``cid`` cannot answer ``visit`` ("" when it can), the
+    quiz gate's rule (engine.hooks.quiz_visits, issue 19 §2): the comment must be the one
+    posted for this visit (not an earlier visit's, and, as GitHub shows it, written during
+    it: :meth:`engine.visits.Visit.takes_comment`), and the tick made after it began."""
+    earlier = cid in earlier_quiz_ids(posted, visit.number) or not posted_for(
+        posted, visit.number)
+    comment = ctx.evidence.comments.get(cid)
+    if earlier or (comment is not None
+                   and not visit.takes_comment(comment.id, comment.created_at)):
+        return (f"GitHub shows comment {cid} is the quiz comment of an earlier visit, "
+                f"not of visit {visit.number}")
+    if visit.number > 1 and visit.entered_at and ticked_at and ticked_at < visit.entered_at:
+        return (f"GitHub shows the box of comment {cid} last ticked at {ticked_at}, before "
+                f"visit {visit.number} began")
+    return ""
+
+
+def _typed_problem(ctx: _Ctx, node: str, visit: Visit, decision: VisitDecision) -> str:
     cid = decision.comment_id
-    problem = _comment_problem(ctx, decision.by, cid)
+    problem = (_comment_problem(ctx, decision.by, cid)
+               or _visit_problem(ctx, visit, cid))
     if problem:
         return problem
     comment = ctx.evidence.comments[cid]
@@ -468,8 +540,8 @@ def _other_gate(ctx: _Ctx, node: str, visit: Visit, decision: VisitDecision) -> 
     text = f"{decision.outcome or visit.outcome or 'decided'} by {_at(decision.by)}"
     if decision.via in ("slack", "default") or not decision.comment_id:
         return GateFinding(node, visit.number, f"{text} via {decision.via or 'default'}",
-                           note=f"decided via {decision.via or 'default'}: GitHub holds no "
-                                "comment of the person to check")
+                           note=f"decided via {decision.via or 'default'}: cannot be "
+                                "re-derived, GitHub holds no comment of the person to check")
     text += f" at comment {decision.comment_id}"
     problem = _comment_problem(ctx, decision.by, decision.comment_id)
     return GateFinding(node, visit.number, text, (problem,) if problem else ())

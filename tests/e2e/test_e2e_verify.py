@@ -146,7 +146,8 @@ def test_verify_agrees_on_the_walk_and_names_every_difference(make_walk: MakeWal
     # the Execute click lives in Slack: said, not re-derived (GitHub holds no comment of it)
     assert lines["phase-selection (visit 1)"] == (
         f"phase-selection (visit 1): agrees — recorded selected by @{AUTHOR} via slack "
-        "(decided via slack: GitHub holds no comment of the person to check)")
+        "(decided via slack: cannot be re-derived, GitHub holds no comment of the person "
+        "to check)")
     assert len(done.stdout.splitlines()) == 7  # six gates, one check
     for gate in ("requirements-approval", "design-approval", "spec-quiz"):
         assert lines[f"{gate} (visit 1)"].startswith(f"{gate} (visit 1): agrees — "), lines
