@@ -342,6 +342,9 @@ def _mirror_problem(ctx: _Ctx, node: str, visit: Visit, approval: Approval) -> s
     its echo comment (:func:`engine.hooks.chat_decision.mirror_decision`, issue 12 §1) under
     its own account, marked for ``node``, naming the outcome and the person, during the
     visit; nobody else may have edited it (:func:`engine.authorship.judge`)."""
+    if not ctx.settings.bot.known:
+        return (f"loopgate's own GitHub login is unknown, so its mirror of {_at(approval.by)}'s "
+                f"{approval.outcome} cannot be checked")
     expected = mirror_text(node, approval.outcome, approval.by, decision_text(approval.body),
                            approval.via or "slack")
     marker = decision_marker(node)
