@@ -34,7 +34,8 @@ from engine.graph.model import Graph
 from engine.hooks.chat_decision import decision_marker, decision_text, mirror_text
 from engine.hooks.common import people_for, rule_for
 from engine.hooks.feedback import classify_text
-from engine.hooks.markers import attestation_ticked, quiz_kind
+from engine.hooks.markers import CONFIRMATION_MARKER, attestation_ticked, quiz_kind
+from engine.hooks.phase_selection import confirmation_head
 from engine.hooks.quiz import latest_editor, quiz_comment_problem
 from engine.hooks.quiz_visits import earlier_quiz_ids, posted_for
 from engine.mergegate import (
@@ -262,7 +263,8 @@ def _gather(source: Source, ref: WorkItemRef, state: ItemState, nodes: Sequence[
         where = WorkItemRef(ref.owner, ref.repo, pull.number)
         comments.update({c.id: c for c in source.list_comments(where)})
     # a chat decision's echo comment is loopgate's: who else edited it is checked too
-    mirrors = {c.id for c in comments.values() if _MIRROR_PREFIX in (c.body or "")}
+    mirrors = {c.id for c in comments.values()
+               if _MIRROR_PREFIX in (c.body or "") or CONFIRMATION_MARKER in (c.body or "")}
     ids = sorted(_decided_ids(state, nodes) | mirrors)
     edits = dict(source.comment_edits(ids)) if ids and source.comments_editable else {}
     return _Evidence(comments, edits, pulls)
@@ -338,21 +340,31 @@ def _visit_problem(ctx: _Ctx, visit: Visit, cid: int) -> str:
 
 
 def _mirror_problem(ctx: _Ctx, node: str, visit: Visit, approval: Approval) -> str:
-    """Why a chat decision has no standing mirror on GitHub ("" when it has): loopgate posts
-    its echo comment (:func:`engine.hooks.chat_decision.mirror_decision`, issue 12 §1) under
-    its own account, marked for ``node``, naming the outcome and the person, during the
-    visit; nobody else may have edited it (:func:`engine.authorship.judge`)."""
-    if not ctx.settings.bot.known:
-        return (f"loopgate's own GitHub login is unknown, so its mirror of {_at(approval.by)}'s "
-                f"{approval.outcome} cannot be checked")
+    """Why a chat decision has no standing mirror on GitHub ("" when it has): loopgate's
+    echo comment (:func:`engine.hooks.chat_decision.mirror_decision`, issue 12 §1), marked
+    for ``node``, naming the outcome, the person and their words (:func:`_echo_problem`)."""
     expected = mirror_text(node, approval.outcome, approval.by, decision_text(approval.body),
-                           approval.via or "slack")
-    marker = decision_marker(node)
-    candidates = [c for c in ctx.evidence.comments.values()
-                  if marker in (c.body or "") and ctx.settings.is_loopgate(c.actor)
-                  and visit.takes_comment(c.id, c.created_at)]
-    for comment in candidates:
-        if comment.body.split(marker, 1)[0].strip() != expected.strip():
+                           approval.via or "slack").strip()
+    what = f"{_at(approval.by)}'s {approval.outcome} from {approval.via or 'slack'} at {node}"
+    return _echo_problem(ctx, visit, decision_marker(node), lambda text: text == expected,
+                         what)
+
+
+def _echo_problem(ctx: _Ctx, visit: Visit, marker: str, wanted: Callable[[str], bool],
+                  what: str) -> str:
+    """Why GitHub holds no standing echo of a chat decision ("" when it does): a comment
+    carrying ``marker`` whose text before it passes ``wanted``, written by loopgate's own
+    account (``settings.bot``, issue 9 §1) during ``visit`` (:meth:`Visit.takes_comment`)
+    and edited by nobody else (:func:`engine.authorship.judge`). ``what`` names the
+    decision in the sentence. loopgate's login unknown: it cannot be checked (differs)."""
+    if not ctx.settings.bot.known:
+        return f"loopgate's own GitHub login is unknown, so its mirror of {what} cannot be " \
+            "checked"
+    for comment in ctx.evidence.comments.values():
+        body = comment.body or ""
+        if (marker not in body or not ctx.settings.is_loopgate(comment.actor)
+                or not visit.takes_comment(comment.id, comment.created_at)
+                or not wanted(body.split(marker, 1)[0].strip())):
             continue
         if not ctx.source.comments_editable:
             return ""
@@ -360,10 +372,8 @@ def _mirror_problem(ctx: _Ctx, node: str, visit: Visit, approval: Approval) -> s
         if verdict is None:
             return ""
         who = _at(verdict.editor) if verdict.editor else "someone GitHub does not name"
-        return (f"GitHub shows loopgate's mirror of {_at(approval.by)}'s {approval.outcome} "
-                f"(comment {comment.id}) edited by {who}")
-    return (f"GitHub holds no mirror by loopgate of {_at(approval.by)}'s {approval.outcome} "
-            f"from {approval.via or 'slack'} at {node} during visit {visit.number}")
+        return f"GitHub shows loopgate's mirror of {what} (comment {comment.id}) edited by {who}"
+    return f"GitHub holds no mirror by loopgate of {what} during visit {visit.number}"
 
 
 def _review_text(comment: Comment | None, outcome: str, cid: int) -> str:
@@ -539,14 +549,27 @@ def _attester_problem(ctx: _Ctx, node: str, login: str) -> str:
 
 def _other_gate(ctx: _Ctx, node: str, visit: Visit, decision: VisitDecision) -> GateFinding:
     """Any other decided gate (the phase selection): the deciding reply must be its
-    author's words; a Slack click or loopgate's own checklist is noted, not re-derived."""
+    author's words, written during the visit; a chat click must have loopgate's
+    confirmation on GitHub naming the person and the surface
+    (:func:`engine.hooks.phase_selection.confirmation_head`); the full default process
+    (no person decided) is noted, not re-derived."""
     text = f"{decision.outcome or visit.outcome or 'decided'} by {_at(decision.by)}"
-    if decision.via in ("slack", "default") or not decision.comment_id:
+    if decision.via not in ("reply", "checklist", "default") and not decision.comment_id:
+        via = decision.via or "slack"
+        head = confirmation_head(decision.by, via)
+        problem = _echo_problem(ctx, visit, CONFIRMATION_MARKER,
+                                lambda body: body.splitlines()[0].strip() == head if body
+                                else False, f"{_at(decision.by)}'s selection from {via}")
+        return GateFinding(node, visit.number, f"{text} via {via}",
+                           (problem,) if problem else (),
+                           note=f"decided via {via}: re-derived from loopgate's confirmation")
+    if decision.via == "default" or not decision.comment_id:
         return GateFinding(node, visit.number, f"{text} via {decision.via or 'default'}",
                            note=f"decided via {decision.via or 'default'}: cannot be "
                                 "re-derived, GitHub holds no comment of the person to check")
     text += f" at comment {decision.comment_id}"
-    problem = _comment_problem(ctx, decision.by, decision.comment_id)
+    problem = (_comment_problem(ctx, decision.by, decision.comment_id)
+               or _visit_problem(ctx, visit, decision.comment_id))
     return GateFinding(node, visit.number, text, (problem,) if problem else ())
 
 

@@ -62,8 +62,8 @@ def test_a_slack_approval_whose_mirror_was_edited_by_someone_else_differs(
     [mirror] = world.comments(decision_marker(NODE))
     world.tracker.edit_comment(mirror.id, mirror.body, "mallory")
     assert _verify_gate(world) == (
-        f"GitHub shows loopgate's mirror of @alice's approved (comment {mirror.id}) edited "
-        "by @mallory",)
+        f"GitHub shows loopgate's mirror of @alice's approved from slack at {NODE} (comment "
+        f"{mirror.id}) edited by @mallory",)
 
 
 def test_without_loopgates_own_login_a_slack_approval_cannot_be_re_derived(
@@ -75,4 +75,4 @@ def test_without_loopgates_own_login_a_slack_approval_cannot_be_re_derived(
                         _Source(world.tracker))
     [gate] = [g for g in found.gates if g.node == NODE]
     assert gate.differences == ("loopgate's own GitHub login is unknown, so its mirror of "
-                                "@alice's approved cannot be checked",)
+                                f"@alice's approved from slack at {NODE} cannot be checked",)

@@ -6,7 +6,8 @@ decision made in Slack against loopgate's mirror on GitHub (issue 12 §1,
 from __future__ import annotations
 
 from engine.hooks.chat_decision import decision_marker, mirror_text
-from engine.hooks.markers import attestation_line, with_self_marker
+from engine.hooks.markers import CONFIRMATION_MARKER, attestation_line, with_self_marker
+from engine.hooks.phase_selection import confirmation_head
 from engine.ports import Comment, CommentEdit, CommentEdits
 from engine.state import ItemState
 from engine.visits import Visit, VisitDecision
@@ -184,8 +185,8 @@ def test_a_mirror_not_matching_the_record_differs() -> None:
 def test_a_mirror_edited_by_someone_else_differs() -> None:
     records = _mirrored(Records(), editor="mallory")
     assert _gate(_verify(_slack_state(), records), "human-approval").differences == (
-        "GitHub shows loopgate's mirror of @alice's approved (comment 505) edited by "
-        "@mallory",)
+        "GitHub shows loopgate's mirror of @alice's approved from slack at human-approval "
+        "(comment 505) edited by @mallory",)
 
 
 def test_a_mirror_written_before_the_visit_differs() -> None:
@@ -200,3 +201,42 @@ def test_a_mirror_written_before_the_visit_differs() -> None:
     assert _gate(_verify(state, _mirrored(Records())), "human-approval").differences == (
         "GitHub holds no mirror by loopgate of @alice's approved from slack at "
         "human-approval during visit 2",)
+
+
+def _selected_in_slack(records: Records, head: str, *, author: str = BOT,
+                       editor: str | None = None) -> tuple[ItemState, Records]:
+    """phase-selection decided by alice's Execute click in Slack, and a confirmation
+    comment whose first line is ``head`` (engine.hooks.phase_selection)."""
+    state = _state()
+    state.visits["phase-selection"] = (Visit(1, T0, T0, "selected", VisitDecision.from_json(
+        {"by": "@alice", "at": T0, "outcome": "selected", "via": "slack"})),)
+    body = with_self_marker(f"{head}\nSkipped: none.", CONFIRMATION_MARKER)
+    records.threads[REF.number].append(Comment(MIRROR_ID, author, body, T0,
+                                               author_type="User", as_read=True))
+    edits = (CommentEdit(editor, "User", T1),) if editor else ()
+    records.edits[MIRROR_ID] = CommentEdits(MIRROR_ID, body, "https://x/505", author, editor,
+                                            "User" if editor else "", T1 if editor else None,
+                                            edits, author_type="User")
+    return state, records
+
+
+def test_an_execute_click_re_derives_from_loopgates_confirmation() -> None:
+    state, records = _selected_in_slack(Records(), confirmation_head("alice", "slack"))
+    gate = _gate(_verify(state, records), "phase-selection")
+    assert gate.line() == (
+        "phase-selection (visit 1): agrees — recorded selected by @alice via slack "
+        "(decided via slack: re-derived from loopgate's confirmation)")
+
+
+def test_an_execute_click_without_a_standing_confirmation_differs() -> None:
+    missing = ("GitHub holds no mirror by loopgate of @alice's selection from slack during "
+               "visit 1",)
+    for head, author in ((confirmation_head("bob", "slack"), BOT),
+                         (confirmation_head("alice", "slack"), "mallory")):
+        state, records = _selected_in_slack(Records(), head, author=author)
+        assert _gate(_verify(state, records), "phase-selection").differences == missing
+    state, records = _selected_in_slack(Records(), confirmation_head("alice", "slack"),
+                                        editor="mallory")
+    assert _gate(_verify(state, records), "phase-selection").differences == (
+        "GitHub shows loopgate's mirror of @alice's selection from slack (comment 505) "
+        "edited by @mallory",)
