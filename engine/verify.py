@@ -8,7 +8,11 @@ and asks the tracker what it holds *now*: the comment the decision names (its au
 its text, and, through the edit history, whether anybody else edited it — the rule of
 :mod:`engine.authorship`), the quiz comment's edit history (the rule of
 :mod:`engine.hooks.quiz`: loopgate's own, current, ticked comment whose latest editor is
-an authorized person), the gate's approval rule over the decisions that stand
+an authorized person), that each decision's comment was written during the visit it is
+recorded for (:meth:`engine.visits.Visit.takes_comment`, the gates' own rule, issue 19 §2),
+that a decision made in Slack has loopgate's own unedited echo on the thread (the
+``the-loop:slack-decision`` mirror of an approval, the selection confirmation of an
+Execute click), the gate's approval rule over the decisions that stand
 (:func:`engine.approvals.evaluate`), and the delivering pull requests' heads against the
 coverage (:func:`engine.mergegate.bind_to_head`). Then the published ``loopgate`` check on
 each head is compared with what the re-derived verdicts would publish
