@@ -8,7 +8,11 @@ and asks the tracker what it holds *now*: the comment the decision names (its au
 its text, and, through the edit history, whether anybody else edited it — the rule of
 :mod:`engine.authorship`), the quiz comment's edit history (the rule of
 :mod:`engine.hooks.quiz`: loopgate's own, current, ticked comment whose latest editor is
-an authorized person), the gate's approval rule over the decisions that stand
+an authorized person), that each decision's comment was written during the visit it is
+recorded for (:meth:`engine.visits.Visit.takes_comment`, the gates' own rule, issue 19 §2),
+that a decision made in Slack has loopgate's own unedited echo on the thread (the
+``the-loop:slack-decision`` mirror of an approval, the selection confirmation of an
+Execute click), the gate's approval rule over the decisions that stand
 (:func:`engine.approvals.evaluate`), and the delivering pull requests' heads against the
 coverage (:func:`engine.mergegate.bind_to_head`). Then the published ``loopgate`` check on
 each head is compared with what the re-derived verdicts would publish
@@ -31,10 +35,13 @@ from typing import Any, Protocol
 from engine.approvals import Approval, authorize, evaluate, recorded_approvals, tally
 from engine.authorship import judge
 from engine.graph.model import Graph
+from engine.hooks.chat_decision import decision_marker, decision_text, mirror_text
 from engine.hooks.common import people_for, rule_for
 from engine.hooks.feedback import classify_text
-from engine.hooks.markers import attestation_ticked, quiz_kind
+from engine.hooks.markers import CONFIRMATION_MARKER, attestation_ticked, quiz_kind
+from engine.hooks.phase_selection import confirmation_head
 from engine.hooks.quiz import latest_editor, quiz_comment_problem
+from engine.hooks.quiz_visits import earlier_quiz_ids, posted_for
 from engine.mergegate import (
     COVERAGE_KEY,
     PENDING,
@@ -73,6 +80,8 @@ DIFFERS = "differs"
 #: a person said).
 _DECIDED = (PASS, APPROVED, APPROVED_WITH_COMMENTS, CHANGES_REQUESTED)
 _REVIEW_HOOK = "classify-feedback"
+#: What a chat decision's echo comment carries (:func:`engine.hooks.chat_decision.decision_marker`).
+_MIRROR_PREFIX = decision_marker("").rstrip(" ->")
 _QUIZ_HOOK = "quiz-attested"
 
 
@@ -257,7 +266,10 @@ def _gather(source: Source, ref: WorkItemRef, state: ItemState, nodes: Sequence[
     for pull in pulls:  # quiz comments and replies may sit on a delivering pull request
         where = WorkItemRef(ref.owner, ref.repo, pull.number)
         comments.update({c.id: c for c in source.list_comments(where)})
-    ids = sorted(_decided_ids(state, nodes))
+    # a chat decision's echo comment is loopgate's: who else edited it is checked too
+    mirrors = {c.id for c in comments.values()
+               if _MIRROR_PREFIX in (c.body or "") or CONFIRMATION_MARKER in (c.body or "")}
+    ids = sorted(_decided_ids(state, nodes) | mirrors)
     edits = dict(source.comment_edits(ids)) if ids and source.comments_editable else {}
     return _Evidence(comments, edits, pulls)
 
@@ -320,6 +332,54 @@ def _comment_problem(ctx: _Ctx, by: str, cid: int) -> str:
     return f"GitHub shows that comment {why}"
 
 
+def _visit_problem(ctx: _Ctx, visit: Visit, cid: int) -> str:
+    """Why comment ``cid`` cannot answer ``visit`` ("" when it can): GitHub shows it written
+    before the visit began (:meth:`engine.visits.Visit.takes_comment`, the gates' own rule;
+    issue 19 §2)."""
+    comment = ctx.evidence.comments.get(cid)
+    if comment is None or visit.takes_comment(comment.id, comment.created_at):
+        return ""
+    return (f"GitHub shows comment {cid} written before visit {visit.number} began "
+            f"({comment.created_at or 'at an unknown time'}), so it cannot answer it")
+
+
+def _mirror_problem(ctx: _Ctx, node: str, visit: Visit, approval: Approval) -> str:
+    """Why a chat decision has no standing mirror on GitHub ("" when it has): loopgate's
+    echo comment (:func:`engine.hooks.chat_decision.mirror_decision`, issue 12 §1), marked
+    for ``node``, naming the outcome, the person and their words (:func:`_echo_problem`)."""
+    expected = mirror_text(node, approval.outcome, approval.by, decision_text(approval.body),
+                           approval.via or "slack").strip()
+    what = f"{_at(approval.by)}'s {approval.outcome} from {approval.via or 'slack'} at {node}"
+    return _echo_problem(ctx, visit, decision_marker(node), lambda text: text == expected,
+                         what)
+
+
+def _echo_problem(ctx: _Ctx, visit: Visit, marker: str, wanted: Callable[[str], bool],
+                  what: str) -> str:
+    """Why GitHub holds no standing echo of a chat decision ("" when it does): a comment
+    carrying ``marker`` whose text before it passes ``wanted``, written by loopgate's own
+    account (``settings.bot``, issue 9 §1) during ``visit`` (:meth:`Visit.takes_comment`)
+    and edited by nobody else (:func:`engine.authorship.judge`). ``what`` names the
+    decision in the sentence. loopgate's login unknown: it cannot be checked (differs)."""
+    if not ctx.settings.bot.known:
+        return f"loopgate's own GitHub login is unknown, so its mirror of {what} cannot be " \
+            "checked"
+    for comment in ctx.evidence.comments.values():
+        body = comment.body or ""
+        if (marker not in body or not ctx.settings.is_loopgate(comment.actor)
+                or not visit.takes_comment(comment.id, comment.created_at)
+                or not wanted(body.split(marker, 1)[0].strip())):
+            continue
+        if not ctx.source.comments_editable:
+            return ""
+        verdict = judge(comment, ctx.evidence.edits.get(comment.id))
+        if verdict is None:
+            return ""
+        who = _at(verdict.editor) if verdict.editor else "someone GitHub does not name"
+        return f"GitHub shows loopgate's mirror of {what} (comment {comment.id}) edited by {who}"
+    return f"GitHub holds no mirror by loopgate of {what} during visit {visit.number}"
+
+
 def _review_text(comment: Comment | None, outcome: str, cid: int) -> str:
     said = classify_text(comment.body) if comment is not None else None
     if comment is None or said == outcome:
@@ -338,17 +398,23 @@ def _review_gate(ctx: _Ctx, node: str, visit: Visit, decision: VisitDecision | N
     diffs: list[str] = []
     slack: list[str] = []
     if decision is not None and decision.comment_id and decision.via != "slack":
-        problem = _comment_problem(ctx, decision.by, decision.comment_id)
+        problem = (_comment_problem(ctx, decision.by, decision.comment_id)
+                   or _visit_problem(ctx, visit, decision.comment_id))
         diffs += [problem] if problem else []
     standing: list[Approval] = []
     for approval in recorded:
-        if approval.comment_id is None:  # a Slack click: GitHub holds only loopgate's mirror
+        if approval.comment_id is None:  # a Slack click: GitHub holds loopgate's mirror
             slack.append(_at(approval.by))
-            standing.append(approval)
+            problem = _mirror_problem(ctx, node, visit, approval)
+            if problem and problem not in diffs:
+                diffs.append(problem)
+            if not problem:
+                standing.append(approval)
             continue
         comment = ctx.evidence.comments.get(approval.comment_id)
         problem = (_comment_problem(ctx, approval.by, approval.comment_id)
-                   or _review_text(comment, approval.outcome, approval.comment_id))
+                   or _review_text(comment, approval.outcome, approval.comment_id)
+                   or _visit_problem(ctx, visit, approval.comment_id))
         if problem and problem not in diffs:
             diffs.append(problem)
         if not problem and comment is not None:
@@ -358,7 +424,7 @@ def _review_gate(ctx: _Ctx, node: str, visit: Visit, decision: VisitDecision | N
     if recorded and not diffs:
         diffs += _rule_verdict(ctx, node, visit, standing)
     text = _recorded_review(decision, visit, recorded)
-    note = f"decided in Slack by {', '.join(slack)}: GitHub holds loopgate's mirror" \
+    note = f"decided in Slack by {', '.join(slack)}: re-derived from loopgate's mirror" \
         if slack else ""
     return GateFinding(node, visit.number, text, tuple(diffs), note)
 
@@ -406,9 +472,9 @@ def _quiz_gate(ctx: _Ctx, node: str, visit: Visit, decision: VisitDecision) -> G
     cid = decision.comment_id
     text = f"attested by {_at(decision.by)} at comment {cid} ({decision.via or 'tick'})"
     if decision.via == "typed":
-        problem = _typed_problem(ctx, node, decision)
+        problem = _typed_problem(ctx, node, visit, decision)
     else:
-        problem = _tick_problem(ctx, node, decision)
+        problem = _tick_problem(ctx, node, visit, decision)
     return GateFinding(node, visit.number, text, (problem,) if problem else ())
 
 
@@ -417,14 +483,14 @@ def _posted(state: ItemState, node: str) -> Mapping[str, Any]:
     return entry if isinstance(entry, Mapping) else {}
 
 
-def _tick_problem(ctx: _Ctx, node: str, decision: VisitDecision) -> str:
+def _tick_problem(ctx: _Ctx, node: str, visit: Visit, decision: VisitDecision) -> str:
     cid = decision.comment_id
     edits = ctx.evidence.edits.get(cid)
     if edits is None:
         return f"GitHub no longer has the quiz comment {cid}"
     posted = _posted(ctx.state, node)
     ids = {c.get("id") for c in posted.get("comments") or () if isinstance(c, Mapping)}
-    editor, kind, _, unknown = latest_editor(edits)
+    editor, kind, ticked_at, unknown = latest_editor(edits)
     last = f" (last edited by {_at(editor or edits.editor or '')})"
     problem = quiz_comment_problem(ctx.settings, ids, node, str(posted.get("digest") or "-"),
                                    edits)
@@ -432,6 +498,9 @@ def _tick_problem(ctx: _Ctx, node: str, decision: VisitDecision) -> str:
         return f"GitHub shows {problem}{last}"
     if unknown:
         return f"GitHub's edit history of comment {cid} does not name who ticked it: {unknown}"
+    stale = _tick_visit_problem(ctx, visit, posted, cid, ticked_at)
+    if stale:
+        return stale
     if normalize_login(editor) != normalize_login(decision.by):
         return (f"GitHub shows the box of comment {cid} last ticked by {_at(editor)}, "
                 f"not {_at(decision.by)}")
@@ -440,9 +509,29 @@ def _tick_problem(ctx: _Ctx, node: str, decision: VisitDecision) -> str:
     return _attester_problem(ctx, node, editor)
 
 
-def _typed_problem(ctx: _Ctx, node: str, decision: VisitDecision) -> str:
+def _tick_visit_problem(ctx: _Ctx, visit: Visit, posted: Mapping[str, Any], cid: int,
+                        ticked_at: str) -> str:
+    """Why a tick on quiz comment ``cid`` cannot answer ``visit`` ("" when it can), the
+    quiz gate's rule (engine.hooks.quiz_visits, issue 19 §2): the comment must be the one
+    posted for this visit (not an earlier visit's, and, as GitHub shows it, written during
+    it: :meth:`engine.visits.Visit.takes_comment`), and the tick made after it began."""
+    earlier = cid in earlier_quiz_ids(posted, visit.number) or not posted_for(
+        posted, visit.number)
+    comment = ctx.evidence.comments.get(cid)
+    if earlier or (comment is not None
+                   and not visit.takes_comment(comment.id, comment.created_at)):
+        return (f"GitHub shows comment {cid} is the quiz comment of an earlier visit, "
+                f"not of visit {visit.number}")
+    if visit.number > 1 and visit.entered_at and ticked_at and ticked_at < visit.entered_at:
+        return (f"GitHub shows the box of comment {cid} last ticked at {ticked_at}, before "
+                f"visit {visit.number} began")
+    return ""
+
+
+def _typed_problem(ctx: _Ctx, node: str, visit: Visit, decision: VisitDecision) -> str:
     cid = decision.comment_id
-    problem = _comment_problem(ctx, decision.by, cid)
+    problem = (_comment_problem(ctx, decision.by, cid)
+               or _visit_problem(ctx, visit, cid))
     if problem:
         return problem
     comment = ctx.evidence.comments[cid]
@@ -464,14 +553,27 @@ def _attester_problem(ctx: _Ctx, node: str, login: str) -> str:
 
 def _other_gate(ctx: _Ctx, node: str, visit: Visit, decision: VisitDecision) -> GateFinding:
     """Any other decided gate (the phase selection): the deciding reply must be its
-    author's words; a Slack click or loopgate's own checklist is noted, not re-derived."""
+    author's words, written during the visit; a chat click must have loopgate's
+    confirmation on GitHub naming the person and the surface
+    (:func:`engine.hooks.phase_selection.confirmation_head`); the full default process
+    (no person decided) is noted, not re-derived."""
     text = f"{decision.outcome or visit.outcome or 'decided'} by {_at(decision.by)}"
-    if decision.via in ("slack", "default") or not decision.comment_id:
+    if decision.via not in ("reply", "checklist", "default") and not decision.comment_id:
+        via = decision.via or "slack"
+        head = confirmation_head(decision.by, via)
+        problem = _echo_problem(ctx, visit, CONFIRMATION_MARKER,
+                                lambda body: body.splitlines()[0].strip() == head if body
+                                else False, f"{_at(decision.by)}'s selection from {via}")
+        return GateFinding(node, visit.number, f"{text} via {via}",
+                           (problem,) if problem else (),
+                           note=f"decided via {via}: re-derived from loopgate's confirmation")
+    if decision.via == "default" or not decision.comment_id:
         return GateFinding(node, visit.number, f"{text} via {decision.via or 'default'}",
-                           note=f"decided via {decision.via or 'default'}: GitHub holds no "
-                                "comment of the person to check")
+                           note=f"decided via {decision.via or 'default'}: cannot be "
+                                "re-derived, GitHub holds no comment of the person to check")
     text += f" at comment {decision.comment_id}"
-    problem = _comment_problem(ctx, decision.by, decision.comment_id)
+    problem = (_comment_problem(ctx, decision.by, decision.comment_id)
+               or _visit_problem(ctx, visit, decision.comment_id))
     return GateFinding(node, visit.number, text, (problem,) if problem else ())
 
 

@@ -167,6 +167,25 @@ class Visit:
         wins within a visit)."""
         return self if self.decision is not None else replace(self, decision=decision)
 
+    def takes_comment(self, comment_id: int | None, created_at: str | None) -> bool:
+        """True when a GitHub comment (``comment_id``, created at ISO-8601 ``created_at``)
+        may answer this visit (issue 19 §2: a decision is bound to the visit it answered).
+
+        The rule: its id is above :attr:`after_comment` (GitHub's comment ids increase, so
+        no two clocks are compared); without that anchor a first visit takes every comment
+        and a later one those created at or after :attr:`entered_at` (this assumes GitHub's
+        clock is not behind loopgate's). No comment id (a chat click, bound to the visit by
+        the event's ``expectNode``) is taken. The one rule of the review gate
+        (engine.hooks.feedback), the quiz (engine.hooks.quiz_visits) and ``loopgate
+        verify`` (engine.verify)."""
+        if not comment_id:
+            return True
+        if self.after_comment:
+            return comment_id > self.after_comment
+        if self.number < 2:  # no earlier visit whose comment could be offered again
+            return True
+        return not (self.entered_at and created_at and created_at < self.entered_at)
+
     def left(self, at: str, outcome: str, *, forced: bool = False) -> Visit:
         """This visit closed at ``at`` with ``outcome``."""
         return replace(self, exited_at=at, outcome=outcome, forced=self.forced or forced)

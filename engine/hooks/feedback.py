@@ -302,11 +302,7 @@ def _this_visit(ctx: HookContext, entry: GateApprovals,
 
 def _during(visit: Visit, d: Approval) -> bool:
     """True when reply ``d`` may answer ``visit`` (see :func:`_this_visit`)."""
-    if visit.after_comment:
-        return (d.comment_id or 0) > visit.after_comment
-    if visit.number < 2:  # no earlier visit whose reply could be offered again
-        return True
-    return not (visit.entered_at and d.at and d.at < visit.entered_at)
+    return visit.takes_comment(d.comment_id, d.at)
 
 
 def _earlier_entry(ctx: HookContext, key: str) -> dict[str, Any]:

@@ -65,6 +65,7 @@ from engine.refs import WorkItemRef
 from engine.settings import EngineSettings
 
 __all__ = [
+    "confirmation_head",
     "EXPLAINER_TOKEN",
     "OPTIONAL_HEADING",
     "SETTINGS_HEADING",
@@ -415,6 +416,14 @@ def explainer_line(graph: Graph, explainer_on: bool, actor: str) -> str:
     return f"Explainer and quizzes: off, as declared by {at_login(actor)} — {members} skipped"
 
 
+def confirmation_head(actor: str, via: str) -> str:
+    """The confirmation comment's first line: who answered, and how (``via`` as in
+    :func:`confirmation_text`). ``loopgate verify`` finds a chat selection's echo by it
+    (issue 22 §3)."""
+    how = _VIA_TEXT.get(via) or f"from {surface_label(via)}"
+    return f"✅ **Phase selection recorded** by {at_login(actor)} — {how}."
+
+
 def confirmation_text(
     graph: Graph,
     selection: Selection,
@@ -437,8 +446,7 @@ def confirmation_text(
         when the graph defines the explainer set.
     """
     by = at_login(actor)
-    how = _VIA_TEXT.get(via) or f"from {surface_label(via)}"
-    lines = [f"✅ **Phase selection recorded** by {by} — {how}."]
+    lines = [confirmation_head(actor, via)]
     skips = [s for s in selection.skips if s not in not_changed]
     lines.append(f"Skipped by {by}: {_names(skips)}." if skips else "Skipped: none.")
     offered = [n.id for n in checklist_rows(graph).opt_in]

@@ -27,6 +27,7 @@ from engine.hooks.registry import HookContext
 from engine.ports import Comment
 
 __all__ = ["visit_number", "entry_is_current", "earlier_ids", "written_during",
+           "posted_for", "earlier_quiz_ids",
            "earlier_comment_reason", "earlier_line_reason"]
 
 
@@ -43,13 +44,19 @@ def _entry_visit(entry: Mapping[str, Any]) -> int:
         return 0
 
 
-def entry_is_current(ctx: HookContext, node: str, entry: Mapping[str, Any]) -> bool:
-    """True when quiz entry ``entry`` (``surface.quiz[node]``) was posted for ``node``'s
-    current visit. An entry written before visits were recorded in it counts as the
-    first visit's: on a later visit a new quiz comment is posted (fail closed)."""
-    current = visit_number(ctx, node)
+def posted_for(entry: Mapping[str, Any], current: int) -> bool:
+    """True when quiz entry ``entry`` (``surface.quiz[node]``) was posted for visit
+    ``current`` (1, 2, ...; 0 when the state keeps none). An entry written before visits
+    were recorded in it counts as the first visit's: on a later visit a new quiz comment is
+    posted (fail closed)."""
     recorded = _entry_visit(entry)
     return recorded == current or (recorded == 0 and current <= 1)
+
+
+def entry_is_current(ctx: HookContext, node: str, entry: Mapping[str, Any]) -> bool:
+    """True when quiz entry ``entry`` was posted for ``node``'s current visit
+    (:func:`posted_for`)."""
+    return posted_for(entry, visit_number(ctx, node))
 
 
 def _ids(values: Any) -> list[int]:
@@ -61,13 +68,18 @@ def _ids(values: Any) -> list[int]:
     return out
 
 
-def earlier_ids(ctx: HookContext, node: str, entry: Mapping[str, Any]) -> list[int]:
-    """The ids of ``node``'s quiz comments posted for earlier visits: those ``entry``
+def earlier_quiz_ids(entry: Mapping[str, Any], current: int) -> list[int]:
+    """The ids of the quiz comments posted for visits before ``current``: those ``entry``
     already names as ``earlier``, plus its own comments when it is an earlier visit's."""
     found = _ids(entry.get("earlier"))
-    if entry and not entry_is_current(ctx, node, entry):
+    if entry and not posted_for(entry, current):
         found += [i for i in _ids(entry.get("comments")) if i not in found]
     return found
+
+
+def earlier_ids(ctx: HookContext, node: str, entry: Mapping[str, Any]) -> list[int]:
+    """:func:`earlier_quiz_ids` for ``node``'s current visit."""
+    return earlier_quiz_ids(entry, visit_number(ctx, node))
 
 
 def written_during(ctx: HookContext, node: str, comment: Comment) -> bool:
@@ -77,14 +89,7 @@ def written_during(ctx: HookContext, node: str, comment: Comment) -> bool:
     Slack click (comment id 0: no GitHub comment) is bound to the visit by the event's
     ``expectNode`` and the card's own check, and is kept, as feedback keeps it."""
     visit = ctx.state.visit(node)
-    if visit is None or not comment.id:
-        return True
-    if visit.after_comment:
-        return comment.id > visit.after_comment
-    if visit.number < 2:
-        return True
-    return not (visit.entered_at and comment.created_at
-                and comment.created_at < visit.entered_at)
+    return visit is None or visit.takes_comment(comment.id, comment.created_at)
 
 
 def earlier_comment_reason(node: str, comment_id: int, visit: int) -> str:

@@ -143,10 +143,10 @@ def test_verify_agrees_on_the_walk_and_names_every_difference(make_walk: MakeWal
     assert lines["code-quiz (visit 1)"] == (
         f"code-quiz (visit 1): agrees — recorded attested by @{AUTHOR} at comment "
         f"{quiz['commentId']} (tick)")
-    # the Execute click lives in Slack: said, not re-derived (GitHub holds no comment of it)
+    # the Execute click lives in Slack: re-derived from loopgate's confirmation comment
     assert lines["phase-selection (visit 1)"] == (
         f"phase-selection (visit 1): agrees — recorded selected by @{AUTHOR} via slack "
-        "(decided via slack: GitHub holds no comment of the person to check)")
+        "(decided via slack: re-derived from loopgate's confirmation)")
     assert len(done.stdout.splitlines()) == 7  # six gates, one check
     for gate in ("requirements-approval", "design-approval", "spec-quiz"):
         assert lines[f"{gate} (visit 1)"].startswith(f"{gate} (visit 1): agrees — "), lines
