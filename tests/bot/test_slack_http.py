@@ -107,7 +107,10 @@ def test_a_signed_body_that_is_not_utf8_gets_400_and_one_log_line(
 
     assert reply.status == 400
     assert reply.json() == {"error": "body is not UTF-8"}
-    assert [(r.name, r.getMessage(), r.exc_info) for r in caplog.records] == [
+    # loopgate's own lines only: on a loaded machine waitress adds "Task queue depth is 1"
+    # (its worker threads were busy), which says nothing about this request.
+    assert [(r.name, r.getMessage(), r.exc_info) for r in caplog.records
+            if not r.name.startswith("waitress")] == [
         ("bot.slack.bolt_app",
          f"slack request refused: the body is not UTF-8 ({len(body)} bytes)", None)]
     assert len(world.fake.calls) == calls
