@@ -248,6 +248,10 @@ def settled(home: Home, script: Script, expect_node: str, timeout: float = 300) 
         if len(items) < script.items or any(i.get("currentNode") != expect_node
                                             for i in items):
             return None
+        # The document itself must owe nothing too: an effect still running when it was
+        # read (done by the time the outbox is listed below) would differ between runs.
+        if any((i.get("report") or {}).get("effects") for i in items):
+            return None
         owed = home.cli("effects", "list", "--format", "json", ok=False)
         return doc if owed.returncode == 0 and json.loads(owed.stdout or "[]") == [] else None
     return wait_until(done, f"every item at {expect_node} with nothing owed", timeout,
