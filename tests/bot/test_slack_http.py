@@ -5,13 +5,11 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 from flask import Flask
-from waitress import create_server
 
 from bot.slack.bolt_app import SLACK_PATH, is_utf8, register_http_routes, verify_request
 from bot.slack.notifier import load_thread
@@ -25,6 +23,7 @@ from tests.bot.conftest import (
     state_values,
 )
 from tests.fakes.slack import command_body, interaction_body, sign, signed_post
+from tests.waitress_thread import serving
 
 
 @pytest.fixture
@@ -32,18 +31,8 @@ def http(world: SlackWorld) -> Iterator[str]:
     """``http://127.0.0.1:PORT/slack/events`` served by waitress in a thread."""
     flask_app = Flask("loopgate-test")
     register_http_routes(flask_app, world.services, app=world.app)
-    server = create_server(flask_app, host="127.0.0.1", port=0, threads=4)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.effective_port}{SLACK_PATH}"
-
-    def close_all() -> None:  # runs in the loop thread: the loop ends with an empty map
-        for channel in list(server._map.values()):
-            channel.close()
-
-    server.trigger.pull_trigger(close_all)
-    thread.join(5)
-    server.task_dispatcher.shutdown(cancel_pending=True, timeout=5)
+    with serving(flask_app) as port:
+        yield f"http://127.0.0.1:{port}{SLACK_PATH}"
 
 
 def _started_with_card(world: SlackWorld) -> str:

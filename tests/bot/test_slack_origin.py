@@ -6,14 +6,12 @@ configured workspace and app is the positive control."""
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from flask import Flask
-from waitress import create_server
 
 from bot.ops.supervisor import Supervisor, ThreadPool
 from bot.slack.bolt_app import (
@@ -40,6 +38,7 @@ from tests.bot.conftest import (
 )
 from tests.fakes.slack import FakeSlack, command_body, interaction_body, signed_post
 from tests.fakes.slack_socket import FakeSocketMode
+from tests.waitress_thread import serving
 
 APP_TOKEN = "xapp-1-A111-1-socket"
 
@@ -68,18 +67,8 @@ def pinned(tmp_path: Path, fake_slack: FakeSlack, slack_env: None) -> Iterator[S
 def http(pinned: SlackWorld) -> Iterator[str]:
     flask_app = Flask("loopgate-test")
     register_http_routes(flask_app, pinned.services, app=pinned.app)
-    server = create_server(flask_app, host="127.0.0.1", port=0, threads=4)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.effective_port}{SLACK_PATH}"
-
-    def close_all() -> None:
-        for channel in list(server._map.values()):
-            channel.close()
-
-    server.trigger.pull_trigger(close_all)
-    thread.join(5)
-    server.task_dispatcher.shutdown(cancel_pending=True, timeout=5)
+    with serving(flask_app) as port:
+        yield f"http://127.0.0.1:{port}{SLACK_PATH}"
 
 
 def _foreign_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
