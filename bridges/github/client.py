@@ -612,14 +612,6 @@ class GitHubClient:
                 break
         return commits, total
 
-    def pull_request_commits(self, owner: str, repo: str, number: int
-                             ) -> list[dict[str, Any]]:
-        """``GET /repos/{o}/{r}/pulls/{n}/commits``, every page: the pull request's own
-        commits, oldest first (GitHub lists at most 250). Issue 19 §4: matching a
-        rebase-method merge group's replayed commits."""
-        return self._all_pages(f"commits of pull {owner}/{repo}#{number}",
-                               f"/repos/{owner}/{repo}/pulls/{number}/commits", {})
-
     def create_check_run(self, owner: str, repo: str, body: Mapping[str, Any]
                          ) -> dict[str, Any]:
         """``POST /repos/{o}/{r}/check-runs`` (GitHub Apps only)."""

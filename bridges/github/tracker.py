@@ -570,8 +570,7 @@ class GitHubTracker:
         """
         with repository_scope(f"{owner}/{repo}"):
             commits = self._guarded(f"commits of {owner}/{repo}#{number}",
-                                    lambda: self.client.pull_request_commits(owner, repo,
-                                                                             number))
+                                    lambda: self.client.pull_commits(owner, repo, number))
         return [_group_commit(c) for c in commits]
 
     # -- code owners (issue 24 §1) -------------------------------------------------------------
