@@ -268,14 +268,6 @@ def _tally(graph: Graph, settings: EngineSettings, tracker: DryTracker | None,
                  membership=membership).summary()
 
 
-def recorded_visit(state: ItemState, node: str) -> bool:
-    """True when ``surface.approvals[node]`` belongs to the node's current visit."""
-    entry = (state.surface.get("approvals") or {}).get(node)
-    visit = state.visit(node)
-    return isinstance(entry, Mapping) and (visit is None or entry.get(
-        "visit", visit.number) == visit.number)
-
-
 def _owners_view(graph: Graph, settings: EngineSettings, tracker: DryTracker,
                  ref: WorkItemRef, node: str, changes: Sequence[str]) -> CodeOwnersView | None:
     """The code owners of ``node`` with ``changes`` added (None without changes)."""

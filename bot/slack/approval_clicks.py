@@ -248,22 +248,20 @@ def _same_visit(state: ItemState, gate: GateRef) -> bool:
     return sum(1 for v in state.history(gate.node) if v.entered_at == gate.entered_at) < 2
 
 
-def check_gate(services: Services, gate: GateRef, slack_user: str, *,
-               authorize: bool = True) -> ClickCheck:
-    """Check a click on ``gate`` by ``slack_user`` without changing anything.
+def check_gate(services: Services, gate: GateRef, slack_user: str) -> ClickCheck:
+    """Check a click on ``gate`` by ``slack_user`` against the local store only, without
+    changing anything: fast enough to run before Slack's 3 s ack (platform-facts §C1). The
+    gate's approval rule, which may read GitHub, runs once, in the engine, when the
+    decision is fed (issue 20 §1).
 
     Args:
         services: the wired services.
         gate: the gate visit the message was for.
         slack_user: the clicker.
-        authorize: also apply the gate's approval rule (:func:`verdict`), which may read
-            GitHub (the item's author, delivering pull requests, team membership). False
-            keeps to the local store, fast enough to run before Slack's 3 s ack
-            (platform-facts §C1); the gate checks the rest when the decision is fed.
 
     Returns:
-        The first refusal found (unknown item, not a gate, outdated, not linked, not
-        authorized), else ``ok`` with the login.
+        The first refusal found (unknown item, not a gate, outdated, not linked), else
+        ``ok`` with the login.
     """
     state = services.store.load(gate.ref)
     if state is None:
@@ -279,12 +277,6 @@ def check_gate(services: Services, gate: GateRef, slack_user: str, *,
     if not login:
         return ClickCheck("not-linked", "Your Slack account is not linked to a GitHub login, "
                          "so nothing was decided. Run `/loop link <github-login>` first.")
-    if not authorize:
-        return ClickCheck("ok", "", login)
-    allowed = verdict(services, login, gate.node, gate.ref)
-    if not allowed.allowed:
-        return ClickCheck("not-authorized", f"@{login} may not answer `{gate.node}` of "
-                         f"{gate.ref} ({allowed.reason}), so nothing was decided.", login)
     return ClickCheck("ok", "", login)
 
 
@@ -332,7 +324,7 @@ def decide(services: Services, gate: GateRef, slack_user: str, outcome: str,
         ValueError: ``outcome`` is not one of :data:`DECISION_OUTCOMES`.
     """
     with item_lock(gate.ref):
-        check = check_gate(services, gate, slack_user, authorize=False)
+        check = check_gate(services, gate, slack_user)
         if not check.ok:
             log.info("slack decision on %s %s refused for %s: %s", gate.ref, gate.node,
                      slack_user, check.code)

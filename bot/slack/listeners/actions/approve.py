@@ -143,7 +143,7 @@ def on_open_modal(ack: Callable[..., Any], body: dict[str, Any], client: Any,
     gate = _clicked_gate(body, client, channel, user)
     if gate is None:
         return
-    check = check_gate(context["services"], gate, user, authorize=False)
+    check = check_gate(context["services"], gate, user)
     if not check.ok:
         log.info("approval modal for %s %s refused for %s: %s", gate.ref, gate.node, user,
                  check.code)

@@ -75,7 +75,7 @@ def on_decision_submit(ack: Callable[..., Any], body: dict[str, Any], client: An
                  sub.gate.node)
         _error(ack, "Comments are required for this answer.")
         return
-    check = check_gate(services, sub.gate, sub.user, authorize=False)  # no GitHub read
+    check = check_gate(services, sub.gate, sub.user)  # no GitHub read
     if not check.ok:
         log.info("decision modal for %s %s refused for %s: %s", sub.gate.ref, sub.gate.node,
                  sub.user, check.code)
