@@ -315,10 +315,12 @@ class Tracker(Protocol):
         """
         ...
 
-    def remember(self, comment: Comment) -> None:
-        """Keep what an ingress saw of ``comment`` (its node id) so a later
-        :meth:`comment_edits` needs no extra lookup. A tracker with nothing to keep
-        ignores it; never raises."""
+    def remember_comment(self, comment_id: int, node_id: str) -> None:
+        """Keep the tracker's own id of comment ``comment_id`` as an ingress saw it (GitHub:
+        the GraphQL ``node_id`` of a webhook payload or a REST listing), so a later
+        :meth:`comment_edits` needs no extra lookup (issue 20 §1: no made-up
+        :class:`Comment` carries the ids). An empty ``node_id`` is ignored, as is the call
+        by a tracker with nothing to keep; never raises."""
         ...
 
     def team_membership(self, org: str, team: str, login: str) -> bool:

@@ -57,7 +57,7 @@ class DryTracker:
     """A tracker that reads through ``real`` and records every write without sending it.
 
     Only the methods in ``_READS`` reach ``real``; any other method (``add_comment``,
-    ``add_label``, ``publish_check``, ``remember``, ...) is recorded in :attr:`writes` as
+    ``add_label``, ``publish_check``, ``remember_comment``, ...) is recorded in :attr:`writes` as
     ``(method, args)`` and answers a harmless value, so an unknown write fails safe.
 
     Args:

@@ -445,7 +445,7 @@ class Poller:
         for comment in comments:
             window.saw(comment.updated_at)
             if self.tracker is not None:
-                self.tracker.remember(comment)
+                self.tracker.remember_comment(comment.id, comment.node_id)
             ref = WorkItemRef(owner, name, comment.issue_number)
             on_pr = "/pull/" in comment.url
             # The router's rule (classify_comment), read both ways: a listed comment may hold

@@ -17,7 +17,7 @@ sorted oldest first (by number).
 
 Comment ids: the engine speaks numeric ids, GraphQL wants node ids. The tracker remembers
 the node id of every comment it has seen (listed, posted, or shown to it by the poller and
-the webhook router through :meth:`GitHubTracker.remember`) and falls back to a REST read of
+the webhook router through :meth:`GitHubTracker.remember_comment`) and falls back to a REST read of
 the comment in each configured repository.
 """
 
@@ -337,20 +337,21 @@ class GitHubTracker:
             self.failures += 1
             raise tracker_error(what, exc) from exc
 
-    def remember(self, comment: Comment) -> None:
-        """Record ``comment``'s node id (bounded; the oldest entries are forgotten)."""
-        if not comment.node_id:
+    def remember_comment(self, comment_id: int, node_id: str) -> None:
+        """Record comment ``comment_id``'s GraphQL ``node_id`` (bounded: the oldest entries
+        are forgotten; an empty ``node_id`` is ignored)."""
+        if not node_id:
             return
         with self._ids_lock:
-            self._node_ids[comment.id] = comment.node_id
-            self._node_ids.move_to_end(comment.id)
+            self._node_ids[comment_id] = node_id
+            self._node_ids.move_to_end(comment_id)
             while len(self._node_ids) > _NODE_ID_CAP:
                 self._node_ids.popitem(last=False)
 
     def _remember_all(self, comments: Iterable[Comment]) -> list[Comment]:
         out = list(comments)
         for comment in out:
-            self.remember(comment)
+            self.remember_comment(comment.id, comment.node_id)
         return out
 
     # -- Tracker ---------------------------------------------------------------------------
@@ -363,7 +364,7 @@ class GitHubTracker:
         """Post ``body`` on ``ref``."""
         comment = self._guarded(f"comment on {ref}", lambda: self.client.add_comment(
             ref.owner, ref.repo, ref.number, body))
-        self.remember(comment)
+        self.remember_comment(comment.id, comment.node_id)
         return comment
 
     def add_label(self, ref: WorkItemRef, label: str) -> None:
@@ -769,7 +770,7 @@ class GitHubTracker:
                 if exc.status == 404:
                     continue
                 raise
-            self.remember(comment)
+            self.remember_comment(comment.id, comment.node_id)
             return comment.node_id
         return ""
 

@@ -590,7 +590,7 @@ class Dispatcher:
 
     def _comment(self, ref: WorkItemRef, delivery: Delivery) -> DispatchResult:
         comment: Comment = delivery.data["comment"]
-        self.tracker.remember(comment)
+        self.tracker.remember_comment(comment.id, comment.node_id)
         self._observe(ref, comment)
         targets = self._targets(ref, bool(delivery.data.get("pull_request")))
         if isinstance(targets, DispatchResult):
@@ -649,10 +649,9 @@ class Dispatcher:
         return DispatchResult(HANDLED, "merge-group-check-queued", (str(pull),))
 
     def _quiz(self, ref: WorkItemRef, delivery: Delivery) -> DispatchResult:
-        if delivery.data.get("node_id"):
-            # The GraphQL lookup needs the node id; the delivery carries it.
-            self.tracker.remember(Comment(int(delivery.data["comment_id"]), "", "",
-                                          node_id=str(delivery.data["node_id"])))
+        # The GraphQL lookup needs the node id; the delivery carries it.
+        self.tracker.remember_comment(int(delivery.data["comment_id"]),
+                                      str(delivery.data.get("node_id") or ""))
         targets = self._targets(ref, bool(delivery.data.get("pull_request")))
         if isinstance(targets, DispatchResult):
             return targets

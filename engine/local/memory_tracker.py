@@ -154,7 +154,7 @@ class MemoryTracker:
             self._enter("delivering_pull_requests", ref)
             return list(self._prs.get(ref, []))
 
-    def remember(self, comment: Comment) -> None:
+    def remember_comment(self, comment_id: int, node_id: str) -> None:
         """Nothing to keep: every comment is already here."""
         return None
 

@@ -95,7 +95,7 @@ class LocalTracker:
             for p in self.store.kv_get(_PRS, str(ref), [])
         ]
 
-    def remember(self, comment: Comment) -> None:
+    def remember_comment(self, comment_id: int, node_id: str) -> None:
         """Nothing to keep: the local thread is the store."""
         return None
 

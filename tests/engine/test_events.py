@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -246,15 +247,24 @@ def test_the_legacy_call_still_returns_the_state() -> None:
 
 
 # -- no fake comments at the door -----------------------------------------------------------
+#: A Comment built with no author and no body only carries ids somewhere: a made-up one.
+BLANK_COMMENT = re.compile(r"""\bComment\(.*(,\s*""\s*,\s*""|author=""\s*,\s*body="")""")
+
+
 def test_no_surface_fakes_a_comment_to_reach_the_engine() -> None:
-    # Issue 20 §1: a click is a typed event, never a Comment with a made-up id.
+    # Issue 20 §1: a click is a typed event, never a Comment with a made-up id; nor is a
+    # node id handed to the tracker in one (Tracker.remember_comment takes the ids).
+    assert BLANK_COMMENT.search('Comment(int(data["comment_id"]), "", "", node_id=n)')
+    assert BLANK_COMMENT.search('Comment(id=7, author="", body="")')
+    assert not BLANK_COMMENT.search('Comment(id=-1, author="", body=str(args[-1]))')
     root = Path(__file__).resolve().parents[2]
     needles = ("Comment(id=0", "Comment(0,")
     found = [f"{path.relative_to(root)}:{n}"
              for folder in ("engine", "bot", "bridges")
              for path in sorted((root / folder).rglob("*.py"))
              for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if any(needle in line.replace(" ", "") for needle in needles)]
+             if any(needle in line.replace(" ", "") for needle in needles)
+             or BLANK_COMMENT.search(line)]
     assert found == []
 
 

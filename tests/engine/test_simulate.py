@@ -218,8 +218,9 @@ def test_the_dry_tracker_records_writes_it_does_not_know() -> None:
     dry = DryTracker(tracker)
     dry.add_label(REF, "x")
     dry.publish_check(PR, object())
-    dry.remember(Comment(1, "a", "b"))
-    assert [name for name, _ in dry.writes] == ["add_label", "publish_check", "remember"]
+    dry.remember_comment(1, "IC_1")
+    assert [name for name, _ in dry.writes] == ["add_label", "publish_check",
+                                                "remember_comment"]
     assert tracker.calls == []
     assert dry.comments_editable is True
 
