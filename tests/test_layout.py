@@ -251,6 +251,14 @@ def test_nothing_in_engine_or_bridges_imports_the_slack_wing(tmp_path: Path) -> 
     assert _importers_of("bot.slack", "engine", "bridges") == []
 
 
+def test_nothing_in_bridges_imports_the_application() -> None:
+    """Issue 20 §3: the bridges never name ``bot/``, not even for types under
+    ``TYPE_CHECKING``: the dispatcher and the poller declare what they read of the wired
+    application (``bridges.ingress.wired.IngressServices``,
+    ``bridges.github.poller.PollerServices``), which ``bot.services.Services`` satisfies."""
+    assert _importers_of("bot", "bridges") == []
+
+
 def test_the_ingress_imports_nothing_of_a_tracker() -> None:
     """Issue 20 §3: bridges/ingress (delivery, inbox, bridge state, dispatcher) is the same
     for every tracker: it imports nothing from bridges/github (nor the PostgreSQL backend,

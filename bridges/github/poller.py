@@ -59,10 +59,10 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from bridges import telemetry
 from bridges.github.client import GitHubClient
@@ -92,12 +92,41 @@ from engine.identity import Actor
 from engine.ports import Comment, TrackerError
 from engine.refs import WorkItemRef
 
-if TYPE_CHECKING:  # types only: bot.services imports what it wires
-    from bot.services import Services
+if TYPE_CHECKING:  # types only
+    from engine.settings import EngineSettings
 
-__all__ = ["Poller", "CycleReport", "RepoReport"]
+__all__ = ["Poller", "PollerServices", "CycleReport", "RepoReport"]
 
 logger = logging.getLogger(__name__)
+
+
+class ConfigSections(Protocol):
+    """The validated configuration, read a section at a time (``bot.config.Config``)."""
+
+    def section(self, name: str) -> Mapping[str, Any]:
+        """Section ``name`` of loopgate.yaml with its defaults (``{}`` when absent)."""
+        ...
+
+
+class PollerServices(Protocol):
+    """What :meth:`Poller.from_services` reads from the wired application (issue 20 §3:
+    declared here, so the bridge never imports ``bot/``; ``bot.services.Services``
+    satisfies it)."""
+
+    @property
+    def config(self) -> ConfigSections:
+        """The configuration (its ``github`` section: repositories, start label)."""
+        ...
+
+    @property
+    def settings(self) -> EngineSettings:
+        """The engine settings (loopgate's own login, whether the merge gate is on)."""
+        ...
+
+    @property
+    def github(self) -> GitHubTracker | None:
+        """The GitHub tracker, None offline."""
+        ...
 
 COMMENTS = "comments"
 LABELS = "labels"
@@ -243,7 +272,8 @@ class Poller:
         self.leadership: Any = None
 
     @classmethod
-    def from_services(cls, services: Services, dispatcher: Dispatcher, **kwargs: Any) -> Poller:
+    def from_services(cls, services: PollerServices, dispatcher: Dispatcher,
+                      **kwargs: Any) -> Poller:
         """Build from wired services (``github`` section of loopgate.yaml)."""
         section = services.config.section("github")
         tracker = services.github

@@ -97,8 +97,8 @@ from engine.refs import WorkItemRef
 from engine.settings import is_authorized
 from engine.state import ItemStatus
 
-if TYPE_CHECKING:  # types only: bot.services imports what it wires
-    from bot.services import Services
+if TYPE_CHECKING:  # types only: the wired application is declared, never imported
+    from bridges.ingress.wired import IngressServices
     from engine.graph.model import Graph
 
 __all__ = ["Dispatcher", "DispatchResult", "HANDLED", "DROPPED", "DUPLICATE", "RETRY", "FAILED"]
@@ -181,8 +181,9 @@ class Dispatcher:
     """Routes deliveries to the runtime; one at a time, each once.
 
     Args:
-        services: the wired :class:`bot.services.Services` (runtime, store, graph,
-            settings, ports).
+        services: the wired application (runtime, store, graph, settings, ports,
+            credentials: :class:`bridges.ingress.wired.IngressServices`, which
+            ``bot.services.Services`` satisfies).
         state: the persisted de-duplication record (default: beside ``services.store``).
         inbox: the webhook inbox (default: opened beside ``services.store`` on first use
             and closed by :meth:`close`; one given here is the caller's to close).
@@ -195,7 +196,7 @@ class Dispatcher:
             check of the inbox: a moving count is a queue being worked on).
     """
 
-    def __init__(self, services: Services, *, state: BridgeState | None = None,
+    def __init__(self, services: IngressServices, *, state: BridgeState | None = None,
                  inbox: WebhookInbox | None = None, queue_size: int = 10000) -> None:
         self.services = services
         self.runtime = services.runtime
