@@ -10,7 +10,7 @@ from pathlib import Path
 
 import psycopg
 
-from bot.slack.notifier import ensure_slack_tables
+from bot.slack.slack_schema import ensure_slack_tables
 from bridges.ingress.bridge_state import SqliteBridgeState
 from bridges.ingress.inbox import SqliteInbox
 from bridges.postgres.store import PostgresStore

@@ -238,7 +238,7 @@ def migration_sets(config: Any) -> list[tuple[str, Any]]:
 
         sets += [("state", GITHUB), ("inbox", INBOX)]
     if config.has("slack"):
-        from bot.slack.notifier import SLACK_MIGRATIONS
+        from bot.slack.slack_schema import SLACK_MIGRATIONS
 
         sets.append(("state", SLACK_MIGRATIONS))
     return sets
@@ -336,7 +336,7 @@ def _apply(ctx: CliContext) -> None:
             bridge_state(store)
             webhook_inbox(store).close()
         if ctx.config.has("slack"):
-            from bot.slack.notifier import ensure_slack_tables
+            from bot.slack.slack_schema import ensure_slack_tables
 
             ensure_slack_tables(store)
     finally:

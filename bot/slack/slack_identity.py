@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from bot.slack.notifier import iso
+from bot.slack.slack_schema import iso
 from bot.slack.slack_tables import (
     issue_link_code,
     linked_login,

@@ -2,13 +2,16 @@
 §2: no SQL in a listener): a card redraw still owed in the outbox, an approval message's
 revision and state, the recorded author of each item's thread, the outbox's backlog,
 who opened their Home tab and what it lists, the Slack user ↔ GitHub login links and their
-one-time codes (``bot.slack.slack_identity`` decides; this module stores); and for the Slack worker,
-the outbox rows it sends and marks and the messages it keeps per node.
+one-time codes (``bot.slack.slack_identity`` decides; this module stores); for the
+notifier and the Slack worker, the outbox (:class:`SlackOutbox`: a notice queued inside
+the engine's transaction, a row claimed by one worker; the rows it sends and marks), each
+item's thread parent (:func:`load_thread`, :func:`save_thread`) and the messages it keeps
+per node.
 
 The statements are the portable SQL both backends run (``?`` placeholders, issue 15 §1),
 through the store's session (:class:`~engine.store.base.SqlTables`); writes go through
-:func:`bot.slack.notifier.write_scope`. The tables are the ``loopgate-slack`` migrations'
-(:data:`bot.slack.notifier.SLACK_MIGRATIONS`).
+:func:`bot.slack.slack_schema.write_scope`. The tables are the ``loopgate-slack``
+migrations' (:data:`bot.slack.slack_schema.SLACK_MIGRATIONS`).
 """
 
 from __future__ import annotations
@@ -17,18 +20,122 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from bot.slack.notifier import ensure_slack_tables, write_scope
+from bot.slack.slack_schema import ensure_slack_tables, iso, write_scope
 from engine.refs import WorkItemRef
 
 if TYPE_CHECKING:
     from engine.store.base import DatabaseStore
 
-__all__ = ["card_redraw_owed", "approval_message_revision", "mark_approval_message_done",
+__all__ = ["SlackOutbox", "load_thread", "save_thread", "card_redraw_owed",
+           "approval_message_revision", "mark_approval_message_done",
            "thread_authors", "outbox_backlog", "save_home", "homes", "issue_link_code",
            "redeem_link_code", "linked_login", "linked_users", "remove_link",
            "pending_outbox_rows", "mark_outbox_sent", "mark_outbox_failed",
            "mark_outbox_retry", "open_approval_items", "reminder_record", "node_messages",
            "save_message"]
+
+
+_CLAIM_WHERE = ("sent_at IS NULL AND failed_at IS NULL "
+                "AND (claimed_until < ? OR claimed_by = ?)")
+
+
+class SlackOutbox:
+    """The ``slack_outbox`` table: notices the engine queues (:class:`bot.slack.notifier.
+    OutboxNotifier`) and the Slack worker claims, one worker per row (issue 4 §1, 15 §3).
+
+    Args:
+        store: the store holding the Slack tables (SQLite or PostgreSQL).
+    """
+
+    def __init__(self, store: DatabaseStore) -> None:
+        self.store = store
+
+    def queue(self, ref: WorkItemRef, event: str, data: str, at: str) -> None:
+        """Add a notice row: ``event`` about ``ref`` with ``data`` (a JSON text), created
+        and due at ``at`` (ISO-8601 UTC, :func:`~bot.slack.slack_schema.iso`).
+
+        Written through ``store.db()``, the thread's session, which inside the engine's
+        write transaction is the transaction's own: the row commits, or rolls back, with
+        the transition that produced it (no commit of its own).
+
+        Raises:
+            Exception: whatever the database raises (the notifier logs it).
+        """
+        self.store.db().execute(
+            "INSERT INTO slack_outbox (item, event, data, created_at, next_attempt_at) "
+            "VALUES (?, ?, ?, ?, ?)",
+            (str(ref), str(event), data, at, at),
+        )
+
+    def claim(self, row_id: int, owner: str, until: str, now: str) -> bool:
+        """Take row ``row_id`` for ``owner`` until ``until`` (ISO-8601 UTC; ``now`` is the
+        present, so an expired claim of another worker is taken over).
+
+        Returns:
+            False when the row is sent, set aside, or another worker holds a live claim.
+            On PostgreSQL the row is taken ``FOR UPDATE SKIP LOCKED`` (issue 15 §3), so a
+            worker never waits on another replica's claim; on SQLite the write lock
+            serializes claims.
+        """
+        with write_scope(self.store) as db:
+            if self.store.capabilities.backend == "postgresql":
+                sql = ("UPDATE slack_outbox SET claimed_by = ?, claimed_until = ? WHERE id = "
+                       f"(SELECT id FROM slack_outbox WHERE id = ? AND {_CLAIM_WHERE} "
+                       "FOR UPDATE SKIP LOCKED)")
+            else:
+                sql = ("UPDATE slack_outbox SET claimed_by = ?, claimed_until = ? "
+                       f"WHERE id = ? AND {_CLAIM_WHERE}")
+            return bool(db.execute(sql, (owner, until, row_id, now, owner)).rowcount == 1)
+
+
+_THREAD_KEYS = ("channel", "ts", "revision", "kind", "node", "author")
+
+
+def load_thread(store: DatabaseStore, ref: WorkItemRef) -> dict[str, Any] | None:
+    """The item's Slack thread parent ``{channel, ts, revision, kind, node, author}``, or
+    None when no card was posted. ``kind`` is ``card`` (interactive, phase selection
+    waits) or ``status`` (read-only live status card)."""
+    ensure_slack_tables(store)
+    row = store.db().execute(
+        f"SELECT {', '.join(_THREAD_KEYS)} FROM slack_threads WHERE item = ?", (str(ref),)
+    ).fetchone()
+    return None if row is None else dict(zip(_THREAD_KEYS, row, strict=True))
+
+
+def save_thread(
+    store: DatabaseStore,
+    ref: WorkItemRef,
+    *,
+    channel: str,
+    ts: str,
+    revision: int,
+    kind: str,
+    node: str = "",
+    author: str = "",
+) -> None:
+    """Record (or move) the item's thread parent message.
+
+    Args:
+        store: the store holding the Slack tables (SQLite or PostgreSQL).
+        ref: the work item.
+        channel: the channel id the parent message is in.
+        ts: its message timestamp (Slack's message id).
+        revision: the message revision last rendered (block ids carry it).
+        kind: ``card`` or ``status``.
+        node: the item's current node when last rendered.
+        author: the issue author's login, as the tracker reported it ("" keeps the old).
+    """
+    ensure_slack_tables(store)
+    with write_scope(store) as db:
+        db.execute(
+            "INSERT INTO slack_threads (item, channel, ts, revision, kind, node, author, "
+            "updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (item) DO UPDATE SET "
+            "channel = excluded.channel, ts = excluded.ts, revision = excluded.revision, "
+            "kind = excluded.kind, node = excluded.node, updated_at = excluded.updated_at, "
+            "author = CASE WHEN excluded.author = '' THEN slack_threads.author "
+            "ELSE excluded.author END",
+            (str(ref), channel, ts, revision, kind, node or "", author or "", iso()),
+        )
 
 
 def card_redraw_owed(store: DatabaseStore, ref: WorkItemRef) -> bool:

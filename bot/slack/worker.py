@@ -51,16 +51,12 @@ from bot.slack.blocks.notices import (
 from bot.slack.blocks.operator_blocks import operator_request_message
 from bot.slack.home_tab import refresh_homes
 from bot.slack.listeners.actions.approve import rewrite_message
-from bot.slack.notifier import (
-    claim_outbox_row,
-    ensure_slack_tables,
-    iso,
-    load_thread,
-    save_thread,
-)
 from bot.slack.routing import channel_for
 from bot.slack.slack_identity import slack_users_for_login
+from bot.slack.slack_schema import ensure_slack_tables, iso
 from bot.slack.slack_tables import (
+    SlackOutbox,
+    load_thread,
     mark_outbox_failed,
     mark_outbox_retry,
     mark_outbox_sent,
@@ -69,6 +65,7 @@ from bot.slack.slack_tables import (
     pending_outbox_rows,
     reminder_record,
     save_message,
+    save_thread,
 )
 from engine.checksummary import details_page
 from engine.operator import NOTICE as OPERATOR_NOTICE
@@ -333,7 +330,7 @@ class SlackWorker:
 
     def _claim(self, row_id: int, now: str) -> bool:
         until = iso(self._now() + timedelta(seconds=CLAIM_SECONDS))
-        return claim_outbox_row(self.services.store, row_id, self._owner, until, now)
+        return SlackOutbox(self.services.store).claim(row_id, self._owner, until, now)
 
     def _now(self) -> Any:
         return self._clock.now()

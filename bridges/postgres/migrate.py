@@ -152,7 +152,7 @@ INBOX = MigrationSet("loopgate-inbox", (
     )),
 ))
 
-#: The Slack bot's tables (bot/slack/notifier.py: outbox, threads, messages, links, codes), the
+#: The Slack bot's tables (bot/slack/slack_schema.py: outbox, threads, messages, links, codes), the
 #: same columns as SQLite's ``loopgate-slack`` set, plus the outbox claim.
 SLACK = MigrationSet("loopgate-slack", (
     Migration("m001_outbox_threads_identity", (

@@ -8,7 +8,7 @@ from typing import Any
 
 from bot.slack.listeners.actions.execute import REFUSED_EVENT, on_execute
 from bot.slack.listeners.actions.ticks import on_tick
-from bot.slack.notifier import load_thread
+from bot.slack.slack_tables import load_thread
 from tests.bot.conftest import (
     CHANNEL,
     EXPLAINER_NODES,

@@ -12,7 +12,7 @@ import pytest
 from flask import Flask
 
 from bot.slack.bolt_app import SLACK_PATH, is_utf8, register_http_routes, verify_request
-from bot.slack.notifier import load_thread
+from bot.slack.slack_tables import load_thread
 from tests.bot.conftest import (
     REF,
     SECRET,

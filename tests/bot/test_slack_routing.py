@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from bot.config import validate_mapping
-from bot.slack.notifier import load_thread
 from bot.slack.routing import channel_for
+from bot.slack.slack_tables import load_thread
 from engine.errors import ConfigError
 from engine.refs import WorkItemRef
 from tests.bot.conftest import CHANNEL, IDENTITIES, build_world, slack_config

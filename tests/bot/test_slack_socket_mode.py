@@ -15,7 +15,7 @@ import pytest
 from bot.ops.supervisor import Supervisor, ThreadPool
 from bot.slack.blocks import ids
 from bot.slack.bolt_app import build_app, start_socket_mode, stop_socket_mode
-from bot.slack.notifier import load_thread
+from bot.slack.slack_tables import load_thread
 from tests.bot.conftest import (
     BOT_TOKEN,
     REF,

@@ -12,13 +12,7 @@ from typing import Any
 
 import pytest
 
-from bot.slack.notifier import (
-    OutboxNotifier,
-    claim_outbox_row,
-    ensure_slack_tables,
-    load_thread,
-    save_thread,
-)
+from bot.slack.notifier import OutboxNotifier
 from bot.slack.slack_identity import (
     confirm_link_from_comment,
     create_link_code,
@@ -26,6 +20,8 @@ from bot.slack.slack_identity import (
     slack_users_for_login,
     unlink,
 )
+from bot.slack.slack_schema import ensure_slack_tables
+from bot.slack.slack_tables import SlackOutbox, load_thread, save_thread
 from engine.ports import Comment
 from engine.refs import WorkItemRef
 from engine.store.base import SqlSession, SqlTables
@@ -81,14 +77,14 @@ def test_a_notice_commits_and_rolls_back_with_the_item_transaction(store: Any) -
 def test_an_outbox_row_is_claimed_by_one_worker_until_its_claim_runs_out(store: Any) -> None:
     OutboxNotifier(store).send(REF, "quiz-pending", {})
     (row_id,) = store.db().execute("SELECT id FROM slack_outbox").fetchone()
-    assert claim_outbox_row(store, row_id, "replica-1", "2026-03-01T12:01:00Z", NOW)
-    assert not claim_outbox_row(store, row_id, "replica-2", "2026-03-01T12:01:00Z", NOW)
-    assert claim_outbox_row(store, row_id, "replica-1", "2026-03-01T12:03:00Z", NOW)  # renew
-    assert claim_outbox_row(store, row_id, "replica-2", "2026-03-01T12:09:00Z",
+    assert SlackOutbox(store).claim(row_id, "replica-1", "2026-03-01T12:01:00Z", NOW)
+    assert not SlackOutbox(store).claim(row_id, "replica-2", "2026-03-01T12:01:00Z", NOW)
+    assert SlackOutbox(store).claim(row_id, "replica-1", "2026-03-01T12:03:00Z", NOW)  # renew
+    assert SlackOutbox(store).claim(row_id, "replica-2", "2026-03-01T12:09:00Z",
                             "2026-03-01T12:05:00Z")  # replica-1's claim ran out
     with store.writing() as db:
         db.execute("UPDATE slack_outbox SET sent_at = ? WHERE id = ?", (LATER, row_id))
-    assert not claim_outbox_row(store, row_id, "replica-3", "2026-03-01T13:00:00Z",
+    assert not SlackOutbox(store).claim(row_id, "replica-3", "2026-03-01T13:00:00Z",
                                 "2026-03-01T12:59:00Z")  # sent: nobody takes it again
 
 
@@ -220,12 +216,12 @@ def test_the_workers_outbox_and_messages_behave_the_same_on_both_backends(store:
     rows = pending_outbox_rows(store)
     assert [r[2] for r in rows] == ["gate-waiting", "item-started", "gate-passed"]
     first, second, third = (r[0] for r in rows)
-    assert claim_outbox_row(store, first, "me", LATER, NOW)
+    assert SlackOutbox(store).claim(first, "me", LATER, NOW)
     mark_outbox_sent(store, first, LATER)
     mark_outbox_retry(store, second, 1, LATER, "timeout")
     mark_outbox_failed(store, third, LATER, 5, "channel_not_found")
     assert [(r[0], r[4], r[5]) for r in pending_outbox_rows(store)] == [(second, 1, LATER)]
-    assert claim_outbox_row(store, first, "other", LATER, NOW) is False  # sent: no claim
+    assert SlackOutbox(store).claim(first, "other", LATER, NOW) is False  # sent: no claim
 
     save_message(store, REF, "design", "approval", "", "C1", "1.5", 1,
                  {"state": "open", "gate": "g"})

@@ -10,7 +10,8 @@ import pytest
 from slack_sdk.http_retry import builtin_handlers
 
 from bot.slack import worker as worker_module
-from bot.slack.notifier import OutboxNotifier, load_thread
+from bot.slack.notifier import OutboxNotifier
+from bot.slack.slack_tables import load_thread
 from tests.bot.conftest import CHANNEL, REF, SlackWorld
 
 

@@ -19,7 +19,7 @@ import pytest
 from bot.slack.blocks import ids
 from bot.slack.bolt_app import build_web_client
 from bot.slack.listeners.actions.execute import ExecuteOutcome, execute
-from bot.slack.notifier import load_thread
+from bot.slack.slack_tables import load_thread
 from bot.slack.worker import SlackWorker
 from engine.hooks.markers import CONFIRMATION_MARKER, PHASE_SELECTION_MARKER
 from engine.refs import WorkItemRef

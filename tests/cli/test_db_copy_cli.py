@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from bot.slack.notifier import OutboxNotifier, load_thread, save_thread
+from bot.slack.notifier import OutboxNotifier
+from bot.slack.slack_tables import load_thread, save_thread
 from bridges.ingress.bridge_state import PollCursor, SqliteBridgeState
 from bridges.ingress.inbox import SqliteInbox, inbox_path
 from bridges.postgres.store import PostgresStore

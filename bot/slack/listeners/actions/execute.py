@@ -24,9 +24,8 @@ from bot.slack.blocks.card import phase_selection_node_id, selection_from_state,
 from bot.slack.blocks.escaping import slack_text
 from bot.slack.blocks.mirror import initial_state
 from bot.slack.click_lock import item_lock
-from bot.slack.notifier import load_thread, save_thread
 from bot.slack.slack_identity import resolve_login
-from bot.slack.slack_tables import card_redraw_owed
+from bot.slack.slack_tables import card_redraw_owed, load_thread, save_thread
 from engine import events as ev
 from engine.checksummary import details_page
 from engine.errors import WorkItemRefError
