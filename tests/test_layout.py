@@ -128,15 +128,22 @@ def test_the_wired_services_are_typed_never_any() -> None:
 def test_no_store_or_tracker_is_probed_and_no_rate_guard_is_swapped() -> None:
     """Issue 20 §2: a store and a tracker declare what they offer (``capabilities``; the
     DatabaseStore protocol, the narrower tracker ports), so nothing asks them with
-    ``getattr``; the GitHub clients' rate guards are given when the clients are built,
-    never replaced after."""
+    ``getattr``; nor an inbox (``WebhookInbox.backlog``), a poller (``leadership``), the
+    readiness checks (``Health.audit``) or credentials (``TokenSource.app_id``); the GitHub
+    clients' rate guards are given when the clients are built, never replaced after."""
     import re
 
-    # a store, its session, or the dispatcher's bridge state (``state`` alone is ItemState)
-    probe = re.compile(r"getattr\(\s*([\w.]*\b(store|db|tracker)|self\.state)\s*,")
+    # a store, its session, or the dispatcher's bridge state (``state`` alone is ItemState);
+    # an inbox, a poller, the readiness checks, credentials (``auth``)
+    probe = re.compile(r"getattr\(\s*([\w.]*\b(store|db|tracker|inbox|poller|health|auth)"
+                       r"|self\.state)\s*,")
     swap = re.compile(r"(?<!self)\.guard\s*=[^=]")
     assert probe.search('getattr(services.store, "backend", "")')  # what was there
     assert probe.search('getattr(ports.tracker, "merge_group_commits", None)')
+    assert probe.search('getattr(inbox, "backlog", None)')
+    assert probe.search('getattr(self.poller, "leadership", None)')
+    assert probe.search('getattr(self.health, "audit", None)')
+    assert probe.search('getattr(self._tracker.client.auth, "app_id", None)')
     assert swap.search("client.guard = SharedRateGuard(store)") and not swap.search(
         "self.guard = guards(resource)")
     offenders = [f"{path}:{n}: {line.strip()}"

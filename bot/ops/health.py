@@ -43,7 +43,12 @@ from bot.slack.slack_tables import outbox_backlog
 
 if TYPE_CHECKING:  # types only: bot.services imports what it wires
     from bot.config import Config
+    from bot.ops.self_audit import SelfAudit
     from bot.services import Services
+    from bridges.github.poller import Poller
+    from bridges.ingress.dispatcher import Dispatcher
+    from bridges.ingress.inbox import WebhookInbox
+    from bridges.telemetry import CredentialsWatch, RateLimitWatch
     from engine.store.base import DatabaseStore
 
 __all__ = ["Check", "Health", "QueueWatch", "Backlog", "backlogs", "probe_database",
@@ -99,11 +104,8 @@ def _age(iso_text: str, now: datetime) -> float:
     return max(0.0, (now - moment).total_seconds())
 
 
-def _inbox_backlog(inbox: Any, now: datetime) -> Backlog:
-    backlog = getattr(inbox, "backlog", None)
-    if backlog is None:  # an inbox without the read: its depth only
-        return Backlog(len(inbox.owed()))
-    count, oldest = backlog()
+def _inbox_backlog(inbox: WebhookInbox, now: datetime) -> Backlog:
+    count, oldest = inbox.backlog()  # declared by every inbox: it reads, never leases
     return Backlog(count, _age(oldest, now) if count and oldest else 0.0)
 
 
@@ -124,8 +126,8 @@ def _slack_backlog(store: DatabaseStore, now: datetime) -> Backlog:
     return Backlog(count, _age(oldest, now) if count else 0.0)
 
 
-def backlogs(store: DatabaseStore, config: Config, inbox: Any = None, now: datetime | None = None
-             ) -> dict[str, Backlog]:
+def backlogs(store: DatabaseStore, config: Config, inbox: WebhookInbox | None = None,
+             now: datetime | None = None) -> dict[str, Backlog]:
     """Depth and oldest age of every queue this installation has.
 
     Args:
@@ -247,17 +249,17 @@ class Health:
     """
 
     services: Services
-    dispatcher: Any = None
-    poller: Any = None
+    dispatcher: Dispatcher | None = None
+    poller: Poller | None = None
     socket: Callable[[], bool] | None = None
-    rate_watch: Any = None
-    auth_watch: Any = None
+    rate_watch: RateLimitWatch | None = None
+    auth_watch: CredentialsWatch | None = None
     stall_minutes: float = 10.0
     progress: dict[str, Callable[[], int]] = field(default_factory=dict)
     clock: Callable[[], float] = time.monotonic
     watches: dict[str, QueueWatch] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
-    audit: Any = None
+    audit: SelfAudit | None = None
 
     # -- sampling ------------------------------------------------------------------------
     def backlogs(self) -> dict[str, Backlog]:
@@ -298,12 +300,12 @@ class Health:
             alive = bool(self.dispatcher.running)
             out.append(Check("dispatcher", alive, "running" if alive else "its thread ended"))
         if self.poller is not None:
-            out.append(self._poller_check())
+            out.append(self._poller_check(self.poller))
         out.extend(self._queue_checks())
         if self.rate_watch is not None:
-            out.append(self._rate_check())
+            out.append(self._rate_check(self.rate_watch))
         if self.auth_watch is not None:
-            out.append(self._auth_check())
+            out.append(self._auth_check(self.auth_watch))
         if self.socket is not None:
             connected = bool(self.socket())
             out.append(Check("slack_socket", connected,
@@ -312,17 +314,17 @@ class Health:
             out.append(self.audit.check())
         return out
 
-    def _poller_check(self) -> Check:
-        interval = self.poller.interval
-        last = self.poller.last_cycle_at
+    def _poller_check(self, poller: Poller) -> Check:
+        interval = poller.interval
+        last = poller.last_cycle_at
         now = self.clock()
         if interval is None:
             return Check("poller", False, "the poll loop is not running")
-        leadership = getattr(self.poller, "leadership", None)
+        leadership = poller.leadership
         if leadership is not None and not leadership.leading.is_set():
             return Check("poller", True, "standby: another replica holds the poller lock")
         limit = 3 * max(float(interval), 1.0)
-        due = self.poller.next_cycle_at
+        due = poller.next_cycle_at
         if last is None:
             return Check("poller", True, "the first cycle is running")
         age = now - last
@@ -348,16 +350,16 @@ class Health:
                     out.append(Check(name, True, f"{backlog.depth} waiting"))
         return out
 
-    def _rate_check(self) -> Check:
-        stuck = self.rate_watch.exhausted()
+    def _rate_check(self, watch: RateLimitWatch) -> Check:
+        stuck = watch.exhausted()
         if not stuck:
             return Check("github_rate_limit", True, "not exhausted beyond its reset")
         names = ", ".join(f"{r} (now until {t.strftime('%H:%M:%SZ')})"
                           for r, t in sorted(stuck.items()))
         return Check("github_rate_limit", False, f"exhausted beyond its reset: {names}")
 
-    def _auth_check(self) -> Check:
-        refused = self.auth_watch.refused()
+    def _auth_check(self, watch: CredentialsWatch) -> Check:
+        refused = watch.refused()
         if refused is None:
             return Check("github_auth", True, "credentials accepted")
         section = self.services.config.section("github")

@@ -120,7 +120,7 @@ class _StateCollector(Collector):
         return []  # read at collect time only: registering must not touch the database
 
     def collect(self) -> Iterator[Any]:
-        yield from _audit(getattr(self.health, "audit", None))
+        yield from _audit(self.health.audit)
         try:
             yield from self._queues()
             store = self.health.services.store

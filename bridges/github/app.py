@@ -139,6 +139,13 @@ class TokenSource(Protocol):
         ``installation.id``); a source without installations ignores it."""
         ...
 
+    @property
+    def app_id(self) -> int | None:
+        """The GitHub App's numeric id (``github.app.appId``): a check run is loopgate's
+        own only when its ``app.id`` is this one (platform-facts F2, issue 19 §3); None in
+        token mode, where loopgate publishes commit statuses and owns no check run."""
+        ...
+
 
 class StaticToken:
     """Token mode: one token (``github.tokenEnv``) for every request.
@@ -151,6 +158,8 @@ class StaticToken:
     def __init__(self, api_url: str, token: str) -> None:
         self._token = token
         self.identity = hashlib.sha256(f"{api_url.rstrip('/')}\0{token}".encode()).hexdigest()[:16]
+        #: No App behind a token (:attr:`TokenSource.app_id`).
+        self.app_id: int | None = None
 
     def token(self, repo: str = "") -> str:
         """The one token, whatever ``repo`` is."""

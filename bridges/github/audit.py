@@ -141,7 +141,7 @@ class AuditSource:
         return self._own_status(statuses)
 
     def _own_run(self, runs: list[dict[str, Any]]) -> PublishedCheck | None:
-        mine = getattr(self._tracker.client.auth, "app_id", None)
+        mine = self._tracker.client.auth.app_id
         own = [r for r in runs if r.get("name") == CHECK_NAME and mine is not None
                and (r.get("app") or {}).get("id") == mine]
         if not own:

@@ -95,9 +95,25 @@ from engine.refs import WorkItemRef
 if TYPE_CHECKING:  # types only
     from engine.settings import EngineSettings
 
-__all__ = ["Poller", "PollerServices", "CycleReport", "RepoReport"]
+__all__ = ["Poller", "PollerServices", "PollLeadership", "CycleReport", "RepoReport"]
 
 logger = logging.getLogger(__name__)
+
+
+class PollLeadership(Protocol):
+    """Replicas sharing one store poll one at a time (issue 15 §3): only the holder of a
+    lock runs the cycles (``bridges.postgres.replicas.Leadership``, an advisory lock)."""
+
+    @property
+    def leading(self) -> threading.Event:
+        """Set while this replica holds the lock (``/readyz``: "standby" otherwise)."""
+        ...
+
+    def run(self, stop: threading.Event, interval: float,
+            cycle: Callable[[threading.Event], float]) -> None:
+        """Until ``stop``: take the lock when free (trying every ``interval`` seconds),
+        then run ``cycle(stop)`` and wait the seconds it returns while the lock is held."""
+        ...
 
 
 class ConfigSections(Protocol):
@@ -269,7 +285,7 @@ class Poller:
         #: Replicas on PostgreSQL (issue 15 §3): a ``Leadership`` whose ``run(stop,
         #: interval, cycle)`` polls only while this replica holds the poller's advisory
         #: lock, and whose ``leading`` event says so; None: this process always polls.
-        self.leadership: Any = None
+        self.leadership: PollLeadership | None = None
 
     @classmethod
     def from_services(cls, services: PollerServices, dispatcher: Dispatcher,

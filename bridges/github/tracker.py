@@ -702,7 +702,7 @@ class GitHubTracker:
     def _own_runs(self, runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
         # Any App may create a check run named ``loopgate`` (platform-facts F2): only a run
         # whose ``app`` is loopgate's own App is ever updated (issue 19 §3).
-        mine = getattr(self.client.auth, "app_id", None)
+        mine = self.client.auth.app_id
         return [r for r in runs
                 if mine is not None and (r.get("app") or {}).get("id") == mine]
 

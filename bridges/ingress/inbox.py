@@ -127,6 +127,12 @@ class WebhookInbox(Protocol):
         """Every kept delivery not handled yet, oldest first."""
         ...
 
+    def backlog(self) -> tuple[int, str]:
+        """``(deliveries not handled yet, received_at of the oldest)`` — ISO-8601 UTC, ""
+        when none or not kept — read without taking anything (``/readyz`` and
+        ``/metrics``, issue 13; a replica's :meth:`owed` leases what it returns)."""
+        ...
+
     def done(self, delivery_id: str, status: str) -> None:
         """Mark a delivery handled for good with the dispatcher's ``status``."""
         ...
@@ -412,6 +418,6 @@ def adopt_legacy_inbox(store: Store, inbox: WebhookInbox) -> int:
     with store.writing() as wdb:
         wdb.conn.executemany("DELETE FROM github_inbox WHERE delivery_id = ?",
                              [(r[0],) for r in rows])
-    logger.info("moved %d webhook deliveries from the state database into %s", len(rows),
-                getattr(inbox, "path", "the inbox"))
+    logger.info("moved %d webhook deliveries from the state database %s into the webhook "
+                "inbox", len(rows), store.capabilities.path)
     return len(rows)

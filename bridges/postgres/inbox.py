@@ -102,6 +102,16 @@ class PostgresInbox:
             (self.owner, until, now, self.owner)).fetchall()
         return [InboxEntry(str(i), str(e), bytes(b)) for _, i, e, b in sorted(rows)]
 
+    def backlog(self) -> tuple[int, str]:
+        """``(deliveries not handled yet, received_at of the oldest, "" when none)`` over
+        every replica's, one read that leases nothing (``/readyz`` and ``/metrics``,
+        issue 13: :meth:`owed` would lease the rows to the replica asking)."""
+        row = self.store.db().execute(
+            "SELECT COUNT(*), MIN(received_at) FROM inbox WHERE handled_at IS NULL"
+        ).fetchone()
+        count, oldest = row if row is not None else (0, "")  # an aggregate: always a row
+        return int(count or 0), str(oldest or "")
+
     def done(self, delivery_id: str, status: str) -> None:
         """Mark ``delivery_id`` handled (lease released); handled ones older than the
         newest :data:`HANDLED_CAP` arrivals go.

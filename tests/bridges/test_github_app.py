@@ -96,6 +96,14 @@ def test_loopgate_learns_its_identity_from_the_app(gh: FakeGitHub) -> None:
     assert gh.count(route="user") == 0  # an installation token cannot read /user
 
 
+def test_the_credentials_declare_which_app_owns_loopgate_check_runs(gh: FakeGitHub) -> None:
+    # Issue 20 §2: TokenSource.app_id is declared (a check run is loopgate's own only when
+    # its app.id is this App's, platform-facts F2); a token has no App behind it.
+    client, _ = _clients(gh, _source(gh))
+    assert client.auth.app_id == APP_ID
+    assert GitHubClient(gh.api_url, "a-token").auth.app_id is None
+
+
 def test_repositories_in_two_organisations_use_their_own_installation(
         gh: FakeGitHub, app: FakeApp) -> None:
     source = _source(gh)

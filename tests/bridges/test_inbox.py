@@ -4,6 +4,7 @@ survives a reopen, and takes over rows an older loopgate kept in the state datab
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -48,6 +49,24 @@ def test_a_put_says_whether_the_delivery_is_new_owed_or_handled(inbox: WebhookIn
     inbox.done("guid-1", "handled")
     assert inbox.put("guid-1", "issues", b"a redelivery") == HANDLED
     assert inbox.owed() == []
+
+
+def test_the_backlog_counts_what_is_owed_and_since_when(inbox: WebhookInbox) -> None:
+    # Issue 13 (/readyz, /metrics) through the declared WebhookInbox.backlog (issue 20 §2).
+    assert inbox.backlog() == (0, "")
+    before = datetime.now(UTC)
+    inbox.put("guid-1", "issues", b"{}")
+    inbox.put("guid-2", "issues", b"{}")
+    inbox.done("guid-1", "handled")
+    count, oldest = inbox.backlog()
+    assert count == 1
+    if isinstance(inbox, MemoryInbox):
+        assert oldest == ""  # memory keeps no arrival times
+    else:  # ISO-8601 UTC with microseconds, when guid-2 arrived
+        at = datetime.strptime(oldest, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
+        assert before - timedelta(seconds=1) <= at <= datetime.now(UTC)
+    inbox.done("guid-2", "handled")
+    assert inbox.backlog() == (0, "")
 
 
 def test_owed_deliveries_come_back_in_arrival_order_until_done(inbox: WebhookInbox) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from datetime import UTC, datetime
 
 import psycopg
 import pytest
@@ -173,6 +174,20 @@ def test_a_delivery_is_replayed_by_one_replica_only_until_its_lease_runs_out(
     assert first.owed() == []
     second.done("guid-1", "handled")
     assert first.put("guid-1", "issues", b"{}") == "handled"
+
+
+def test_reading_the_backlog_leases_nothing(store: PostgresStore) -> None:
+    # /readyz and /metrics read WebhookInbox.backlog (issue 20 §2); owed() would lease
+    # every row to the replica asking, so the one that took it could not replay it.
+    from bot.ops.health import _inbox_backlog
+    from bridges.postgres.inbox import PostgresInbox
+
+    first, second = PostgresInbox(store, "replica-1"), PostgresInbox(store, "replica-2")
+    first.put("guid-1", "issues", b"{}")
+    store.db().execute("UPDATE inbox SET claimed_by = '', claimed_until = ''")
+    assert second.backlog()[0] == 1
+    assert _inbox_backlog(second, datetime.now(UTC)).depth == 1  # what /readyz reads
+    assert [e.delivery_id for e in first.owed()] == ["guid-1"]  # still free to take
 
 
 def test_replicas_replaying_together_split_the_owed_deliveries(pg_database: str) -> None:
