@@ -68,8 +68,8 @@ def test_simulate_says_what_would_happen_and_writes_nothing(home: Path) -> None:
     assert one.exit_code == 0, one.output
     assert one.output.splitlines()[:3] == [
         f"{ITEM}: @alice's approval at {GATE} would count",
-        f"stays at {GATE} (parked): 1 of 2 approvals: @alice — waiting for @alice, @bob "
-        f"to reply on {GATE}: approved, approved with comments, or changes requested",
+        f"stays at {GATE} (parked): 1 of 2 approvals: @alice — waiting for @bob to reply "
+        f"on {GATE}: approved, approved with comments, or changes requested",
         "approvals: 1 of 2 approvals: @alice"]
     answer = json.loads(stranger.output)
     assert (answer["counted"], answer["reason"], answer["to"]) == (
