@@ -44,6 +44,7 @@ __all__ = [
     "visit_history",
     "skip_provenance",
     "render_table",
+    "render_compact",
     "where",
 ]
 
@@ -519,6 +520,28 @@ def render_table(report: Mapping[str, Any],
         lines.append(row.rstrip())
     lines.extend(_table_footer(report))
     return "\n".join(lines)
+
+
+def render_compact(report: Mapping[str, Any],
+                   paint: Callable[[str, str], str] = _plain) -> str:
+    """The ``check --compact`` text of one report: one line, :func:`render_table`'s heading
+    (item, graph, where it stands, ok), then, when a node is unmet, ``— unmet:`` naming each
+    unmet node that was reached with its status and counting those not reached
+    (``— unmet: design (waiting), 12 not reached``).
+
+    Args:
+        report: from :func:`build_report`.
+        paint: as for :func:`render_table` (applied to the item's status words).
+    """
+    ok = "yes" if report["ok"] else "no"
+    state = paint(where(report["status"], report["currentNode"] or ""), report["status"])
+    line = f"{report['workItem']} — {report['loop']} — {state} — ok: {ok}"
+    unmet = report["unmet"]
+    parts = [f"{u['node']} ({paint(u['status'], u['status'])})" for u in unmet
+             if u["status"] != "not reached"]
+    ahead = sum(1 for u in unmet if u["status"] == "not reached")
+    parts += [f"{ahead} not reached"] if ahead else []
+    return line + (" — unmet: " + ", ".join(parts) if parts else "")
 
 
 def _table_footer(report: Mapping[str, Any]) -> list[str]:

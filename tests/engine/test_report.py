@@ -213,3 +213,12 @@ def test_a_gate_that_sent_the_item_back_is_never_reported_as_passed(
     assert {"node": "gate", "status": word} in report["unmet"]
     [row] = [r.split() for r in render_table(report).splitlines() if r.startswith("  gate ")]
     assert " ".join(row[1:3]) == word and "passed" not in row
+
+
+def test_the_compact_line_names_reached_unmet_nodes_and_counts_the_rest() -> None:
+    from engine.report import render_compact
+
+    state = _state("a", select=_passed("selected"), gate=_passed("changes-requested"))
+    assert render_compact(build_report(GRAPH, state)) == (
+        "acme/widgets#7 — mini — parked at a — ok: no — unmet: a (waiting), gate (changes "
+        "requested), 1 not reached")
