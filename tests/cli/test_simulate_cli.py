@@ -84,6 +84,16 @@ def test_simulate_says_what_would_happen_and_writes_nothing(home: Path) -> None:
     assert real.output.startswith(f"{ITEM}: at design"), real.output
 
 
+def test_a_decision_simulated_on_the_cli_says_so_in_its_effects(home: Path) -> None:
+    # The effects name the surface actually asked (the CLI), not Slack.
+    _at_gate(home)
+    answer = json.loads(run(home, "simulate", ITEM, "--as", "alice", "--approve", GATE,
+                            "--format", "json").output)
+    [echo] = [e for e in answer["effects"] if e.startswith("post-comment ")]
+    assert echo == f"post-comment '✅ **Approved** at `{GATE}` by @alice — from the CLI.'"
+    assert not any("Slack" in e for e in answer["effects"])
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (("--as", "bob"), "loopgate: give either --as LOGIN --approve NODE, or --push PULL=SHA, "
                       "or --codeowners-change FILE"),
