@@ -194,6 +194,21 @@ class ApprovalRule:
         names = self.approvers or tuple(authorized_users)
         return ", ".join(_who(n, owners) for n in names) or "an authorized user"
 
+    def still_who(self, authorized_users: Sequence[str], approved: Iterable[str],
+                  owners: Ownership | None = None) -> str:
+        """Who may still approve, for people: :meth:`who` without the logins in
+        ``approved`` (those already counted this visit: one approval per person, issue 11
+        §2). A team and the ``codeowners`` entry stay (another member may approve).
+
+        Returns:
+            ``@bob, @acme/reviewers``; "" when everyone named has approved.
+        """
+        done = {normalize_login(a) for a in approved}
+        names = self.approvers or tuple(authorized_users)
+        left = [n for n in names
+                if "/" in n or n == CODEOWNERS or normalize_login(n) not in done]
+        return ", ".join(_who(n, owners) for n in left)
+
 
 def _who(name: str, owners: Ownership | None) -> str:
     if name != CODEOWNERS:

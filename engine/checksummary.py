@@ -42,7 +42,7 @@ CUT_NOTE = "… see the details page"
 
 _MARKS = {"passed": "✅", "skipped": "⏭️", "not selected": "➖", "current": "⏳",
           "waiting": "⏳", "blocked": "⛔", "escalated": "❌", "forced past": "⚠️",
-          "not reached": "⚪"}
+          "not reached": "⚪", "changes requested": "⚪", "sent back": "⚪"}
 #: The side exit's node id (``engine.runtime.ESCALATED_NODE``; the runtime imports us).
 ESCALATED_NODE = "escalated"
 _MD_SPECIAL = set("\\`*_[]<>|~#")

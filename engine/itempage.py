@@ -44,10 +44,9 @@ STATES = ("done", "current", "waiting", "skipped", "not-selected", "forced-past"
 PENDING_STATES = ("current", "waiting", "blocked", "escalated")
 _FROM_REPORT = {"passed": "done", "skipped": "skipped", "not selected": "not-selected",
                 "forced past": "forced-past", "not reached": "waiting", "current": "current",
-                "waiting": "current", "blocked": "blocked", "escalated": "escalated"}
-
-#: Outcomes of a gate that sent the item back (it will be walked again).
-_SENT_BACK = ("changes-requested", "stale")
+                "waiting": "current", "blocked": "blocked", "escalated": "escalated",
+                # a gate that sent the item back (engine.report.SENT_BACK) is ahead again
+                "changes requested": "waiting", "sent back": "waiting"}
 
 #: Layout units (SVG user units, ~CSS px at 1:1): a node's box, the row pitch, the column
 #: pitch, the room left of the boxes and per back-edge lane right of them.
@@ -229,8 +228,6 @@ def _nodes(graph: Graph, report: Mapping[str, Any]) -> list[dict[str, Any]]:
         if node.id == ESCALATED_NODE and line["status"] == "not reached":
             continue  # the side exit, drawn only when the item went there
         state = node_state(line["status"])
-        if state == "done" and line["outcome"] in _SENT_BACK:
-            state = "waiting"  # it sent the item back: it is ahead again, not done
         out.append({"id": node.id, "description": node.description, "actor": node.actor,
                     "phase": node.phase, "terminal": node.terminal,
                     "state": state, "status": line["status"], "provenance": line["detail"],

@@ -48,24 +48,20 @@ from engine.hooks.common import posted_by_loopgate
 from engine.hooks.quiz import reason_once_posted
 from engine.mergegate import (
     FAILURE,
-    SUCCESS,
     SURFACE_KEY,
     GateCheck,
     bind_to_head,
     combine,
-    group_check,
-    queue_pulls,
 )
 from engine.ports import (
     SELF_MARKER,
     Comment,
-    MergeQueue,
     Ports,
     PullRequest,
     TrackerError,
     merge_queue,
 )
-from engine.queuegroup import GroupCommit, queue_branch, unaccounted, why_unaccounted
+from engine.queuegroup import group_verdict, read_group
 from engine.refs import WorkItemRef
 from engine.reviewers import record_result as record_reviews
 from engine.reviewers import send as send_reviews
@@ -246,54 +242,6 @@ def _pull_in_group(ports: Ports, store: Store | None, owner: str, repo: str,
     return combine(checks), head
 
 
-def _group_commits(effect: PublishMergeGroup, queue: MergeQueue) -> list[GroupCommit] | str:
-    # The group's commits, base..head, every one; or why they could not all be read (a
-    # transient failure raises: the effect is retried and the queue waits).
-    if not effect.base_sha:
-        return []
-    try:
-        return list(queue.merge_group_commit_list(effect.target.owner, effect.target.repo,
-                                                  effect.base_sha, effect.head_sha))
-    except TrackerError as exc:
-        if not exc.permanent:
-            raise
-        return f"could not read every commit of the group ({exc})"
-
-
-def _group_unaccounted(effect: PublishMergeGroup, queue: MergeQueue,
-                       commits: list[GroupCommit], heads: Mapping[int, str]) -> str:
-    # The rebase gap of issue 19 §4: every commit of base..head must be brought by a pull
-    # request checked above, or the group fails naming the commit (engine.queuegroup).
-    owner, repo = effect.target.owner, effect.target.repo
-    left = unaccounted(commits, heads)
-    if left is not None:
-        # Only a rebase-method group needs each pull request's own commits.
-        left = unaccounted(commits, heads, {n: queue.pull_request_commits(owner, repo, n)
-                                            for n in heads})
-    return why_unaccounted(left) if left is not None else ""
-
-
-def _queued_pulls(effect: PublishMergeGroup, queue: MergeQueue) -> list[int]:
-    # The merge queue's own list of the group's pull requests ([] when unknown).
-    branch = queue_branch(effect.head_ref)
-    if not branch:
-        return []
-    return list(queue.merge_queue_pulls(effect.target.owner, effect.target.repo, branch,
-                                        effect.head_sha))
-
-
-def _group_verdict(effect: PublishMergeGroup, queue: MergeQueue,
-                   commits: list[GroupCommit] | str,
-                   per_pull: Mapping[int, tuple[GateCheck, str]]) -> GateCheck:
-    # Every identified pull request covered on its head, then every commit accounted for.
-    check = group_check([(n, c) for n, (c, _) in per_pull.items()])
-    if check.state != SUCCESS:
-        return check
-    why = commits if isinstance(commits, str) else _group_unaccounted(
-        effect, queue, commits, {n: h for n, (_, h) in per_pull.items()})
-    return GateCheck(FAILURE, why, check.summary) if why else check
-
-
 def _publish_group(effect: PublishMergeGroup, ports: Ports, store: Store | None) -> Outcome:
     """Answer a merge queue's ``checks_requested`` on the group's commit (issue 19 §4):
     ``success`` only when every identified pull request is covered on its head and every
@@ -302,14 +250,13 @@ def _publish_group(effect: PublishMergeGroup, ports: Ports, store: Store | None)
     queue = merge_queue(ports.tracker)
     if queue is None:
         return Outcome(FAILED_OUTCOME, error="this tracker has no merge queue")
-    commits = _group_commits(effect, queue)
-    messages = [c.message for c in commits] if isinstance(commits, list) else []
-    numbers = queue_pulls(effect.head_ref, messages) or [effect.target.number]
-    # The queue's own list too: a rebase-method group's commits name no pull request, and a
-    # commit title can name one that is not in the group at all.
-    numbers += [n for n in _queued_pulls(effect, queue) if n not in numbers]
+    # One rule with verify --sha (engine.queuegroup): the group's pull requests from its
+    # ref, its commit titles and the queue's own list; then every commit accounted for.
+    group = read_group(queue, owner, repo, head_ref=effect.head_ref, base_sha=effect.base_sha,
+                       head_sha=effect.head_sha, fallback=effect.target.number)
+    numbers = list(group.numbers)
     per_pull = {n: _pull_in_group(ports, store, owner, repo, n) for n in numbers}
-    check = _group_verdict(effect, queue, commits, per_pull)
+    check = group_verdict(queue, owner, repo, group.commits, per_pull)
     where = queue.publish_commit_check(effect.target, effect.head_sha, check)
     return Outcome(DONE_OUTCOME, {"group": effect.head_sha, "state": check.state,
                                   "pulls": numbers, **dict(where or {})})

@@ -24,7 +24,10 @@ one of three shapes:
 A rebase group's commits name no pull request: besides ``head_ref`` and the titles, the
 performer asks the queue which pull requests the group holds (GraphQL ``mergeQueue``).
 
-Pure: the performer reads the commits through the tracker and hands them here.
+The group's verdict is one rule with two callers: the performer answering
+``checks_requested`` and ``loopgate verify --sha`` re-deriving it (:func:`read_group` names
+the group's pull requests and reads its commits, :func:`group_verdict` judges them). Both
+reach GitHub only through the :class:`~engine.ports.MergeQueue` port handed in.
 """
 
 from __future__ import annotations
@@ -32,8 +35,16 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-__all__ = ["GroupCommit", "unaccounted", "why_unaccounted", "queue_branch"]
+from engine.mergegate import FAILURE, SUCCESS, GateCheck, group_check, queue_pulls
+from engine.ports import TrackerError
+
+if TYPE_CHECKING:  # types only: engine.ports names GroupCommit for its own annotations
+    from engine.ports import MergeQueue
+
+__all__ = ["GroupCommit", "GroupRead", "unaccounted", "why_unaccounted", "queue_branch",
+           "read_group", "group_verdict"]
 
 _QUEUE_REF = re.compile(
     r"^(?:refs/heads/)?gh-readonly-queue/(?P<base>.+)/pr-[1-9][0-9]*-[0-9a-f]+$")
@@ -160,3 +171,102 @@ def queue_branch(head_ref: str) -> str:
     when it is no merge queue ref."""
     match = _QUEUE_REF.match((head_ref or "").strip())
     return match["base"] if match else ""
+
+
+# -- the group's verdict: one rule for the performer and for verify -------------------------
+@dataclass(frozen=True)
+class GroupRead:
+    """What a merge group holds, as read from the tracker now.
+
+    Attributes:
+        numbers: the pull requests in the group: ``head_ref``'s first, then those the
+            commit titles name (merge and squash methods), then those the queue's own list
+            names (a rebase-method group's titles name none); no duplicates.
+        commits: every commit of ``base_sha..head_sha``, oldest first; or the one line
+            saying why they could not all be read (a permanent failure: the group fails).
+    """
+
+    numbers: tuple[int, ...]
+    commits: tuple[GroupCommit, ...] | str
+
+
+def _read_commits(queue: MergeQueue, owner: str, repo: str, base_sha: str,
+                  head_sha: str) -> tuple[GroupCommit, ...] | str:
+    if not base_sha:
+        return ()
+    try:
+        return tuple(queue.merge_group_commit_list(owner, repo, base_sha, head_sha))
+    except TrackerError as exc:
+        if not exc.permanent:
+            raise
+        return f"could not read every commit of the group ({exc})"
+
+
+def read_group(queue: MergeQueue, owner: str, repo: str, *, head_ref: str, base_sha: str,
+               head_sha: str, fallback: int) -> GroupRead:
+    """Read merge group ``base_sha..head_sha`` of ``owner/repo`` (issue 19 §4).
+
+    Args:
+        queue: the tracker's merge-queue port.
+        owner, repo: the repository.
+        head_ref: ``merge_group.head_ref`` (platform-facts F1).
+        base_sha, head_sha: the group's base and head commits ("" base: no commits read).
+        fallback: the pull request number to name when neither the ref, the titles nor the
+            queue names one (the one the delivery was routed to).
+
+    Returns:
+        The :class:`GroupRead`.
+
+    Raises:
+        TrackerError: a transient read failure (the caller retries or reports GitHub
+            unreachable; never a verdict from half a group).
+    """
+    commits = _read_commits(queue, owner, repo, base_sha, head_sha)
+    messages = [c.message for c in commits] if not isinstance(commits, str) else []
+    numbers = queue_pulls(head_ref, messages) or [fallback]
+    branch = queue_branch(head_ref)
+    if branch:
+        # The queue's own list too: a rebase-method group's commits name no pull request,
+        # and a commit title can name one that is not in the group at all.
+        queued = queue.merge_queue_pulls(owner, repo, branch, head_sha)
+        numbers += [n for n in queued if n not in numbers]
+    return GroupRead(tuple(numbers), commits)
+
+
+def _unaccounted_line(queue: MergeQueue, owner: str, repo: str,
+                      commits: Sequence[GroupCommit], heads: Mapping[int, str]) -> str:
+    left = unaccounted(commits, heads)
+    if left is not None:
+        # Only a rebase-method group needs each pull request's own commits.
+        left = unaccounted(commits, heads, {n: queue.pull_request_commits(owner, repo, n)
+                                            for n in heads})
+    return why_unaccounted(left) if left is not None else ""
+
+
+def group_verdict(queue: MergeQueue, owner: str, repo: str,
+                  commits: Sequence[GroupCommit] | str,
+                  per_pull: Mapping[int, tuple[GateCheck, str]]) -> GateCheck:
+    """The ``loopgate`` check of a merge group (issue 19 §4): :func:`~engine.mergegate.
+    group_check` over each pull request's check, then every commit accounted for.
+
+    Args:
+        queue: the tracker's merge-queue port (a rebase-method group reads each pull
+            request's own commits through ``pull_request_commits``).
+        owner, repo: the repository.
+        commits: :attr:`GroupRead.commits`.
+        per_pull: ``{number: (its check bound to its head, that head sha or "")}`` for
+            every number of :attr:`GroupRead.numbers`, in that order.
+
+    Returns:
+        ``success`` only when every pull request is covered on its head and every commit
+        of the group is accounted for by one of them; ``failure`` naming why otherwise.
+
+    Raises:
+        TrackerError: a pull request's commits could not be read.
+    """
+    check = group_check([(n, c) for n, (c, _) in per_pull.items()])
+    if check.state != SUCCESS:
+        return check
+    why = commits if isinstance(commits, str) else _unaccounted_line(
+        queue, owner, repo, commits, {n: h for n, (_, h) in per_pull.items()})
+    return GateCheck(FAILURE, why, check.summary) if why else check

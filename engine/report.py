@@ -2,7 +2,10 @@
 
 Status words (issue 2 §4): ``passed``, ``skipped`` (with provenance), ``not selected``,
 ``waiting``, ``blocked`` (reason), ``escalated``, ``not reached``, ``current``, and
-``forced past`` for a node the pointer was moved off by ``force`` (never a pass).
+``forced past`` for a node the pointer was moved off by ``force`` (never a pass); a gate
+whose latest visit sent the item back reads ``changes requested`` (outcome
+``changes-requested``) or ``sent back`` (a quiz gone ``stale``): it is ahead of the item
+again and unmet, never passed (the details page draws it waiting).
 
 Rules the report keeps (opt-in design, "Security design"):
 
@@ -23,7 +26,7 @@ from typing import Any, NamedTuple
 from engine.dispatch import report as agent_report
 from engine.effects import FAILED, PENDING, RUNNING, EffectRow
 from engine.graph.model import Graph, Node
-from engine.outcomes import SKIPPED
+from engine.outcomes import CHANGES_REQUESTED, SKIPPED, STALE
 from engine.reviewers import summary_lines
 from engine.runtime import ESCALATED_NODE, NOT_SELECTED, declared_skips, is_selected
 from engine.state import STATE_VERSION, ItemState, ItemStatus
@@ -32,6 +35,7 @@ from engine.visits import Visit, visits_to_json
 __all__ = [
     "NOT_SELECTED_LINE",
     "SATISFIED",
+    "SENT_BACK",
     "build_report",
     "compact_line",
     "LINE_DEFAULTS",
@@ -40,6 +44,7 @@ __all__ = [
     "visit_history",
     "skip_provenance",
     "render_table",
+    "render_compact",
     "where",
 ]
 
@@ -48,6 +53,9 @@ NO_DECLARATION_LINE = "recorded as skipped, but no declaration is on record"
 NOT_STARTED = "not started"
 #: Status words that satisfy a node (anything else on a non-terminal node is unmet).
 SATISFIED = ("passed", "skipped", "not selected")
+#: The status word of a gate whose latest visit ended with an outcome that sends the item
+#: back: it waits to be walked again (never "passed").
+SENT_BACK = {CHANGES_REQUESTED: "changes requested", STALE: "sent back"}
 
 
 def skip_provenance(skip: Mapping[str, Any]) -> str:
@@ -126,6 +134,9 @@ class _Reader:
             return _Line("escalated", record.last_block)
         if record is not None and record.exited_at and record.outcome:
             note = _decision_note(state.visit(node.id))
+            if record.outcome in SENT_BACK:
+                return _Line(SENT_BACK[record.outcome], f"outcome {record.outcome}{note}; the "
+                             "item went back: this gate waits to be walked again")
             return _Line("passed", f"outcome {record.outcome}{note}", True)
         if record is not None and record.exited_at and record.forced:
             return _Line("forced past", "moved past by force: never passed")
@@ -509,6 +520,28 @@ def render_table(report: Mapping[str, Any],
         lines.append(row.rstrip())
     lines.extend(_table_footer(report))
     return "\n".join(lines)
+
+
+def render_compact(report: Mapping[str, Any],
+                   paint: Callable[[str, str], str] = _plain) -> str:
+    """The ``check --compact`` text of one report: one line, :func:`render_table`'s heading
+    (item, graph, where it stands, ok), then, when a node is unmet, ``— unmet:`` naming each
+    unmet node that was reached with its status and counting those not reached
+    (``— unmet: design (waiting), 12 not reached``).
+
+    Args:
+        report: from :func:`build_report`.
+        paint: as for :func:`render_table` (applied to the item's status words).
+    """
+    ok = "yes" if report["ok"] else "no"
+    state = paint(where(report["status"], report["currentNode"] or ""), report["status"])
+    line = f"{report['workItem']} — {report['loop']} — {state} — ok: {ok}"
+    unmet = report["unmet"]
+    parts = [f"{u['node']} ({paint(u['status'], u['status'])})" for u in unmet
+             if u["status"] != "not reached"]
+    ahead = sum(1 for u in unmet if u["status"] == "not reached")
+    parts += [f"{ahead} not reached"] if ahead else []
+    return line + (" — unmet: " + ", ".join(parts) if parts else "")
 
 
 def _table_footer(report: Mapping[str, Any]) -> list[str]:

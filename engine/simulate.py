@@ -39,8 +39,9 @@ __all__ = ["DECISION_WORDS", "DryTracker", "DryNotifier", "Simulation", "CodeOwn
 DECISION_WORDS = {APPROVED: "approved", APPROVED_WITH_COMMENTS: "approved with comments",
                   CHANGES_REQUESTED: "changes requested"}
 
-#: ``via`` of the simulated decision: the shipped chat surface's name (data, as stored
-#: by a real click; it only names where the echo says the decision came from).
+#: ``via`` of a simulated decision when the caller names no surface: the shipped chat
+#: surface's name (data, as stored by a real click; it only names where the echo says the
+#: decision came from). The CLI and the web API pass their own (``cli``, ``web``).
 SIMULATED_VIA = "slack"
 
 #: Tracker methods that only read; every other call is recorded and not sent.
@@ -302,7 +303,8 @@ def change_path(path: str) -> str:
 
 def simulate_decision(graph: Graph, store: Store, ports: Ports, settings: EngineSettings,
                       ref: WorkItemRef, login: str, node: str,
-                      outcome: str = APPROVED, changes: Sequence[str] = ()) -> Simulation:
+                      outcome: str = APPROVED, changes: Sequence[str] = (),
+                      via: str = SIMULATED_VIA) -> Simulation:
     """What ``login`` answering ``outcome`` at gate ``node`` of ``ref`` would do.
 
     Args:
@@ -317,6 +319,8 @@ def simulate_decision(graph: Graph, store: Store, ports: Ports, settings: Engine
         changes: paths the delivering pull requests are said to change too
             (``--codeowners-change``): the code owners are recomputed with them and shown
             (:attr:`Simulation.owners`), and the gate decides with them.
+        via: the surface the simulation was asked on (``cli``, ``web``, ``slack``): the
+            decision is simulated as made there, so the effects' echo names it.
 
     Returns:
         The :class:`Simulation`. A decision for a node the item is not at answers nothing
@@ -336,7 +340,7 @@ def simulate_decision(graph: Graph, store: Store, ports: Ports, settings: Engine
                                 f"the item is at {before.current_node}, not {node}: the "
                                 "decision would answer no gate"),
                        changes=tuple(changes), owners=owners)
-    result = runtime.advance(ref, ev.Decision(node, outcome, name, via=SIMULATED_VIA))
+    result = runtime.advance(ref, ev.Decision(node, outcome, name, via=via or SIMULATED_VIA))
     counted, reason = _verdict(node, name, result)
     return replace(_summary(ref, node, name, before, result.state, copy, counted, reason,
                             graph, settings, dry), changes=tuple(changes), owners=owners)

@@ -722,12 +722,20 @@ def pull_check(found: Sequence[tuple[ItemState | None, Verification | None]],
     return combine(checks)
 
 
-def group_finding(sha: str, per_pull: Sequence[tuple[int, GateCheck]],
+def group_finding(sha: str, per_pull: Sequence[tuple[int, GateCheck]] | GateCheck,
                   published: PublishedCheck | None) -> CheckFinding:
-    """The ``loopgate`` check of a merge group commit ``sha``: what
-    :func:`~engine.mergegate.group_check` gives over each pull request's re-derived check
-    (:func:`pull_check`), against what GitHub shows on ``sha``."""
-    expected = group_check(per_pull)
+    """The ``loopgate`` check of a merge group commit ``sha`` as re-derived, against what
+    GitHub shows on ``sha``.
+
+    Args:
+        sha: the group's head commit.
+        per_pull: the re-derived group verdict (:func:`engine.queuegroup.group_verdict`
+            over each pull request's :func:`pull_check`: the performer's own rule, every
+            commit accounted for); or, as before, ``[(number, pull_check)]`` alone, judged
+            by :func:`~engine.mergegate.group_check` (no commit accounting).
+        published: what GitHub shows on ``sha`` (None: no ``loopgate`` check).
+    """
+    expected = per_pull if isinstance(per_pull, GateCheck) else group_check(per_pull)
     shown = published.state if published is not None else ""
     diffs: tuple[str, ...] = ()
     if shown != expected.state:

@@ -30,6 +30,8 @@ STYLES: Mapping[str, Mapping[str, Any]] = {
     "not selected": {"fg": "cyan", "dim": True},
     "current": {"fg": "yellow"},
     "waiting": {"fg": "yellow"},
+    "changes requested": {"fg": "yellow"},
+    "sent back": {"fg": "yellow"},
     "running": {"fg": "yellow"},
     "parked": {"fg": "yellow"},
     "blocked": {"fg": "red"},

@@ -30,6 +30,7 @@ from engine.refs import WorkItemRef
 from engine.report import (
     build_report,
     compact_line,
+    render_compact,
     render_history,
     render_table,
     visit_history,
@@ -435,12 +436,15 @@ def _byte_writer(out: Any) -> Callable[[bytes], Any]:
 
 
 def _emit_table(reports: Iterable[dict[str, Any]], fail_on: str | None, *, color: bool,
-                summary: Summary | None, history: bool = False) -> bool:
+                summary: Summary | None, history: bool = False, compact: bool = False) -> bool:
     failed, any_report = False, False
     paint = painter(color)
     for i, report in enumerate(reports):
         any_report = True
-        click.echo(("\n" if i else "") + render_table(report, paint), color=color)
+        if compact:  # one line per item, no blank line between them
+            click.echo(render_compact(report, paint), color=color)
+        else:
+            click.echo(("\n" if i else "") + render_table(report, paint), color=color)
         if history:
             click.echo(_history_text(report))
         failed = fails(report, fail_on) or failed
@@ -484,10 +488,11 @@ def _check_filters(services: Services, item: WorkItemRef | None, all_items: bool
               help="Also list every visit to every node, oldest first, each with its own "
                    "decision (JSON: the report's history key).")
 @click.option("--compact", is_flag=True,
-              help="With --format json: leave out `decisions` (each node's is the decision of "
-                   "its last entry under `visits`), and node lines leave out detail, "
-                   "outcome, attempts and forced when they hold their defaults (\"\", \"\", "
-                   "0, false).")
+              help="Text: one line per item (where it stands, ok, its unmet nodes; --all "
+                   "still ends with the summary table). With --format json: leave out "
+                   "`decisions` (each node's is the decision of its last entry under "
+                   "`visits`), and node lines leave out detail, outcome, attempts and forced "
+                   "when they hold their defaults (\"\", \"\", 0, false).")
 @click.pass_obj
 def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
           recompute: bool, fail_on: str | None, node: str | None, status: str | None,
@@ -512,7 +517,7 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
     else:
         summary = Summary([n.id for n in services.graph.ordered()]) if all_items else None
         failed = _emit_table(reports, fail_on, color=use_color(color), summary=summary,
-                             history=history)
+                             history=history, compact=compact)
     if failed:
         raise SystemExit(1)
 

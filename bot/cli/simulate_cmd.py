@@ -88,7 +88,8 @@ def simulate_command(obj: CliContext, item: str, login: str | None, node: str | 
             known_node(services.graph, node, "--approve")
             result = simulate.simulate_decision(services.graph, services.store,
                                                 services.ports, services.settings, ref,
-                                                str(login), node, outcome, paths)
+                                                str(login), node, outcome, paths,
+                                                via="cli")
         elif heads:
             result = simulate.simulate_push(services.graph, services.store, services.ports,
                                             services.settings, ref, heads, paths)

@@ -125,18 +125,26 @@ def _merge_groups(services: Services, sha: str) -> list[Any]:
 
 
 def _verify_group(services: Services, group: Any) -> list[Verification]:
-    """Each item of each pull request in ``group``, then the group commit's check."""
+    """Each item of each pull request in ``group``, then the group commit's check: the
+    performer's own rule (:func:`engine.queuegroup.read_group` names the pull requests —
+    ref, commit titles and the queue's own list — and :func:`engine.queuegroup.group_verdict`
+    accounts for every commit) over the re-derived checks."""
     from bridges.github.audit import AuditSource
-    from engine.mergegate import FAILURE, GateCheck, queue_pulls
+    from engine.mergegate import FAILURE, GateCheck
+    from engine.ports import merge_queue
+    from engine.queuegroup import group_verdict, read_group
     from engine.verify import group_finding, pull_check
 
     tracker = _github(services)
+    queue = merge_queue(tracker)
+    if queue is None:
+        raise LoopgateError("this tracker has no merge queue: a merge group cannot be verified")
     owner, repo = group.target.owner, group.target.repo
-    messages = (tracker.merge_group_commits(owner, repo, group.base_sha, group.head_sha)
-                if group.base_sha else [])
+    read = read_group(queue, owner, repo, head_ref=group.head_ref, base_sha=group.base_sha,
+                      head_sha=group.head_sha, fallback=group.target.number)
     out: list[Verification] = []
-    per_pull: list[tuple[int, GateCheck]] = []
-    for number in queue_pulls(group.head_ref, messages) or [group.target.number]:
+    per_pull: dict[int, tuple[GateCheck, str]] = {}
+    for number in read.numbers:
         refs = [WorkItemRef(owner, repo, n)
                 for n in tracker.items_for_pull_request(owner, repo, number)]
         found = [(services.store.load(ref), verify_one(services, ref, pulls=[number]))
@@ -144,11 +152,13 @@ def _verify_group(services: Services, group: Any) -> list[Verification]:
         out.extend(v for _, v in found if v is not None)
         pull = next((p for ref in refs[:1] for p in tracker.delivering_pull_requests(ref)
                      if p.number == number and p.state == "open"), None)
-        per_pull.append((number, GateCheck(FAILURE, f"#{number} delivers no open work item")
-                         if pull is None else pull_check(found, [str(r) for r in refs], pull)))
+        per_pull[number] = ((GateCheck(FAILURE, f"#{number} delivers no open work item"), "")
+                            if pull is None else
+                            (pull_check(found, [str(r) for r in refs], pull), pull.head_sha))
+    expected = group_verdict(queue, owner, repo, read.commits, per_pull)
     published = AuditSource(tracker, services.settings).published_check(owner, repo,
                                                                         group.head_sha)
-    finding = group_finding(group.head_sha, per_pull, published)
+    finding = group_finding(group.head_sha, expected, published)
     out.append(Verification(f"{owner}/{repo} merge group", checks=(finding,)))
     return out
 

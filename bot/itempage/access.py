@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
-from urllib.parse import urlencode, urlsplit
+from urllib.parse import urlencode, urljoin, urlsplit
 
 import requests
 from cryptography.fernet import Fernet, InvalidToken
@@ -55,6 +55,11 @@ MIN_SECRET_CHARS = 32
 #: How long a started sign-in may take on GitHub's page (seconds); GitHub's own codes
 #: expire after 10 minutes too.
 STATE_SECONDS = 600
+#: Redirects GitHub answers on the REST API: 301 permanent (a renamed or transferred
+#: repository), 302 and 307 temporary (docs.github.com REST "Troubleshooting" and "Best
+#: practices for using the REST API": follow redirects); 308 read the same way.
+_REDIRECTS = (301, 302, 307, 308)
+
 #: Seconds any call to GitHub may take before the page answers 503.
 TIMEOUT = 10.0
 _API_HEADERS = {"Accept": "application/vnd.github+json", "X-GitHub-Api-Version": "2022-11-28",
@@ -308,13 +313,21 @@ class GitHubUsers:
         the answer's ``permissions`` for the signed-in person has ``push``, ``maintain`` or
         ``admin`` true (docs.github.com REST "Get a repository"); 404 (private and not
         theirs, or no such repository) or a 403 without a rate limit (e.g. an
-        organisation's SSO not authorized): neither.
+        organisation's SSO not authorized): neither. A renamed (or transferred) repository
+        answers 301 with a ``Location`` on the API, its address by id: that one redirect is
+        followed, with the person's token, only to the same API host and path prefix, and
+        the same rule read from its answer.
 
         Raises:
             TokenRejected: 401.
-            GitHubUnavailable: a rate limit, 5xx or no answer (fail closed).
+            GitHubUnavailable: a rate limit, 5xx or no answer, a redirect to anywhere else
+                or a second redirect (fail closed).
         """
         answer = self._api(token, f"/repos/{owner}/{repo}")
+        if answer.status_code in _REDIRECTS:
+            answer = self._get(token, self._redirect_target(answer))
+            if answer.status_code in _REDIRECTS:
+                raise GitHubUnavailable("GET /repos/{owner}/{repo} was redirected twice")
         if answer.status_code == 200:
             granted = (_json(answer) or {}).get("permissions")
             return True, isinstance(granted, dict) and any(
@@ -348,11 +361,32 @@ class GitHubUsers:
         return bool(answer.status_code == 204)
 
     def _api(self, token: str, path: str) -> Any:
-        answer = self._call("GET", f"{self._signin.api_url}{path}",
+        return self._get(token, f"{self._signin.api_url}{path}")
+
+    def _get(self, token: str, url: str) -> Any:
+        answer = self._call("GET", url,
                             headers={**_API_HEADERS, "Authorization": f"Bearer {token}"})
         if answer.status_code == 401:
             raise TokenRejected("GitHub no longer accepts this sign-in")
         return answer
+
+    def _redirect_target(self, answer: Any) -> str:
+        """Where a redirect points, when it stays on the API (same scheme, host and port,
+        under the API's path: GitHub Enterprise Server's ``/api/v3`` too); the person's
+        token is never sent anywhere else.
+
+        Raises:
+            GitHubUnavailable: no ``Location``, or one off the API (fail closed: 503).
+        """
+        base = urlsplit(self._signin.api_url)
+        location = str(answer.headers.get("Location") or "").strip()
+        target = urlsplit(urljoin(self._signin.api_url + "/", location)) if location else None
+        prefix = base.path.rstrip("/") + "/"
+        if target is None or (target.scheme.lower(), target.netloc.lower()) != (
+                base.scheme.lower(), base.netloc.lower()) or not target.path.startswith(prefix):
+            raise GitHubUnavailable(f"GitHub answered {answer.status_code} with a redirect "
+                                    "off its API: not followed")
+        return target.geturl()
 
     def _call(self, method: str, url: str, **kwargs: Any) -> Any:
         try:

@@ -71,6 +71,9 @@ if TYPE_CHECKING:  # types only: bot.services imports what it wires
 __all__ = ["simulate_blueprint", "SimulateRequest", "parse_request", "MAX_BODY", "PER_MINUTE",
            "Throttle"]
 
+#: The surface a simulated decision is made on (its echo says "from the web").
+WEB_VIA = "web"
+
 #: The largest body taken (bytes).
 MAX_BODY = 16 * 1024
 _LOGIN = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$")
@@ -312,7 +315,8 @@ def _run(services: Services, asked: SimulateRequest) -> simulate.Simulation:
     if asked.node:
         return simulate.simulate_decision(services.graph, services.store, services.ports,
                                           services.settings, asked.ref, asked.login,
-                                          asked.node, asked.outcome, asked.changes)
+                                          asked.node, asked.outcome, asked.changes,
+                                          via=WEB_VIA)
     if asked.heads:
         return simulate.simulate_push(services.graph, services.store, services.ports,
                                       services.settings, asked.ref, asked.heads,

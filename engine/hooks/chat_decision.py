@@ -47,9 +47,15 @@ def from_chat(via: str | None) -> bool:
     return bool(via) and via != VIA_REPLY
 
 
+#: How the thread names a surface whose name does not read capitalised (the CLI and the
+#: details page's simulate API name themselves so when they simulate a decision).
+_LABELS = {"cli": "the CLI", "web": "the web"}
+
+
 def surface_label(via: str) -> str:
-    """How the thread names the surface ``via`` came from (``slack`` → ``Slack``)."""
-    return via[:1].upper() + via[1:]
+    """How the thread names the surface ``via`` came from (``slack`` → ``Slack``, ``cli``
+    → ``the CLI``, ``web`` → ``the web``)."""
+    return _LABELS.get(via) or via[:1].upper() + via[1:]
 
 
 def decision_marker(node: str) -> str:

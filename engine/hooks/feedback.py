@@ -336,9 +336,14 @@ def _refusal_note(reason: str) -> str:
 
 def _waiting_reason(ctx: HookContext, count: GateCount | None = None) -> str:
     rule = gate_rule(ctx)
-    who = rule.who(ctx.settings.authorized_users)
+    # Only who may still approve: someone already counted this visit cannot add a second
+    # approval (the tally before the dash names them).
+    approved = [a.by for a in count.tally.approvals] if count is not None else []
+    who = rule.still_who(ctx.settings.authorized_users, approved)
     reason = (f"waiting for {who} to reply on {ctx.node.id}: "
-              "approved, approved with comments, or changes requested")
+              "approved, approved with comments, or changes requested" if who else
+              f"waiting on {ctx.node.id}: everyone the rule names has approved and it asks "
+              "for more approvals")
     if count is not None and (rule.approvals > 1 or count.tally.approvals):
         reason = f"{count.tally.summary()} — {reason}"
     refused: dict[str, str] = {}

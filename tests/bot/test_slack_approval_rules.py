@@ -102,9 +102,10 @@ def _recorded(world: SlackWorld) -> list[tuple[str, str, str]]:
     return [(a["by"], a["outcome"], a["via"]) for a in entry["approvals"]]
 
 
-def _still_waits(count: str) -> str:
-    return (f"`{GATE}` took your answer and still waits: {count} — waiting for @alice, "
-            f"@carol to reply on {GATE}: approved, approved with comments, or changes "
+def _still_waits(count: str, who: str = "@carol") -> str:
+    # The wait names only who may still approve (the one counted is in the tally).
+    return (f"`{GATE}` took your answer and still waits: {count} — waiting for {who} "
+            f"to reply on {GATE}: approved, approved with comments, or changes "
             "requested.")
 
 

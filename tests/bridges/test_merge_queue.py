@@ -348,3 +348,66 @@ def test_a_commit_title_naming_a_covered_pull_request_outside_the_group_is_no_co
     _deliver(world, group)
     assert (_status(world, group)["state"], _status(world, group)["description"]) == (
         "failure", f"#{sneaky} is not covered: #{sneaky} delivers no work item")
+
+
+# -- verify --sha re-derives the group with the performer's own rule ------------------------
+def _group_findings(world: GitHubWorld, group: dict) -> tuple[list[str], object]:
+    from bot.cli.verify_cmd import verify_sha
+
+    found = verify_sha(world.services, group["head_sha"])
+    *items, last = found
+    [finding] = last.checks
+    return [v.ref for v in items], finding
+
+
+def test_verify_agrees_with_the_performer_on_a_rebase_group(world: GitHubWorld) -> None:
+    # Rebase method: the pull requests' own commits replayed one by one (new shas, GitHub as
+    # committer, no merge commit), so no title names a pull request; only the queue's own
+    # list names the one queued ahead. verify must name the same pull requests and account
+    # for the same commits as the performer did.
+    world.serve()
+    first_ref, first = _approved_item(world)
+    second_ref, second = _approved_item(world, "Add a gadget")
+    group = world.fake.queue(REPO, [first, second], method="rebase")
+    commits = world.fake.queue_commits(REPO, group)
+    assert all(c["committer"]["name"] == "GitHub" and len(c["parents"]) == 1
+               for c in commits)
+    _deliver(world, group)
+    assert _status(world, group)["state"] == SUCCESS
+    refs, finding = _group_findings(world, group)
+    assert sorted(refs) == sorted([str(second_ref), str(first_ref)])
+    assert (finding.published, finding.expected, finding.agrees) == (SUCCESS, SUCCESS, True)
+
+
+def test_verify_agrees_with_the_performer_failing_a_rebase_group(world: GitHubWorld) -> None:
+    # An unlinked pull request queued ahead rides in a rebase group: its replayed commits
+    # name no pull request, the queue's list does. The performer fails the group naming it;
+    # verify re-derives the same failure (it agrees) instead of a success from head_ref alone.
+    world.serve()
+    _, pr = _approved_item(world)
+    sneaky = world.fake.open_pr(REPO, "mallory-tweak", author="mallory")
+    world.fake.push(REPO, sneaky, message="Tweak the widget limits")
+    group = world.fake.queue(REPO, [sneaky, pr], method="rebase")
+    _deliver(world, group)
+    assert _status(world, group)["state"] == "failure"
+    _, finding = _group_findings(world, group)
+    assert (finding.published, finding.expected, finding.agrees) == ("failure", "failure", True)
+
+
+def test_verify_names_a_rebase_groups_unaccounted_commit_as_the_performer_does(
+        world: GitHubWorld) -> None:
+    # The queue's list is empty and one replayed commit is nobody's: the performer fails on
+    # commit accounting; verify must account for the commits too, not stop at the titles.
+    world.serve()
+    _, pr = _approved_item(world)
+    group = world.fake.queue(REPO, [pr], method="rebase")
+    commits = world.fake.queue_commits(REPO, group)
+    commits.insert(0, {**commits[-1], "sha": "e" * 40, "parents": [group["base_sha"]],
+                       "message": "Sneak in a change"})
+    _deliver(world, group)
+    status = _status(world, group)
+    assert (status["state"], status["description"]) == (
+        "failure", "commit eeeeeee (\"Sneak in a change\") is not accounted for by any pull "
+                   "request loopgate identified in the group")
+    _, finding = _group_findings(world, group)
+    assert (finding.published, finding.expected, finding.agrees) == ("failure", "failure", True)

@@ -132,3 +132,26 @@ def test_check_node_without_all_says_the_filters_need_all(home: Path) -> None:
                              "ITEM (see `loopgate check --help`)\n")
     status = script(home, "check", "--status", "parked")
     assert "--node and --status filter --all" in status.stderr
+
+
+def test_check_all_compact_text_is_one_line_per_item_then_the_summary(home: Path) -> None:
+    # --compact in text mode was ignored (the full table per item); it is one line per item:
+    # where it stands, ok, the unmet nodes reached (with their status) and a count of the
+    # rest; --all still ends with the summary table.
+    _three_items(home)
+    result = script(home, "check", "--all", "--compact")
+    assert result.returncode == 0, result.stderr
+    loop = "pdlc-work-item-loop"
+    assert result.stdout.splitlines() == [
+        f"acme/widgets#1 — {loop} — parked at phase-selection — ok: no — unmet: "
+        "phase-selection (waiting), 20 not reached",
+        f"acme/widgets#2 — {loop} — parked at phase-selection — ok: no — unmet: "
+        "phase-selection (waiting), 20 not reached",
+        f"acme/widgets#3 — {loop} — complete — ok: no — unmet: "
+        "phase-selection (forced past), 20 not reached",
+        "", "summary: 3 items", "  node             status    items",
+        "  phase-selection  parked        2", "  complete         complete      1"]
+    one = script(home, "check", "acme/widgets#1", "--compact")
+    assert one.stdout == result.stdout.splitlines()[0] + "\n"
+    help_text = " ".join(script(home, "check", "--help").stdout.split())
+    assert "--compact Text: one line per item (where it stands, ok, its unmet nodes;" in help_text

@@ -68,8 +68,8 @@ def test_simulate_says_what_would_happen_and_writes_nothing(home: Path) -> None:
     assert one.exit_code == 0, one.output
     assert one.output.splitlines()[:3] == [
         f"{ITEM}: @alice's approval at {GATE} would count",
-        f"stays at {GATE} (parked): 1 of 2 approvals: @alice — waiting for @alice, @bob "
-        f"to reply on {GATE}: approved, approved with comments, or changes requested",
+        f"stays at {GATE} (parked): 1 of 2 approvals: @alice — waiting for @bob to reply "
+        f"on {GATE}: approved, approved with comments, or changes requested",
         "approvals: 1 of 2 approvals: @alice"]
     answer = json.loads(stranger.output)
     assert (answer["counted"], answer["reason"], answer["to"]) == (
@@ -82,6 +82,16 @@ def test_simulate_says_what_would_happen_and_writes_nothing(home: Path) -> None:
     assert moved.output.splitlines()[1].startswith(f"moves: {GATE} -> design (parked)")
     real = run(home, "advance", ITEM, "--comment", f"bob={home / 'approved.md'}")
     assert real.output.startswith(f"{ITEM}: at design"), real.output
+
+
+def test_a_decision_simulated_on_the_cli_says_so_in_its_effects(home: Path) -> None:
+    # The effects name the surface actually asked (the CLI), not Slack.
+    _at_gate(home)
+    answer = json.loads(run(home, "simulate", ITEM, "--as", "alice", "--approve", GATE,
+                            "--format", "json").output)
+    [echo] = [e for e in answer["effects"] if e.startswith("post-comment ")]
+    assert echo == f"post-comment '✅ **Approved** at `{GATE}` by @alice — from the CLI.'"
+    assert not any("Slack" in e for e in answer["effects"])
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -100,6 +100,26 @@ def test_attester_rule_assignee_or_author_admits_only_them() -> None:
                               "(attester: assignee-or-author)")
 
 
+def test_still_who_drops_counted_approvers_and_keeps_teams_and_code_owners() -> None:
+    rule = ApprovalRule(approvals=3, approvers=("alice", "Bob", "acme/reviewers", "codeowners"))
+    assert rule.still_who(USERS, ["@ALICE"]) == ("@Bob, @acme/reviewers, the code owners of "
+                                                  "the changed files")
+    assert rule.still_who(USERS, ["alice", "bob"]) == ("@acme/reviewers, the code owners of "
+                                                        "the changed files")
+    assert ApprovalRule(approvals=2).still_who(USERS, ["carol"]) == "@alice, @bob"
+    assert ApprovalRule(approvals=3, approvers=("alice", "bob")).still_who(
+        USERS, ["alice", "bob"]) == ""
+
+
+def test_a_gate_whose_named_approvers_all_approved_says_so_in_its_wait() -> None:
+    runtime, tracker = _runtime(ApprovalRule(approvals=3, approvers=("alice", "bob")))
+    _reply(runtime, tracker, "alice", "approved")
+    _reply(runtime, tracker, "bob", "approved")
+    assert _parked(runtime) == ("2 of 3 approvals: @alice, @bob — waiting on human-approval: "
+                                "everyone the rule names has approved and it asks for more "
+                                "approvals")
+
+
 def test_attester_rule_narrows_never_widens_the_authorized_set() -> None:
     # Issue 19 §6: an issue author who is not an approver cannot attest.
     rule = ApprovalRule(attester="assignee-or-author")
@@ -120,8 +140,9 @@ def test_a_two_approval_gate_needs_two_distinct_authorized_people() -> None:
     runtime, tracker = _runtime(ApprovalRule(approvals=2))
     state = _reply(runtime, tracker, "alice", "approved")
     assert state.current_node == "human-approval"
-    assert _parked(runtime).startswith("1 of 2 approvals: @alice — waiting for @alice, @bob, "
-                                       "@carol to reply on human-approval")
+    # The wait names only who may still approve: @alice's approval is counted already.
+    assert _parked(runtime).startswith("1 of 2 approvals: @alice — waiting for @bob, @carol "
+                                       "to reply on human-approval")
     # The same person twice is still one approval; an unauthorized one never counts.
     _reply(runtime, tracker, "alice", "LGTM")
     state = _reply(runtime, tracker, "mallory", "approved")

@@ -197,3 +197,28 @@ def test_report_keys() -> None:
     assert report["operatorRequests"] == []  # issue 19 §5: none asked
     assert set(report["nodes"][0]) == {"id", "status", "detail", "outcome", "attempts",
                                        "forced"}
+
+
+@pytest.mark.parametrize(("outcome", "word"), [("changes-requested", "changes requested"),
+                                               ("stale", "sent back")])
+@pytest.mark.parametrize("recompute", [False, True])
+def test_a_gate_that_sent_the_item_back_is_never_reported_as_passed(
+        outcome: str, word: str, recompute: bool) -> None:
+    # The item went back to `a`: the gate is ahead again, waiting to be walked; it is unmet.
+    state = _state("a", select=_passed("selected"), gate=_passed(outcome))
+    report = build_report(GRAPH, state, recompute=recompute)
+    nodes = {n["id"]: (n["status"], n["detail"]) for n in report["nodes"]}
+    assert nodes["gate"] == (word, f"outcome {outcome}; the item went back: this gate waits "
+                                   "to be walked again")
+    assert {"node": "gate", "status": word} in report["unmet"]
+    [row] = [r.split() for r in render_table(report).splitlines() if r.startswith("  gate ")]
+    assert " ".join(row[1:3]) == word and "passed" not in row
+
+
+def test_the_compact_line_names_reached_unmet_nodes_and_counts_the_rest() -> None:
+    from engine.report import render_compact
+
+    state = _state("a", select=_passed("selected"), gate=_passed("changes-requested"))
+    assert render_compact(build_report(GRAPH, state)) == (
+        "acme/widgets#7 — mini — parked at a — ok: no — unmet: a (waiting), gate (changes "
+        "requested), 1 not reached")

@@ -309,6 +309,9 @@ def _routes() -> list[_Route]:
         ("GET", "rate-limit", r"/rate_limit"),
         ("GET", "user", r"/user"),
         ("GET", "repo", rf"/repos/{seg}"),
+        # A renamed repository's old name answers 301 to its address by id (docs.github.com
+        # REST "Best practices": follow redirects; "Troubleshooting": 301 Moved Permanently).
+        ("GET", "repository-by-id", r"/repositories/(?P<id>\d+)"),
         ("GET", "repo-issues", rf"/repos/{seg}/issues"),
         ("GET", "repo-comments", rf"/repos/{seg}/issues/comments"),
         ("GET", "comment", rf"/repos/{seg}/issues/comments/(?P<id>\d+)"),
@@ -403,6 +406,8 @@ class FakeGitHub(LoopbackServer):
         self.api_prefix = api_prefix.rstrip("/")
         self.edits_newest_first = edits_newest_first
         self.repos: dict[str, FakeRepo] = {}
+        #: Old full names of renamed repositories -> their current full name (rename_repo).
+        self.renamed: dict[str, str] = {}
         self.comments: dict[int, FakeComment] = {}
         self.requests: list[Req] = []
         self.graphql_log: list[dict[str, Any]] = []
@@ -904,6 +909,21 @@ class FakeGitHub(LoopbackServer):
             found.private = True
             found.readers = {login.lower() for login in readers}
 
+    def rename_repo(self, old: str, new: str) -> FakeRepo:
+        """Rename ``old`` to ``new`` (same id). As GitHub does, ``GET /repos/{old}`` then
+        answers ``301 Moved Permanently`` with ``Location`` = the repository's API address
+        by id (``<api>/repositories/<id>``) and a body ``{message, url,
+        documentation_url}`` (docs.github.com REST "Troubleshooting" and "Best practices
+        for using the REST API": "follow redirects"; the new address answers the
+        repository). A private one the token cannot see stays 404 under either name."""
+        with self.lock:
+            repo = self.repos.pop(old)
+            repo.owner, repo.name = new.split("/", 1)
+            self.repos[new] = repo
+            self.renamed = {k: (new if v == old else v) for k, v in self.renamed.items()}
+            self.renamed[old] = new
+            return repo
+
     def set_writers(self, repo: str, writers: Iterable[str]) -> None:
         """People with write access to ``repo``: GitHub's answer to their own token says
         ``permissions.push`` true (everyone else who can see it: ``pull`` only)."""
@@ -1252,7 +1272,35 @@ class FakeGitHub(LoopbackServer):
         return _Response(200, data)
 
     def _r_repo(self, p: dict[str, str], q: dict[str, str], body: bytes, h: Any) -> _Response:
-        repo = self._repo(f"{p['owner']}/{p['repo']}")
+        name = f"{p['owner']}/{p['repo']}"
+        if name not in self.repos and name in self.renamed:
+            return self._moved(self.repos[self.renamed[name]], h)
+        return self._repo_answer(self._repo(name), h)
+
+    def _moved(self, repo: FakeRepo, h: Any) -> _Response:
+        # GitHub's answer for a renamed repository's old name (see rename_repo).
+        if self._cannot_see(repo, h):
+            raise _NotFound(repo.full_name)
+        where = f"{self.api_url}/repositories/{repo.id}"
+        return _Response(301, {"message": "Moved Permanently", "url": where,
+                               "documentation_url": "https://docs.github.com/rest/guides/"
+                                                    "best-practices-for-using-the-rest-api"},
+                         {"Location": where})
+
+    def _r_repository_by_id(self, p: dict[str, str], q: dict[str, str], body: bytes,
+                            h: Any) -> _Response:
+        repo = next((r for r in self.repos.values() if r.id == int(p["id"])), None)
+        if repo is None or self._cannot_see(repo, h):
+            raise _NotFound(p["id"])
+        return self._repo_answer(repo, h)
+
+    def _cannot_see(self, repo: FakeRepo, h: Any) -> bool:
+        _, _, token = str(h.headers.get("Authorization", "")).partition(" ")
+        login = self.user_tokens.get(token.strip())
+        return login is not None and repo.private and login.lower() not in repo.readers
+
+    def _repo_answer(self, repo: FakeRepo, h: Any) -> _Response:
+        # "Get a repository" (the same document under either address).
         doc = self._repo_json(repo)
         _, _, token = str(h.headers.get("Authorization", "")).partition(" ")
         login = self.user_tokens.get(token.strip())

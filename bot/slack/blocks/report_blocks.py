@@ -32,6 +32,8 @@ STATUS_EMOJI = {
     "skipped": "⏭️",
     "not selected": "➖",
     "waiting": "⏳",
+    "changes requested": "↩️",
+    "sent back": "↩️",
     "blocked": "⛔",
     "not reached": "⚪",
     "current": "▶️",

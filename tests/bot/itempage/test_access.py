@@ -219,3 +219,76 @@ def test_github_not_answering_is_unavailable_never_a_yes(fake: FakeGitHub) -> No
     assert token not in str(raised.value)
     gate = Gatekeeper(signin, users)
     assert gate.verdict(Session("alice", token, 2e9), "acme", "widgets") is Verdict.UNAVAILABLE
+
+
+# -- a renamed repository: GitHub answers 301 to its address by id ---------------------------
+def test_a_renamed_repository_is_followed_once_and_the_rule_applied(fake: FakeGitHub) -> None:
+    # docs.github.com REST "Troubleshooting" / "Best practices": GET /repos/{old} answers
+    # 301 with a Location on the API (/repositories/<id>); the page follows it.
+    signin = _signin(fake)
+    users = GitHubUsers(signin)
+    alice, mallory = fake.add_user_token("alice"), fake.add_user_token("mallory")
+    fake.set_writers(REPO, ["alice"])
+    repo = fake.rename_repo(REPO, "acme/gadgets")
+    moved = requests.get(f"{fake.api_url}/repos/{REPO}", allow_redirects=False, timeout=10,
+                         headers={"Authorization": f"Bearer {alice}"})
+    assert moved.status_code == 301
+    assert moved.headers["Location"] == f"{fake.api_url}/repositories/{repo.id}"
+    assert users.access(alice, "acme", "widgets") == (True, True)
+    assert users.access(mallory, "acme", "widgets") == (True, False)
+    gate = Gatekeeper(signin, users)
+    assert gate.verdict(Session("alice", alice, 2e9), "acme", "widgets") is Verdict.READ
+    # the rule holds on the answer: a private repository she cannot see is no
+    fake.set_private("acme/gadgets", readers=["alice"])
+    assert users.can_read(mallory, "acme", "widgets") is False
+    assert users.can_read(alice, "acme", "widgets") is True
+    assert [r.route for r in fake.requests][-2:] == ["repo", "repository-by-id"]
+
+
+@pytest.mark.parametrize("location", [
+    "https://evil.example/repositories/1",  # another host: the token never goes there
+    "/somewhere-else/repositories/1",  # the right host, off the API's path (GHES /api/v3)
+    "",  # no Location at all
+])
+def test_a_redirect_off_the_api_is_not_followed_and_answers_503(
+        fake: FakeGitHub, location: str) -> None:
+    signin = _signin(fake)
+    ghes = SignIn(signin.client_id, signin.client_secret, signin.session_secret,
+                  signin.web_url, f"{fake.api_url}/api/v3", signin.public_url)
+    http = _Redirecting(location)
+    users = GitHubUsers(ghes, http=http)
+    with pytest.raises(GitHubUnavailable) as raised:
+        users.can_read("ghu_alice", "acme", "widgets")
+    assert "not followed" in str(raised.value) and "ghu_alice" not in str(raised.value)
+    assert http.asked == [f"{fake.api_url}/api/v3/repos/acme/widgets"]  # asked nowhere else
+    gate = Gatekeeper(ghes, GitHubUsers(ghes, http=_Redirecting(location)))
+    assert gate.verdict(Session("alice", "ghu_alice", 2e9), "acme",
+                        "widgets") is Verdict.UNAVAILABLE
+
+
+def test_a_second_redirect_is_not_followed(fake: FakeGitHub) -> None:
+    signin = _signin(fake)
+    users = GitHubUsers(signin, http=_Redirecting(f"{fake.api_url}/repositories/9", times=2))
+    with pytest.raises(GitHubUnavailable, match="redirected twice"):
+        users.can_read("ghu_alice", "acme", "widgets")
+
+
+class _Redirecting:
+    """Answers every GET with a 301 to ``location`` (``times`` times), then 200; records
+    where it was asked (a stand-in for a misbehaving or hostile redirect)."""
+
+    def __init__(self, location: str, times: int = 1) -> None:
+        self.location, self.times = location, times
+        self.asked: list[str] = []
+
+    def request(self, method: str, url: str, **kwargs: object) -> requests.Response:
+        self.asked.append(url)
+        answer = requests.Response()
+        if len(self.asked) <= self.times:
+            answer.status_code = 301
+            if self.location:
+                answer.headers["Location"] = self.location
+        else:
+            answer.status_code = 200
+            answer._content = b'{"permissions": {"pull": true}}'
+        return answer

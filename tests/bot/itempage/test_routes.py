@@ -259,6 +259,20 @@ def test_github_unreachable_during_the_check_is_503_and_not_cached(site: Site) -
     assert site.client.get(_page(ref)).status_code == 200
 
 
+def test_a_renamed_repository_s_page_follows_githubs_301(site: Site) -> None:
+    # GitHub answers GET /repos/{old} with 301 to the repository's API address by id
+    # (docs.github.com REST "Troubleshooting"): the page follows it, never a 503.
+    ref = site.item()
+    site.fake.set_private(REPO, readers=["alice"])
+    site.fake.rename_repo(REPO, "acme/gadgets")
+    site.sign_in("alice")
+    assert site.client.get(_page(ref)).status_code == 200
+    site.sign_in("mallory")  # the rule applies to the answer: she cannot see it
+    hidden = site.client.get(_page(ref))
+    assert hidden.status_code == 403
+    _no_item(hidden.get_data(as_text=True), ref)
+
+
 def test_access_answers_are_reused_per_person_and_repository(site: Site) -> None:
     ref = site.item()
     site.sign_in("alice")

@@ -51,8 +51,13 @@ def test_a_reader_gets_the_cli_s_simulation_and_nothing_is_written(site: Site) -
     assert _stored(site, ref) == before  # store, event log and outbox as they were
     assert len(site.fake.comments_on(REPO, ref.number)) == comments
     s = site.world.services
-    direct = simulate_decision(s.graph, s.store, s.ports, s.settings, ref, "dave", GATE)
-    assert dave.get_json() == direct.to_json()  # the CLI's document
+    direct = simulate_decision(s.graph, s.store, s.ports, s.settings, ref, "dave", GATE,
+                               via="web")
+    assert dave.get_json() == direct.to_json()  # the CLI's document, asked on the web
+    # The effects name the surface actually asked: the web, never Slack.
+    [echo] = [e for e in dave.get_json()["effects"] if e.startswith("post-comment ")]
+    assert echo == (f"post-comment '✅ **Approved** at `{GATE}` by @dave — from the web.'")
+    assert not any("Slack" in e for e in dave.get_json()["effects"])
 
 
 def test_as_defaults_to_the_signed_in_person(site: Site) -> None:

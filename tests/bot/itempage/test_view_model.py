@@ -345,6 +345,32 @@ def test_a_gate_that_sent_the_item_back_is_waiting_again_not_done() -> None:
                                                                          pending_only=True)
 
 
+def test_check_the_summary_and_the_page_agree_a_gate_that_sent_the_item_back_waits() -> None:
+    # The report never calls a gate that requested changes "passed" while the item sits
+    # behind it: check (text and JSON), the check run's summary and the page say the same.
+    from engine.checksummary import path_picture
+    from engine.report import render_table
+
+    tracker = MemoryTracker()
+    runtime = at_merge_gate(tracker)
+    asked = tracker.add_comment_as(REF, "bob", "changes requested: rename the flag")
+    state = runtime.advance(REF, {"comments": [asked]})
+    report = build_report(runtime.graph, state)
+    [line] = [n for n in report["nodes"] if n["id"] == "human-approval"]
+    assert (line["status"], line["outcome"]) == ("changes requested", "changes-requested")
+    assert line["detail"] == ("outcome changes-requested; decided by @bob; the item went back: "
+                              "this gate waits to be walked again")
+    assert {"node": "human-approval", "status": "changes requested"} in report["unmet"]
+    [row] = [r for r in render_table(report).splitlines()
+             if r.strip().startswith("human-approval")]
+    assert "changes requested" in row and "passed" not in row
+    picture = path_picture(report)
+    assert "⚪ `human-approval`" in picture[0]
+    assert any(r.startswith("| `human-approval` | changes requested | ") for r in picture)
+    gate = _node(model_of(runtime), "human-approval")
+    assert (gate["state"], gate["status"]) == ("waiting", "changes requested")
+
+
 def test_only_web_addresses_are_linked() -> None:
     tracker = MemoryTracker()
     runtime = at_merge_gate(tracker)
