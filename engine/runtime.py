@@ -56,6 +56,7 @@ from engine.hooks.registry import (
     HookRegistry,
     HookResult,
 )
+from engine.hooks.review_requests import ask_on_new_pulls
 from engine.mergegate import (
     COVERAGE_KEY,
     gates_to_cover,
@@ -374,22 +375,47 @@ class Runtime:
 
     def publish_gate(self, ref: WorkItemRef, pulls: tuple[int, ...] = ()) -> bool:
         """Publish ``ref``'s ``loopgate`` check again on its delivering pull requests
-        (``pulls``: only these), e.g. on a new head commit (issue 11 §1).
+        (``pulls``: only these), e.g. on a new head commit (issue 11 §1). A pull request
+        that started delivering the item while it waits at an approval gate covering pull
+        requests is asked for reviews in this same visit (issue 24 §3,
+        :func:`engine.hooks.review_requests.ask_on_new_pulls`), merge gate or not.
 
         Returns:
-            False when the merge gate is off or the item is not started (nothing queued).
+            False when nothing was queued (the merge gate is off and no review was asked,
+            or the item is not started).
         """
-        if not self.settings.merge_gate:
-            return False
-
         def decide(tx: Transaction) -> bool:
             if tx.state is None or not tx.state.current_node:
                 return False
-            self._send_back_if_uncovered(_Walk(tx, tx.state, self.ports))
+            walk = _Walk(tx, tx.state, self.ports)
+            if self.settings.merge_gate:
+                self._send_back_if_uncovered(walk)
+            asked = self._review_new_pulls(walk)
+            if not self.settings.merge_gate:
+                return asked
             self._refresh_merge_gate(tx, pulls=pulls, always=True)  # type: ignore[arg-type]
             return True
 
         return self._operate(ref, decide)
+
+    def _review_new_pulls(self, w: _Walk) -> bool:
+        """Issue 24 §3: at a gate whose entry chain asks for reviews (``request-review``),
+        ask on the open delivering pull requests its visit has not asked yet (one durable
+        :class:`~engine.effects.RequestReviews`, the same leave-out rules as at entry).
+        True when one was queued. Reads the tracker only at such a gate."""
+        node_id = w.state.current_node
+        if not self.graph.has_node(node_id):
+            return False
+        node = self.graph.node(node_id)
+        hook_ref = next((h for h in node.entry if h.name == "request-review"), None)
+        if hook_ref is None:
+            return False
+        ctx = HookContext(ref=w.state.ref, graph=self.graph, node=node,
+                          params=hook_ref.params, state=w.state, event={}, ports=self.ports,
+                          settings=self.settings, chain="entry", log=w.log, emit=w.emit)
+        surface = ask_on_new_pulls(ctx)
+        w.state.surface.update(_jsonable(surface))
+        return bool(surface)
 
     def publish_merge_group(self, pull: WorkItemRef, head_sha: str, base_sha: str = "",
                             head_ref: str = "") -> bool:
