@@ -796,11 +796,13 @@ class Runtime:
         return accepted, rejected
 
     def force(self, ref: WorkItemRef, to: str, reason: str, actor: str) -> ItemState:
-        """Move the pointer to ``to`` without running any hook.
+        """Move the pointer to ``to`` and enter it: a new visit (recorded ``forced``) and
+        its entry chain, as any move enters a node (a quiz posts its comment, an approval
+        gate asks for reviews); no exit chain runs.
 
         A forced move never marks a gate satisfied: no decision or outcome is written for
-        the node left behind. It is recorded in ``forced`` and on both node records, and
-        ``check`` reports it.
+        the node left behind, and no exit chain of the node left or entered runs. It is
+        recorded in ``forced`` and on both node records, and ``check`` reports it.
 
         Returns:
             A copy of the committed state.
@@ -1089,6 +1091,11 @@ class Runtime:
         state.parked = {}
         w.log("graph.forced", {"from": source, "to": to, "reason": reason, "by": actor})
         node = self.graph.node(to)
+        # A forced move enters the node like any move: its entry chain runs (a quiz posts
+        # its comment, an approval gate asks for reviews, an agent gets its assignment),
+        # on a visit recorded as forced. Entry hooks never gate, and the node's exit chain
+        # is not run here: a forced move decides no gate.
+        self._run_chain(w, node, "entry", {})
         if node.terminal:
             state.status = (ItemStatus.ESCALATED if to == ESCALATED_NODE else ItemStatus.COMPLETE)
         else:
