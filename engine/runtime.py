@@ -76,6 +76,7 @@ from engine.perform import InlinePerformer
 from engine.ports import Ports, TrackerError
 from engine.records import Skip
 from engine.refs import WorkItemRef
+from engine.reviewers import SURFACE_KEY as REVIEWS_KEY
 from engine.settings import EngineSettings, normalize_login
 from engine.state import ItemState, ItemStatus
 from engine.store.base import Store, Transaction
@@ -415,7 +416,8 @@ class Runtime:
                           settings=self.settings, chain="entry", log=w.log, emit=w.emit)
         surface = ask_on_new_pulls(ctx)
         w.state.surface.update(_jsonable(surface))
-        return bool(surface)
+        entry = (surface.get(REVIEWS_KEY) or {}).get(node_id) or {}
+        return entry.get("status") == "queued"  # not a recorded failure or "nobody"
 
     def publish_merge_group(self, pull: WorkItemRef, head_sha: str, base_sha: str = "",
                             head_ref: str = "") -> bool:
