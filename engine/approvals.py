@@ -77,6 +77,7 @@ __all__ = [
     "Evaluation",
     "Membership",
     "authorize",
+    "self_approval",
     "record_approval",
     "tally",
     "evaluate",
@@ -316,6 +317,26 @@ def _self_reason(login: str, people: People) -> str:
                 "(agents.requesters), and this gate has preventSelfApproval: who asked for "
                 "the work cannot approve it")
     return ""
+
+
+def self_approval(login: str | None, rule: ApprovalRule, people: People) -> Verdict:
+    """Whether ``rule``'s ``preventSelfApproval`` refuses ``login`` (the same check
+    :func:`authorize` makes first): the item's author, a delivering pull request's author,
+    the agent's dispatcher or a requester (issue 11 §2, issue 24 §2, platform-facts F4).
+
+    Args:
+        login: the person (a GitHub login).
+        rule: the gate's rule.
+        people: whose work it is, as far as the caller read it.
+
+    Returns:
+        ``Verdict(False, reason)`` when one of ``people`` is ``login`` under
+        ``preventSelfApproval``, else ``Verdict(True)`` (which says nothing about whether
+        ``login`` is an approver at all).
+    """
+    name = normalize_login(login)
+    why = _self_reason(name, people) if name and rule.prevent_self_approval else ""
+    return Verdict(False, why) if why else Verdict(True)
 
 
 def authorize(login: str | None, rule: ApprovalRule, *, authorized_users: Sequence[str],

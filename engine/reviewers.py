@@ -213,9 +213,13 @@ def record_result(surface: dict[str, Any], effect: RequestReviews,
     if int(entry.get("visit") or 0) != effect.visit:
         return  # a later visit's record: this old row says nothing of it
     pulls = list(result.get("pulls") or ())
-    entry["asked"] = [{"pull": p["pull"], "reviewers": p["reviewers"], "teams": p["teams"]}
-                      for p in pulls]
-    entry["refused"] = [{"pull": p["pull"], **r} for p in pulls for r in p["refused"]]
+    # A visit may ask twice: at entry, then on a pull request opened later (issue 24 §3);
+    # each result replaces only what was recorded for its own pull requests.
+    mine = {p["pull"] for p in pulls}
+    entry["asked"] = [a for a in entry.get("asked") or () if a.get("pull") not in mine] + [
+        {"pull": p["pull"], "reviewers": p["reviewers"], "teams": p["teams"]} for p in pulls]
+    entry["refused"] = [r for r in entry.get("refused") or () if r.get("pull") not in mine] + [
+        {"pull": p["pull"], **r} for p in pulls for r in p["refused"]]
     problem = error or str(result.get("error") or "")
     entry["status"] = "failed" if problem else "sent"
     if problem:

@@ -56,6 +56,7 @@ from engine.hooks.registry import (
     HookRegistry,
     HookResult,
 )
+from engine.hooks.review_requests import ask_on_new_pulls
 from engine.mergegate import (
     COVERAGE_KEY,
     gates_to_cover,
@@ -75,6 +76,7 @@ from engine.perform import InlinePerformer
 from engine.ports import Ports, TrackerError
 from engine.records import Skip
 from engine.refs import WorkItemRef
+from engine.reviewers import SURFACE_KEY as REVIEWS_KEY
 from engine.settings import EngineSettings, normalize_login
 from engine.state import ItemState, ItemStatus
 from engine.store.base import Store, Transaction
@@ -374,22 +376,48 @@ class Runtime:
 
     def publish_gate(self, ref: WorkItemRef, pulls: tuple[int, ...] = ()) -> bool:
         """Publish ``ref``'s ``loopgate`` check again on its delivering pull requests
-        (``pulls``: only these), e.g. on a new head commit (issue 11 §1).
+        (``pulls``: only these), e.g. on a new head commit (issue 11 §1). A pull request
+        that started delivering the item while it waits at an approval gate covering pull
+        requests is asked for reviews in this same visit (issue 24 §3,
+        :func:`engine.hooks.review_requests.ask_on_new_pulls`), merge gate or not.
 
         Returns:
-            False when the merge gate is off or the item is not started (nothing queued).
+            False when nothing was queued (the merge gate is off and no review was asked,
+            or the item is not started).
         """
-        if not self.settings.merge_gate:
-            return False
-
         def decide(tx: Transaction) -> bool:
             if tx.state is None or not tx.state.current_node:
                 return False
-            self._send_back_if_uncovered(_Walk(tx, tx.state, self.ports))
+            walk = _Walk(tx, tx.state, self.ports)
+            if self.settings.merge_gate:
+                self._send_back_if_uncovered(walk)
+            asked = self._review_new_pulls(walk)
+            if not self.settings.merge_gate:
+                return asked
             self._refresh_merge_gate(tx, pulls=pulls, always=True)  # type: ignore[arg-type]
             return True
 
         return self._operate(ref, decide)
+
+    def _review_new_pulls(self, w: _Walk) -> bool:
+        """Issue 24 §3: at a gate whose entry chain asks for reviews (``request-review``),
+        ask on the open delivering pull requests its visit has not asked yet (one durable
+        :class:`~engine.effects.RequestReviews`, the same leave-out rules as at entry).
+        True when one was queued. Reads the tracker only at such a gate."""
+        node_id = w.state.current_node
+        if not self.graph.has_node(node_id):
+            return False
+        node = self.graph.node(node_id)
+        hook_ref = next((h for h in node.entry if h.name == "request-review"), None)
+        if hook_ref is None:
+            return False
+        ctx = HookContext(ref=w.state.ref, graph=self.graph, node=node,
+                          params=hook_ref.params, state=w.state, event={}, ports=self.ports,
+                          settings=self.settings, chain="entry", log=w.log, emit=w.emit)
+        surface = ask_on_new_pulls(ctx)
+        w.state.surface.update(_jsonable(surface))
+        entry = (surface.get(REVIEWS_KEY) or {}).get(node_id) or {}
+        return entry.get("status") == "queued"  # not a recorded failure or "nobody"
 
     def publish_merge_group(self, pull: WorkItemRef, head_sha: str, base_sha: str = "",
                             head_ref: str = "") -> bool:
@@ -770,11 +798,13 @@ class Runtime:
         return accepted, rejected
 
     def force(self, ref: WorkItemRef, to: str, reason: str, actor: str) -> ItemState:
-        """Move the pointer to ``to`` without running any hook.
+        """Move the pointer to ``to`` and enter it: a new visit (recorded ``forced``) and
+        its entry chain, as any move enters a node (a quiz posts its comment, an approval
+        gate asks for reviews); no exit chain runs.
 
         A forced move never marks a gate satisfied: no decision or outcome is written for
-        the node left behind. It is recorded in ``forced`` and on both node records, and
-        ``check`` reports it.
+        the node left behind, and no exit chain of the node left or entered runs. It is
+        recorded in ``forced`` and on both node records, and ``check`` reports it.
 
         Returns:
             A copy of the committed state.
@@ -1063,6 +1093,11 @@ class Runtime:
         state.parked = {}
         w.log("graph.forced", {"from": source, "to": to, "reason": reason, "by": actor})
         node = self.graph.node(to)
+        # A forced move enters the node like any move: its entry chain runs (a quiz posts
+        # its comment, an approval gate asks for reviews, an agent gets its assignment),
+        # on a visit recorded as forced. Entry hooks never gate, and the node's exit chain
+        # is not run here: a forced move decides no gate.
+        self._run_chain(w, node, "entry", {})
         if node.terminal:
             state.status = (ItemStatus.ESCALATED if to == ESCALATED_NODE else ItemStatus.COMPLETE)
         else:

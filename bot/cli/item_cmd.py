@@ -283,7 +283,7 @@ def skip(obj: CliContext, item: WorkItemRef, tokens: tuple[str, ...], reason: st
 @click.option("--actor", default="cli", show_default=True, help="Who forces.")
 @click.pass_obj
 def force(obj: CliContext, item: WorkItemRef, to: str, reason: str, actor: str) -> None:
-    """Move ITEM's pointer to N without running hooks (never satisfies a gate).
+    """Move ITEM's pointer to N and enter it (its entry hooks run; never satisfies a gate).
 
     After the phase selection a move past a human gate that has not passed is posted on
     the thread as an operator request and happens when an authorized person replies

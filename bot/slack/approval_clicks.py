@@ -12,7 +12,10 @@ turns into what the clicker is told. The engine echoes a counted decision on the
 as a marked comment (:mod:`engine.hooks.chat_decision`); a refused one changes nothing.
 
 :func:`verdict` (the gate's own approval rule, issue 11 §2) answers App Home's "waiting on
-you"; a click is not pre-checked with it.
+you"; a click is not pre-checked with it, except for the agent rule of issue 24 §2 (the
+person who dispatched the agent, or asked an agent bot for its pull request, may not
+approve): :func:`check_gate` asks the engine's own check
+(:func:`engine.hooks.common.agent_refusal`) so that person is told at once why.
 """
 
 from __future__ import annotations
@@ -25,9 +28,9 @@ from bot.slack.blocks.approval import OUTCOME_LABELS, GateRef
 from bot.slack.click_lock import item_lock
 from bot.slack.slack_identity import resolve_login, slack_users_for_login
 from engine import events as ev
-from engine.approvals import People, Verdict, authorize, recorded_approvals
+from engine.approvals import People, Verdict, authorize, recorded_approvals, self_approval
 from engine.graph.model import Graph
-from engine.hooks.common import people_for, rule_for
+from engine.hooks.common import agent_people, agent_refusal, people_for, rule_for
 from engine.ports import TrackerError
 from engine.refs import WorkItemRef
 from engine.settings import normalize_login
@@ -76,7 +79,8 @@ def is_approval_gate(graph: Graph, node: str) -> bool:
     return node in approval_gates(graph)
 
 
-def verdict(services: Services, login: str, node: str, ref: WorkItemRef | None = None) -> Verdict:
+def verdict(services: Services, login: str, node: str, ref: WorkItemRef | None = None,
+            state: ItemState | None = None) -> Verdict:
     """Whether GitHub ``login`` may answer gate ``node``, by the gate's own approval rule
     (issue 11 §2: :func:`engine.hooks.common.rule_for` and
     :func:`engine.approvals.authorize`, the functions the gate decides with). Used for the
@@ -89,6 +93,8 @@ def verdict(services: Services, login: str, node: str, ref: WorkItemRef | None =
         node: the gate's node id.
         ref: the work item, when known: needed for ``preventSelfApproval`` (whose work it
             is is read through the tracker). Without it that part is left to the gate.
+        state: the item's state (loaded from the store when None and ``ref`` is given):
+            the agent rule of issue 24 §2 reads who dispatched the agent from it.
 
     Returns:
         A :class:`~engine.approvals.Verdict`; a tracker failure refuses with its reason
@@ -99,8 +105,11 @@ def verdict(services: Services, login: str, node: str, ref: WorkItemRef | None =
     rule = rule_for(services.graph, services.settings, node)
     people = People()
     if ref is not None:
+        if state is None:
+            state = services.store.load(ref)
         try:
-            people = people_for(services.ports.tracker, ref, node, rule, services.settings)
+            people = people_for(services.ports.tracker, ref, node, rule, services.settings,
+                                state=state, graph=services.graph)
         except TrackerError as exc:
             return Verdict(False, f"could not read who authored the work ({exc})")
     return authorize(login, rule, authorized_users=services.settings.authorized_users,
@@ -108,9 +117,10 @@ def verdict(services: Services, login: str, node: str, ref: WorkItemRef | None =
                      membership=services.ports.tracker.team_membership)
 
 
-def may_decide(services: Services, login: str, node: str, ref: WorkItemRef | None = None) -> bool:
+def may_decide(services: Services, login: str, node: str, ref: WorkItemRef | None = None,
+               state: ItemState | None = None) -> bool:
     """:func:`verdict`'s yes or no."""
-    return verdict(services, login, node, ref).allowed
+    return verdict(services, login, node, ref, state).allowed
 
 
 def approvers(services: Services, node: str) -> list[str]:
@@ -125,21 +135,29 @@ def approvers(services: Services, node: str) -> list[str]:
 def awaited(services: Services, node: str, state: ItemState | None = None) -> list[str]:
     """The :func:`approvers` gate ``node`` still waits on at ``state``'s visit (issue 11
     §2): without those whose approval it already counted and, under
-    ``preventSelfApproval``, the item's author. Whose work it is is read through the
-    tracker; a failed read keeps everyone (a mention is advice, the gate decides)."""
+    ``preventSelfApproval``, the item's author and — for a rule with ``agentAuthored`` —
+    who dispatched the agent or asked an agent bot for its pull request (issue 24 §2; the
+    engine's :func:`engine.approvals.self_approval`). Whose work it is is read through the
+    tracker; a failed read keeps everyone but the dispatcher the walk recorded (a mention
+    is advice, the gate decides)."""
     logins = approvers(services, node)
     if state is None:
         return logins
     counted = {a.by for a in recorded_approvals(state, node)}
     rule = rule_for(services.graph, services.settings, node)
-    author = ""
+    people = People()
     if rule.prevent_self_approval:
+        tracker = services.ports.tracker
         try:
-            author = normalize_login(people_for(services.ports.tracker, state.ref, node, rule,
-                                                services.settings).item_author)
+            people = people_for(tracker, state.ref, node, rule, services.settings,
+                                state=state, graph=services.graph)
         except TrackerError as exc:
-            log.info("who authored %s is unknown (%s): everyone is mentioned", state.ref, exc)
-    return [login for login in logins if login not in counted and login != author]
+            log.info("who authored %s is unknown (%s): everyone else is mentioned",
+                     state.ref, exc)
+            people = agent_people(tracker, state.ref, rule, services.settings, state=state,
+                                  graph=services.graph, read=False)
+    return [login for login in logins
+            if login not in counted and self_approval(login, rule, people).allowed]
 
 
 def approver_slack_users(services: Services, node: str,
@@ -162,8 +180,10 @@ class ClickCheck:
     :class:`engine.mergegate.GateCheck`).
 
     Attributes:
-        code: ``ok``, ``unknown-item``, ``not-a-gate``, ``outdated``, ``not-linked`` or
-            ``not-authorized``.
+        code: ``ok``, ``unknown-item``, ``not-a-gate``, ``outdated``, ``not-linked``,
+            ``not-authorized`` (the agent rule of issue 24 §2 refuses the clicker) or
+            ``unverified`` (that rule could not be checked: a tracker read failed; the
+            gate waits).
         message: the sentence for the clicker ("" when ``ok``).
         login: the clicker's GitHub login ("" when not linked).
     """
@@ -248,20 +268,28 @@ def _same_visit(state: ItemState, gate: GateRef) -> bool:
     return sum(1 for v in state.history(gate.node) if v.entered_at == gate.entered_at) < 2
 
 
-def check_gate(services: Services, gate: GateRef, slack_user: str) -> ClickCheck:
-    """Check a click on ``gate`` by ``slack_user`` against the local store only, without
-    changing anything: fast enough to run before Slack's 3 s ack (platform-facts §C1). The
-    gate's approval rule, which may read GitHub, runs once, in the engine, when the
-    decision is fed (issue 20 §1).
+def check_gate(services: Services, gate: GateRef, slack_user: str, *,
+               read_tracker: bool = False) -> ClickCheck:
+    """Check a click on ``gate`` by ``slack_user`` without changing anything. By default
+    against the local store only: fast enough to run before Slack's 3 s ack
+    (platform-facts §C1). The gate's approval rule, which may read GitHub, runs once, in
+    the engine, when the decision is fed (issue 20 §1); only its agent rule (issue 24 §2:
+    the person who dispatched the agent may not approve) is asked here too, through the
+    engine's own check (:func:`engine.hooks.common.agent_refusal`), so that person is told
+    at once why.
 
     Args:
         services: the wired services.
         gate: the gate visit the message was for.
         slack_user: the clicker.
+        read_tracker: also read the delivering pull requests' commits (who asked an agent
+            bot for its pull request, ``agents.requesters``); False checks only the
+            dispatcher the walk recorded (no GitHub read).
 
     Returns:
-        The first refusal found (unknown item, not a gate, outdated, not linked), else
-        ``ok`` with the login.
+        The first refusal found (unknown item, not a gate, outdated, not linked, the
+        agent rule refuses, the agent rule could not be checked), else ``ok`` with the
+        login.
     """
     state = services.store.load(gate.ref)
     if state is None:
@@ -277,6 +305,24 @@ def check_gate(services: Services, gate: GateRef, slack_user: str) -> ClickCheck
     if not login:
         return ClickCheck("not-linked", "Your Slack account is not linked to a GitHub login, "
                          "so nothing was decided. Run `/loop link <github-login>` first.")
+    return _agent_check(services, gate, state, login, read_tracker)
+
+
+def _agent_check(services: Services, gate: GateRef, state: ItemState, login: str,
+                 read_tracker: bool) -> ClickCheck:
+    # Issue 24 §2 through the engine's own check; a failed read fails closed.
+    try:
+        found = agent_refusal(services.ports.tracker, gate.ref, gate.node, login,
+                              services.settings, state=state, graph=services.graph,
+                              read=read_tracker)
+    except TrackerError as exc:
+        return ClickCheck("unverified", f"`{gate.node}` of {gate.ref} cannot check your "
+                          f"answer now: who asked the agent for this work could not be read "
+                          f"({exc}). Nothing was decided; the gate waits. Try again in a "
+                          "moment.", login)
+    if not found.allowed:
+        return ClickCheck("not-authorized", f"@{login} may not answer `{gate.node}` of "
+                          f"{gate.ref} ({found.reason}), so nothing was decided.", login)
     return ClickCheck("ok", "", login)
 
 
@@ -307,8 +353,10 @@ def decide(services: Services, gate: GateRef, slack_user: str, outcome: str,
     """Hand a Slack decision to the gate (after the ack) and say what became of it.
 
     The local checks (unknown item, not a gate, outdated message, unlinked clicker) read
-    only the store; the gate's approval rule is applied once, by the engine, which answers
-    with a typed result (issue 20 §1).
+    only the store; the agent rule of issue 24 §2 reads who asked an agent for the work
+    (a failed read: told it cannot be checked now, nothing fed, the gate waits); the
+    gate's approval rule is applied once, by the engine, which answers with a typed
+    result (issue 20 §1).
 
     Args:
         services: the wired services.
@@ -324,7 +372,7 @@ def decide(services: Services, gate: GateRef, slack_user: str, outcome: str,
         ValueError: ``outcome`` is not one of :data:`DECISION_OUTCOMES`.
     """
     with item_lock(gate.ref):
-        check = check_gate(services, gate, slack_user)
+        check = check_gate(services, gate, slack_user, read_tracker=True)
         if not check.ok:
             log.info("slack decision on %s %s refused for %s: %s", gate.ref, gate.node,
                      slack_user, check.code)

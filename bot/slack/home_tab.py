@@ -107,7 +107,7 @@ def _waits_on(services: Services, state: Any, login: str) -> bool:
     node = state.current_node
     if login in {a.by for a in recorded_approvals(state, node)}:
         return False
-    return may_decide(services, login, node, state.ref)
+    return may_decide(services, login, node, state.ref, state)
 
 
 def home_rows(services: Services, login: str) -> tuple[list[WaitingRow], list[ItemRow]]:

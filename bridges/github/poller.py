@@ -498,11 +498,12 @@ class Poller:
             # an edit we have not seen (updated_at has one-second resolution, so an early
             # tick can look unedited; GraphQL verifies every tick), and may be new to us.
             if classify_comment(comment, self.bot, edited=True) == QUIZ_ATTESTATION:
-                key = quiz_key(comment.id, comment.body)
-                # One delivery per observed edit (updated_at): a refused tick's key
-                # stays open, and a later re-tick with the same text is a new edit.
+                key = quiz_key(comment.id, comment.body, comment.updated_at)
+                # One delivery per observed edit (updated_at, in the key as in the
+                # webhook's): a later re-tick with the same text is a new edit.
                 ticks.append((comment, Delivery(
-                    f"poll:{key}:{comment.updated_at}", "poller", QUIZ_ATTESTATION,
+                    f"poll:{quiz_key(comment.id, comment.body)}:{comment.updated_at}",
+                    "poller", QUIZ_ATTESTATION,
                     "issue_comment.edited",
                     {"ref": ref, "comment_id": comment.id, "node_id": comment.node_id,
                      "url": comment.url, "key": key, "pull_request": on_pr})))

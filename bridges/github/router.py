@@ -191,7 +191,8 @@ def _comment_edited(delivery: Delivery, cfg: RouterConfig) -> Delivery | Dropped
                        key=checklist_key(comment.id, comment.body), pull_request=is_pr)
     return _routed(delivery, QUIZ_ATTESTATION, ref=ref, comment_id=comment.id,
                    node_id=comment.node_id, url=comment.url,
-                   key=quiz_key(comment.id, comment.body), pull_request=is_pr)
+                   key=quiz_key(comment.id, comment.body, comment.updated_at),
+                   pull_request=is_pr)
 
 
 def edited_key(comment_id: int, body: str) -> str:

@@ -73,9 +73,25 @@ def body_hash(body: str) -> str:
     return hashlib.sha256((body or "").encode("utf-8")).hexdigest()[:16]
 
 
-def quiz_key(comment_id: int, body: str) -> str:
-    """The de-duplication key of one tick: ``quiz:<comment id>:<sha256(body)[:16]>``."""
-    return f"quiz:{comment_id}:{body_hash(body)}"
+def quiz_key(comment_id: int, body: str, edited_at: str = "") -> str:
+    """The de-duplication key of one tick: ``quiz:<comment id>:<sha256(body)[:16]>``, and
+    ``@<edited_at>`` (the comment's ``updated_at``) when known.
+
+    The edit's time is what makes a tick new: an un-tick and re-tick restores a body seen
+    before (an earlier visit's tick, or a refused one), and without the time that re-tick
+    was dropped as a duplicate before any gate saw it. The webhook's ``comment.updated_at``
+    and the REST listing's are the same stored value, so both ingresses still key one
+    edit alike (one decision); the gate decides whether the tick counts (made during its
+    current visit, by an authorized editor per GraphQL).
+
+    Args:
+        comment_id: the comment's REST id.
+        body: the edited body.
+        edited_at: the comment's ``updated_at`` (ISO-8601, one-second resolution); "" =
+            the older key shape.
+    """
+    key = f"quiz:{comment_id}:{body_hash(body)}"
+    return f"{key}@{edited_at}" if edited_at else key
 
 
 def comment_key(comment_id: int) -> str:

@@ -14,9 +14,10 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from engine.approvals import ApprovalRule, People, Verdict, authorize
+from engine.approvals import ApprovalRule, People, Verdict, authorize, self_approval
 from engine.codeowners import Ownership, ownership
 from engine.codeowners import parse as parse_codeowners
+from engine.dispatch import dispatcher as agent_dispatcher
 from engine.dispatch import read_authorship
 from engine.effects import AddLabel, Notify, PostComment, RemoveLabel, quiz_record
 from engine.evidence import assignment_lines, record_kind
@@ -49,6 +50,8 @@ __all__ = [
     "trusted_skipped_ids",
     "rule_for",
     "people_for",
+    "agent_people",
+    "agent_refusal",
     "code_owners_for",
     "covers_pull_request",
     "gate_rule",
@@ -190,15 +193,10 @@ def people_for(tracker: Any, ref: WorkItemRef, node_id: str, rule: ApprovalRule,
             count yet).
     """
     owners = code_owners_for(tracker, ref, node_id, settings) if rule.codeowners else None
-    dispatched = agent = ""
-    asked: tuple[str, ...] = ()
-    signals: tuple[str, ...] = ()
-    if state is not None and graph is not None and not attesting and rule.agent_approvals:
-        # Opt-in (a rule with agentAuthored): an executor approving was allowed before.
-        found = read_authorship(tracker, ref, graph, state, settings.agents)
-        agent, signals = found.reason, found.signals
-        if rule.prevent_self_approval:
-            dispatched, asked = found.executor, found.requesters
+    found = People() if attesting else agent_people(tracker, ref, rule, settings,
+                                                    state=state, graph=graph)
+    dispatched, agent = found.dispatcher, found.agent_authored
+    asked, signals = found.requesters, found.agent_signals
     needs_item = rule.prevent_self_approval or (attesting and rule.attester != "any")
     if not needs_item:
         return People(code_owners=owners, dispatcher=dispatched, agent_authored=agent,
@@ -211,6 +209,77 @@ def people_for(tracker: Any, ref: WorkItemRef, node_id: str, rule: ApprovalRule,
                       for pr in tracker.delivering_pull_requests(ref) if pr.author)
     return People(info.author, tuple(getattr(info, "assignees", ()) or ()), pulls, owners,
                   dispatched, agent, asked, signals)
+
+
+def agent_people(tracker: Any, ref: WorkItemRef, rule: ApprovalRule, settings: EngineSettings,
+                 *, state: Any, graph: Graph | None, read: bool = True) -> People:
+    """The agent part of :func:`people_for` (issue 24 §2): for a rule with
+    ``agentAuthored`` (the opt-in: without it an executor approving was allowed before),
+    why the work is agent-authored and, under ``preventSelfApproval``, who dispatched the
+    agent and who asked an agent bot for its pull request
+    (:func:`engine.dispatch.read_authorship`).
+
+    Args:
+        tracker: the tracker port (read only when ``read``).
+        ref: the work item.
+        rule: the gate's rule.
+        settings: the engine settings (``agents``).
+        state: the item's state (None: nothing is known, an empty :class:`People`).
+        graph: the compiled graph (None: the same).
+        read: False reads nothing through the tracker: only the dispatcher, which the
+            walk records (:func:`engine.dispatch.dispatcher`); a chat surface's check
+            that must answer within Slack's 3 s uses it.
+
+    Returns:
+        A :class:`People` with ``dispatcher``, ``requesters``, ``agent_authored`` and
+        ``agent_signals`` filled (the rest empty).
+
+    Raises:
+        TrackerError: the pull requests or their commits could not be read (the gate
+            waits; a chat surface says the answer cannot be checked now).
+    """
+    if state is None or graph is None or not rule.agent_approvals:
+        return People()
+    if not read:
+        return People(dispatcher=agent_dispatcher(graph, state) if rule.prevent_self_approval
+                      else "")
+    found = read_authorship(tracker, ref, graph, state, settings.agents)
+    if not rule.prevent_self_approval:
+        return People(agent_authored=found.reason, agent_signals=found.signals)
+    return People(dispatcher=found.executor, agent_authored=found.reason,
+                  requesters=found.requesters, agent_signals=found.signals)
+
+
+def agent_refusal(tracker: Any, ref: WorkItemRef, node_id: str, login: str,
+                  settings: EngineSettings, *, state: Any, graph: Graph,
+                  read: bool = True) -> Verdict:
+    """Whether gate ``node_id``'s rule refuses ``login`` as the agent's dispatcher or a
+    requester (issue 24 §2, platform-facts F4): the engine's own check
+    (:func:`agent_people`, :func:`engine.approvals.self_approval`) for a chat surface to
+    tell a clicker at once, before the gate is asked.
+
+    Args:
+        tracker: the tracker port.
+        ref: the work item.
+        node_id: the gate.
+        login: the clicker's GitHub login.
+        settings: the engine settings.
+        state: the item's state.
+        graph: the compiled graph.
+        read: see :func:`agent_people` (False: the dispatcher only, no tracker read).
+
+    Returns:
+        ``Verdict(False, reason)`` when refused, else ``Verdict(True)`` (the gate's whole
+        rule still decides).
+
+    Raises:
+        TrackerError: the pull requests or their commits could not be read.
+    """
+    rule = rule_for(graph, settings, node_id)
+    if not (rule.agent_approvals and rule.prevent_self_approval):
+        return Verdict(True)
+    people = agent_people(tracker, ref, rule, settings, state=state, graph=graph, read=read)
+    return self_approval(login, rule, people)
 
 
 def covers_pull_request(node_id: str, settings: EngineSettings) -> bool:

@@ -4,8 +4,11 @@ pull requests (:mod:`engine.reviewers` says whom, and why others are left out).
 
 Called by :func:`engine.hooks.common.request_review` on every entry of the gate (each
 visit); it emits one :class:`~engine.effects.RequestReviews` and returns the
-``surface.reviewRequests`` update the hook passes on. Never gates: a failed read is logged
-(``graph.hook_degraded``), kept in the surface, and the gate waits for its answer as ever.
+``surface.reviewRequests`` update the hook passes on. A pull request opened or linked
+while the gate's visit is open is asked in that same visit (:func:`ask_on_new_pulls`,
+called by ``Runtime.publish_gate`` on the pull request's event), once per pull request.
+Never gates: a failed read is logged (``graph.hook_degraded``), kept in the surface, and
+the gate waits for its answer as ever.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ from engine.hooks.registry import HookContext
 from engine.ports import TrackerError, review_requests
 from engine.reviewers import SURFACE_KEY, ReviewPlan, plan
 
-__all__ = ["ask_for_reviews"]
+__all__ = ["ask_for_reviews", "ask_on_new_pulls"]
 
 HOOK = "request-review"
 
@@ -101,5 +104,63 @@ def ask_for_reviews(ctx: HookContext) -> dict[str, Any]:
                                             "pulls": entry["pulls"],
                                             "reviewers": entry["reviewers"],
                                             "teams": entry["teams"]})
+    entries[node] = entry
+    return {SURFACE_KEY: entries}
+
+
+def ask_on_new_pulls(ctx: HookContext) -> dict[str, Any]:
+    """Ask for reviews on the open delivering pull requests this gate visit has not asked
+    yet: one opened or linked after the gate opened (issue 24 §3). Once per pull request
+    per visit (``surface.reviewRequests[node].pulls`` lists those asked); the reviewers
+    are chosen by the entry's rules (:func:`_plan` over every open pull request, so each
+    one's author is left out). A visit with no record yet asks as its entry would
+    (:func:`ask_for_reviews`).
+
+    Args:
+        ctx: the gate's context (``ctx.node`` the gate the item waits at).
+
+    Returns:
+        The ``surface.reviewRequests`` update (``{}`` when nothing is new, the gate
+        covers no pull request, review requests are off or the tracker cannot ask). A
+        failed read is logged (``graph.hook_degraded``) and changes nothing, so the next
+        pull request event asks again.
+    """
+    node, settings = ctx.node.id, ctx.settings
+    if not settings.review_requests or not covers_pull_request(node, settings):
+        return {}
+    if review_requests(ctx.ports.tracker) is None:
+        return {}
+    visit = ctx.state.visit(node)
+    if visit is None or visit.exited_at:
+        return {}
+    entries = dict(ctx.state.surface.get(SURFACE_KEY) or {})
+    done = entries.get(node) or {}
+    if done.get("visit") != visit.number or done.get("enteredAt") != visit.entered_at:
+        return ask_for_reviews(ctx)
+    asked = [int(n) for n in done.get("pulls") or ()]
+    try:
+        pulls = [p for p in ctx.ports.tracker.delivering_pull_requests(ctx.ref)
+                 if p.state == "open"]
+        new = [p.number for p in pulls if p.number not in asked]
+        chosen = _plan(ctx, pulls) if new else ReviewPlan()
+    except TrackerError as exc:
+        degrade(ctx, HOOK, f"review requests not sent on a new pull request: {exc}")
+        return {}
+    if not new:
+        return {}
+    entry = {**done, "pulls": asked + new, "leftOut": chosen.left_out_json()}
+    entry.pop("error", None)
+    if chosen.empty:
+        entry["status"] = done.get("status") if asked else "nobody"
+    else:
+        before_reviewers, before_teams = done.get("reviewers") or (), done.get("teams") or ()
+        entry.update(status="queued",
+                     reviewers=list(dict.fromkeys([*before_reviewers, *chosen.reviewers])),
+                     teams=list(dict.fromkeys([*before_teams, *chosen.teams])))
+        ctx.emit(RequestReviews(ctx.ref, node, visit.number, tuple(new), chosen.reviewers,
+                                chosen.teams))
+        ctx.log("graph.reviews_requested", {"node": node, "visit": visit.number,
+                                            "pulls": new, "reviewers": list(chosen.reviewers),
+                                            "teams": list(chosen.teams), "late": True})
     entries[node] = entry
     return {SURFACE_KEY: entries}

@@ -86,8 +86,8 @@ def test_a_quiz_tick_is_one_delivery_and_advances_the_gate(world: GitHubWorld) -
     quiz_results = [r for r in report.repos[0].results if r.reason == "evaluated"]
     assert len(quiz_results) == 1
     assert world.state(ref).current_node == "tasks-breakdown"
-    body = world.fake.comments[quiz.id].body
-    assert world.dispatcher.state.seen(REPO, "quiz", [quiz_key(quiz.id, body)])
+    body, edited_at = world.fake.comments[quiz.id].body, world.fake.comments[quiz.id].updated_at
+    assert world.dispatcher.state.seen(REPO, "quiz", [quiz_key(quiz.id, body, edited_at)])
     edits_queries = [q for q in world.fake.graphql_log if "CommentEdits" in q["query"]]
     assert len(edits_queries) == 1
     again = world.poll()
@@ -117,8 +117,8 @@ def test_a_rate_limited_lookup_waits_and_is_retried_next_cycle(world: GitHubWorl
     assert report.limited_until is not None  # the loop waits for the reset
     assert world.state(ref).current_node == "spec-quiz"
     assert "spec-quiz" not in world.state(ref).decisions
-    body = world.fake.comments[quiz.id].body
-    assert not world.dispatcher.state.seen(REPO, "quiz", [quiz_key(quiz.id, body)])
+    body, edited_at = world.fake.comments[quiz.id].body, world.fake.comments[quiz.id].updated_at
+    assert not world.dispatcher.state.seen(REPO, "quiz", [quiz_key(quiz.id, body, edited_at)])
     # still limited: the next cycle sends no GraphQL query and keeps the key open
     sent = world.fake.count(route="graphql")
     assert world.poll().repos[0].retries == 1

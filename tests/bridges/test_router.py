@@ -97,7 +97,9 @@ def test_a_64_bit_comment_id_round_trips_through_routing(fixtures_dir: Path) -> 
     routed = route(_delivery("issue_comment", payload), CFG)
     assert isinstance(routed, Delivery)
     assert routed.data["comment_id"] == 5_186_334_064
-    assert routed.data["key"] == f"quiz:5186334064:{body_hash(TICKED)}"
+    # The edit's time is part of the key: an un-tick and re-tick is a new tick.
+    assert routed.data["key"] == (f"quiz:5186334064:{body_hash(TICKED)}"
+                                  f"@{payload['comment']['updated_at']}")
 
 
 def test_a_ticked_quiz_edit_is_rewritten_before_the_self_reply_guard(fixtures_dir: Path) -> None:
@@ -109,7 +111,8 @@ def test_a_ticked_quiz_edit_is_rewritten_before_the_self_reply_guard(fixtures_di
     assert routed.data["comment_id"] == comment["id"]
     assert routed.data["url"] == comment["html_url"]
     assert routed.data["node_id"] == comment["node_id"]
-    assert routed.data["key"] == f"quiz:{comment['id']}:{body_hash(TICKED)}"
+    assert routed.data["key"] == (f"quiz:{comment['id']}:{body_hash(TICKED)}"
+                                  f"@{comment['updated_at']}")
     # attribution never comes from the payload: no sender, no editor travels on
     assert "sender" not in routed.data and "editor" not in routed.data
 

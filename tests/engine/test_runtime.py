@@ -551,8 +551,12 @@ def test_force_is_recorded_and_never_satisfies_the_gate(rt: Runtime) -> None:
     assert state.nodes["select"].outcome == "" and "select" not in state.decisions
     assert _events(rt, "graph.forced") == [{"from": "select", "to": "a",
                                             "reason": "gate is stuck", "by": "@ops"}]
-    assert _entered_nodes(rt) == ["select"]  # no hook ran at a
-    assert rt.ports.tracker.labels(REF) == ["loop:selection"]
+    # A forced move enters ``a`` like any move: its entry chain ran (on a forced visit),
+    # its exit chain did not (a forced move decides no gate).
+    assert _entered_nodes(rt) == ["select", "a"]
+    assert rt.ports.tracker.labels(REF) == ["loop:selection", "loop:build"]
+    assert state.visit("a") is not None and state.visit("a").forced
+    assert state.nodes["a"].outcome == "" and "a" not in state.decisions
     report = rt.status(REF)
     select = report["nodes"][0]
     assert select["status"] == "forced past" and select["forced"] is True

@@ -1,0 +1,124 @@
+"""A forced move enters the node like any move (issue 19 §2: "entering a node (walk, skip
+or force) opens a visit"): the entry chain runs at once — a quiz posts its comment, an
+approval gate asks for reviews — on a visit recorded as forced; no exit chain runs, so no
+gate is decided. And issue 24 §3 at the engine: a pull request that appears while the
+gate's visit is open is asked in that visit, and a failed read there asks nothing (the
+next event asks). Shipped graph over the in-memory ports."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.graph.compiler import shipped_graph
+from engine.local.checkout import CheckoutArtifactStore
+from engine.local.memory_tracker import MemoryTracker
+from engine.ports import Ports
+from engine.refs import WorkItemRef
+from engine.runtime import Runtime
+from engine.settings import EngineSettings
+from engine.store.memory import MemoryStore
+from tests.engine.test_hooks_support import REF, FixedClock, RecordingNotifier
+
+PULL = WorkItemRef(REF.owner, REF.repo, 12)
+LATER = WorkItemRef(REF.owner, REF.repo, 13)
+RECORD = """## Spec explainer
+
+| Field | Value |
+|---|---|
+| Depth | standard |
+| Location | docs/specs/issue-7/explainer/explainer.html |
+| Published as | committed HTML |
+| Questions | 3 |
+"""
+
+
+class World:
+    def __init__(self, tmp_path: Path) -> None:
+        self.tracker, self.store = MemoryTracker(), MemoryStore()
+        self.tracker.set_issue(REF, "Widgets", author="alice")
+        self.artifacts = CheckoutArtifactStore(tmp_path, "docs/specs")
+        self.notifier = RecordingNotifier()
+        ports = Ports(self.tracker, self.artifacts, self.notifier, FixedClock())
+        self.runtime = Runtime(shipped_graph(), self.store, ports,
+                               EngineSettings(authorized_users=("alice", "bob", "carol")))
+        self.runtime.start(REF)
+
+    def write(self, name: str, text: str) -> None:
+        path = self.artifacts.workspace / self.artifacts.spec_dir(REF) / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, "utf-8")
+
+    def events(self, kind: str) -> list[dict[str, object]]:
+        return [e["data"] for e in self.store.events(REF) if e["kind"] == kind]
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> World:
+    return World(tmp_path)
+
+
+def test_a_forced_move_onto_a_quiz_posts_its_comment_at_once(world: World) -> None:
+    for name, text in (("requirements.md", "r\n"), ("design.md", "d\n"),
+                       ("testing-plan.md", "t\n"), ("explainer/explainer.html", "<p>q</p>"),
+                       ("evidence/spec-explainer.md", RECORD)):
+        world.write(name, text)
+
+    state = world.runtime.force(REF, "spec-quiz", "the explainer was written by hand", "ops")
+
+    assert state.current_node == "spec-quiz"
+    visit = state.visit("spec-quiz")
+    assert visit is not None and visit.forced and visit.number == 1
+    [quiz] = [c for c in world.tracker.comments_on(REF) if "the-loop:quiz spec-quiz" in c.body]
+    stored = world.store.load(REF)  # the performer recorded the posted comment
+    assert stored is not None and stored.surface["quiz"]["spec-quiz"]["visit"] == 1
+    assert [c["id"] for c in stored.surface["quiz"]["spec-quiz"]["comments"]] == [quiz.id]
+    assert state.forced[-1]["to"] == "spec-quiz" and state.forced[-1]["by"] == "ops"
+    assert world.events("graph.forced")[-1]["to"] == "spec-quiz"
+    # No exit chain ran: nothing is decided, the gate waits for its tick.
+    assert state.nodes["spec-quiz"].outcome == "" and "spec-quiz" not in state.decisions
+
+
+def test_a_forced_move_onto_an_approval_gate_asks_for_reviews_at_once(world: World) -> None:
+    world.tracker.add_pull_request(REF, PULL.number, author="carol")
+
+    state = world.runtime.force(REF, "human-approval", "reviewed elsewhere", "ops")
+
+    assert world.tracker.review_requests[PULL] == [(("alice", "bob"), ())]
+    entry = state.surface["reviewRequests"]["human-approval"]
+    assert (entry["visit"], entry["pulls"]) == (1, [PULL.number])
+    assert state.visit("human-approval").forced
+    assert state.nodes["human-approval"].outcome == ""
+    assert "human-approval" not in state.decisions
+    assert state.current_node == "human-approval"
+
+
+def test_a_pull_request_that_appears_later_is_asked_and_a_failed_read_asks_nothing(
+        world: World) -> None:
+    world.tracker.add_pull_request(REF, PULL.number, author="carol")
+    world.runtime.force(REF, "human-approval", "reviewed elsewhere", "ops")
+    before = world.store.load(REF)
+    assert before is not None
+    world.tracker.add_pull_request(REF, LATER.number, author="dave")
+    world.tracker.failing.add("delivering_pull_requests")
+
+    assert world.runtime.publish_gate(REF, pulls=(LATER.number,)) is False
+
+    assert LATER not in world.tracker.review_requests
+    after = world.store.load(REF)
+    assert after is not None
+    assert after.surface["reviewRequests"] == before.surface["reviewRequests"]
+
+    world.tracker.failing.discard("delivering_pull_requests")
+    # The merge gate is off here: True only because a review request was queued.
+    assert world.runtime.publish_gate(REF, pulls=(LATER.number,)) is True
+    assert world.runtime.publish_gate(REF, pulls=(LATER.number,)) is False  # once per PR
+
+    assert world.tracker.review_requests[LATER] == [(("alice", "bob"), ())]
+    assert world.tracker.review_requests[PULL] == [(("alice", "bob"), ())]
+    entry = world.store.load(REF).surface["reviewRequests"]["human-approval"]  # type: ignore[union-attr]
+    assert entry["pulls"] == [PULL.number, LATER.number]
+    assert entry["asked"] == [
+        {"pull": PULL.number, "reviewers": ["alice", "bob"], "teams": []},
+        {"pull": LATER.number, "reviewers": ["alice", "bob"], "teams": []}]
