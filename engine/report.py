@@ -24,6 +24,7 @@ from engine.dispatch import report as agent_report
 from engine.effects import FAILED, PENDING, RUNNING, EffectRow
 from engine.graph.model import Graph, Node
 from engine.outcomes import SKIPPED
+from engine.records import Skip
 from engine.reviewers import summary_lines
 from engine.runtime import ESCALATED_NODE, NOT_SELECTED, declared_skips, is_selected
 from engine.state import STATE_VERSION, ItemState, ItemStatus
@@ -50,8 +51,8 @@ NOT_STARTED = "not started"
 SATISFIED = ("passed", "skipped", "not selected")
 
 
-def skip_provenance(skip: Mapping[str, Any]) -> str:
-    """The provenance line of one trusted skip entry (from ``declared_skips``).
+def skip_provenance(skip: Skip) -> str:
+    """The provenance line of one trusted skip (from ``declared_skips``).
 
     Returns:
         ``NOT_SELECTED_LINE`` for ``via: not-selected``, else
@@ -59,16 +60,13 @@ def skip_provenance(skip: Mapping[str, Any]) -> str:
         the ", reason: <r>" part when the entry has no reason (a selection's unticked row;
         issue 14 §9).
     """
-    if skip.get("via") == NOT_SELECTED:
+    if skip.via == NOT_SELECTED:
         return NOT_SELECTED_LINE
-    via = skip.get("via") or "unknown"
-    token = skip.get("token") or ""
-    by = skip.get("by") or "unknown"
-    reason = skip.get("reason") or ""
-    line = f"skipped by declaration — via {via}, token '{token}', by {by}"
-    line = f"{line}, reason: {reason}" if reason else line
-    if skip.get("confirmedBy"):  # issue 19 §5: an operator request someone confirmed
-        line += f"; confirmed by @{skip['confirmedBy']} via {skip.get('confirmedVia')}"
+    line = (f"skipped by declaration — via {skip.via or 'unknown'}, token '{skip.token}', "
+            f"by {skip.by or 'unknown'}")
+    line = f"{line}, reason: {skip.reason}" if skip.reason else line
+    if skip.confirmed_by:  # issue 19 §5: an operator request someone confirmed
+        line += f"; confirmed by @{skip.confirmed_by} via {skip.confirmed_via}"
     return line
 
 
@@ -79,8 +77,8 @@ class _Line(NamedTuple):
     satisfied: bool = False
 
 
-def _skip_line(skip: Mapping[str, Any]) -> _Line:
-    if skip.get("via") == NOT_SELECTED:
+def _skip_line(skip: Skip) -> _Line:
+    if skip.via == NOT_SELECTED:
         return _Line("not selected", NOT_SELECTED_LINE, True)
     return _Line("skipped", skip_provenance(skip), True)
 
@@ -154,17 +152,17 @@ def _invalid_skips(graph: Graph, state: ItemState) -> list[dict[str, Any]]:
     out = []
     for node_id, entry in state.skips.items():
         if not graph.has_node(node_id):
-            out.append({"node": node_id, "reason": "unknown node", "entry": entry})
+            out.append({"node": node_id, "reason": "unknown node", "entry": entry.to_json()})
             continue
         node = graph.node(node_id)
         if not node.skippable or node.required:
-            out.append({"node": node_id, "reason": "not skippable", "entry": entry})
+            out.append({"node": node_id, "reason": "not skippable", "entry": entry.to_json()})
     return out
 
 
 def _invalid_opt_ins(graph: Graph, state: ItemState) -> list[dict[str, Any]]:
     return [
-        {"node": node_id, "reason": "not an opt-in phase", "entry": entry}
+        {"node": node_id, "reason": "not an opt-in phase", "entry": entry.to_json()}
         for node_id, entry in state.opt_ins.items()
         if not is_selected(graph, state, node_id)
     ]
@@ -282,8 +280,8 @@ def document_view(state: ItemState) -> dict[str, Any]:
         "forced": state.forced,
         "parked": state.parked,
         "completions": state.completions,
-        "skips": state.skips,
-        "optIns": state.opt_ins,
+        "skips": {k: v.to_json() for k, v in state.skips.items()},
+        "optIns": {k: v.to_json() for k, v in state.opt_ins.items()},
         "surface": state.surface,
         "loop": state.loop,
     }
@@ -421,8 +419,10 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
         "decisions": document["decisions"],
         "parked": state.parked,
         "forced": state.forced,
-        "skips": {k: {**v, "provenance": skip_provenance(v)} for k, v in reader.declared.items()},
-        "optIns": {k: dict(v) for k, v in state.opt_ins.items() if is_selected(graph, state, k)},
+        "skips": {k: {**v.to_json(), "provenance": skip_provenance(v)}
+                  for k, v in reader.declared.items()},
+        "optIns": {k: v.to_json() for k, v in state.opt_ins.items()
+                   if is_selected(graph, state, k)},
         "invalidSkips": _invalid_skips(graph, state),
         "invalidOptIns": _invalid_opt_ins(graph, state),
         "attestations": _attestations(state),

@@ -73,7 +73,7 @@ from engine.outcomes import PASS as OUTCOME_PASS
 from engine.outcomes import SKIPPED
 from engine.perform import InlinePerformer
 from engine.ports import Ports, TrackerError
-from engine.records import Skip
+from engine.records import OptIn, Skip
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings, normalize_login
 from engine.state import ItemState, ItemStatus
@@ -101,6 +101,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+#: A plan record a passing gate returns (``skips`` / ``optIns`` data).
+_Plan = TypeVar("_Plan", Skip, OptIn)
 
 #: Outbox statuses ``check`` reports: still owed, or given up.
 OWED = (PENDING, RUNNING, FAILED)
@@ -112,6 +114,9 @@ logger = logging.getLogger(__name__)
 
 #: ``via`` of the implicit skip of an opt-in node nobody ticked (opt-in design).
 NOT_SELECTED = "not-selected"
+#: The skip :func:`declared_skips` gives an opt-in node nobody selected; its document is
+#: ``{"via": "not-selected"}`` (as ``check --format json`` has always printed it).
+NOT_SELECTED_SKIP = Skip(NOT_SELECTED, layout=("via",))
 #: ``via`` of a skip declared with ``loopgate skip`` / :meth:`Runtime.declare_skips`.
 DECLARATION = "declaration"
 #: The node blocks escalate to, when the graph defines it.
@@ -136,12 +141,13 @@ def is_selected(graph: Graph, state: ItemState, node_id: str) -> bool:
     return node_id in state.opt_ins and graph.has_node(node_id) and graph.node(node_id).opt_in
 
 
-def declared_skips(graph: Graph, state: ItemState) -> dict[str, dict[str, Any]]:
-    """The skips that count: ``node id -> {via, token?, by?, reason?, at?}``.
+def declared_skips(graph: Graph, state: ItemState) -> dict[str, Skip]:
+    """The skips that count: ``node id -> Skip`` (:class:`engine.records.Skip`).
 
     Keeps a recorded declaration only for a compiled skippable, non-required node (a
-    forged skip on a protected node is inert), then adds ``{via: "not-selected"}`` for
-    every opt-in node that is not selected. Routing, ``check`` and ``--recompute`` read
+    forged skip on a protected node is inert), then adds ``Skip("not-selected")``
+    (:data:`NOT_SELECTED_SKIP`, whose document is ``{via: "not-selected"}``) for every
+    opt-in node that is not selected. Routing, ``check`` and ``--recompute`` read
     skips only through this function (opt-in design, "declared_skips").
 
     Args:
@@ -151,16 +157,16 @@ def declared_skips(graph: Graph, state: ItemState) -> dict[str, dict[str, Any]]:
     Returns:
         A fresh mapping in graph order for the defaults, declaration order otherwise.
     """
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Skip] = {}
     for node_id, decl in state.skips.items():
         if not graph.has_node(node_id):
             continue
         node = graph.node(node_id)
         if node.skippable and not node.required:
-            out[node_id] = dict(decl) if isinstance(decl, Mapping) else {}
+            out[node_id] = decl
     for node in graph.opt_in_nodes():
         if node.id not in out and not is_selected(graph, state, node.id):
-            out[node.id] = {"via": NOT_SELECTED}
+            out[node.id] = NOT_SELECTED_SKIP
     return out
 
 
@@ -532,7 +538,7 @@ class Runtime:
             logger.warning("performing effects of %s failed: %s", ref, type(exc).__name__)
 
     # -- trusted reads -----------------------------------------------------------------
-    def declared_skips(self, state: ItemState) -> dict[str, dict[str, Any]]:
+    def declared_skips(self, state: ItemState) -> dict[str, Skip]:
         """See :func:`declared_skips` (the ONE trusted read of skips)."""
         return declared_skips(self.graph, state)
 
@@ -764,7 +770,7 @@ class Runtime:
                 continue
             state = tx.state or tx.create(self.graph.name)
             w = _Walk(tx, state, self.ports)
-            state.skips[node_id] = Skip(DECLARATION, token, actor, reason, w.now()).to_json()
+            state.skips[node_id] = Skip(DECLARATION, token, actor, reason, w.now())
             accepted[node_id] = token
         self._log_declaration(tx, accepted, rejected, reason, actor)
         return accepted, rejected
@@ -945,9 +951,10 @@ class Runtime:
         for node_id, token in (request.get("skips") or {}).items():
             if entered(w.state, node_id):
                 continue  # entered since the request: a skip is a plan, not an amnesty
-            skip = Skip(DECLARATION, token, str(request["by"]), str(request["reason"]),
-                        w.now()).to_json()
-            w.state.skips[node_id] = {**skip, **said}
+            w.state.skips[node_id] = Skip(
+                DECLARATION, token, str(request["by"]), str(request["reason"]), w.now(),
+                confirmed_by=confirmation.by, confirmed_via=confirmation.via,
+                request=str(request["id"]))
             accepted[node_id] = token
         w.log("graph.skips_declared", {"via": DECLARATION, "skips": accepted,
                                        "by": request["by"], "reason": request["reason"],
@@ -1093,15 +1100,15 @@ class Runtime:
                 nxt = self._enter(w, node, came_from)
             came_from, target = node.id, nxt
 
-    def _skip_through(self, w: _Walk, node: Node, skip: Mapping[str, Any]) -> str | None:
+    def _skip_through(self, w: _Walk, node: Node, skip: Skip) -> str | None:
         # A skipped node runs no hook at all: no label, no log entry, no assignment.
         record, now = w.state.record(node.id), w.now()
         record.outcome, record.entered_at, record.exited_at = SKIPPED, now, now
         w.state.begin_visit(node.id, now)
         w.state.end_visit(node.id, now, SKIPPED)
-        data: dict[str, Any] = {"node": node.id, "via": skip.get("via", "")}
-        if skip.get("token"):
-            data["token"] = skip["token"]
+        data: dict[str, Any] = {"node": node.id, "via": skip.via}
+        if skip.token:
+            data["token"] = skip.token
         w.log("graph.node_skipped", data)
         return self._route(w, node, SKIPPED)
 
@@ -1283,16 +1290,16 @@ class Runtime:
         refused: dict[str, str] = {}
         if node.id == self.graph.start and node.is_human:
             self._overrule_declarations(w, node, data.get("skips"))
-        skips = self._plan_entries(w, data.get("skips"), "skip", refused)
-        opt_ins = self._plan_entries(w, data.get("optIns"), "optIn", refused)
+        skips = self._plan_entries(w, data.get("skips"), Skip, refused)
+        opt_ins = self._plan_entries(w, data.get("optIns"), OptIn, refused)
         for node_id, entry in skips.items():
             w.state.skips.setdefault(node_id, entry)
-        for node_id, entry in opt_ins.items():
-            w.state.opt_ins.setdefault(node_id, entry)
+        for node_id, opt_in in opt_ins.items():
+            w.state.opt_ins.setdefault(node_id, opt_in)
         if skips:
-            w.log("graph.skips_declared", {"node": node.id, "skips": skips})
+            w.log("graph.skips_declared", {"node": node.id, "skips": _documents(skips)})
         if opt_ins:
-            w.log("graph.opt_ins_selected", {"node": node.id, "optIns": opt_ins})
+            w.log("graph.opt_ins_selected", {"node": node.id, "optIns": _documents(opt_ins)})
         if refused:
             w.log("graph.skips_rejected", {"node": node.id, "rejected": refused})
 
@@ -1303,8 +1310,7 @@ class Runtime:
         never agreed to drop that gate."""
         keep = set(selected_skips) if isinstance(selected_skips, Mapping) else set()
         dropped = [n for n, decl in w.state.skips.items()
-                   if n not in keep and isinstance(decl, Mapping)
-                   and decl.get("via") == DECLARATION and not decl.get("confirmedBy")
+                   if n not in keep and decl.via == DECLARATION and not decl.confirmed_by
                    and self.graph.has_node(n) and self.graph.node(n).is_human]
         for node_id in dropped:
             del w.state.skips[node_id]
@@ -1314,9 +1320,11 @@ class Runtime:
                                                       "selection skips it"})
 
     def _plan_entries(
-        self, w: _Walk, raw: Any, kind: str, refused: dict[str, str]
-    ) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
+        self, w: _Walk, raw: Any, kind: type[_Plan], refused: dict[str, str]
+    ) -> dict[str, _Plan]:
+        # A gate hands over records (engine.records) or, from a custom hook, mappings;
+        # both become the record, with ``via`` and ``at`` filled where empty.
+        out: dict[str, _Plan] = {}
         if not isinstance(raw, Mapping):
             return out
         for node_id, entry in raw.items():
@@ -1324,24 +1332,23 @@ class Runtime:
             if why:
                 refused[str(node_id)] = why
                 continue
-            record = _jsonable(entry)
-            record = record if isinstance(record, dict) else {}
-            record.setdefault("via", "selection")
-            record.setdefault("at", w.now())
-            out[str(node_id)] = record
+            if not isinstance(entry, kind):
+                record = _jsonable(entry)
+                entry = kind.from_json(record if isinstance(record, dict) else {})
+            out[str(node_id)] = entry.stamped("selection", w.now())
         return out
 
-    def _plan_refusal(self, state: ItemState, node_id: str, kind: str) -> str:
+    def _plan_refusal(self, state: ItemState, node_id: str, kind: type[_Plan]) -> str:
         if not self.graph.has_node(node_id):
             return f"{node_id!r} is not a node of {self.graph.name}"
         node = self.graph.node(node_id)
         if entered(state, node_id):
-            if kind == "skip":
+            if kind is Skip:
                 return f"{AMNESTY}: {node_id} was already entered"
             return f"a selection cannot add {node_id}: it was already entered"
-        if kind == "skip" and (not node.skippable or node.required):
+        if kind is Skip and (not node.skippable or node.required):
             return f"{node_id} is not skippable"
-        if kind == "optIn" and not node.opt_in:
+        if kind is OptIn and not node.opt_in:
             return f"{node_id} is not an opt-in phase"
         return ""
 
@@ -1399,6 +1406,11 @@ class Runtime:
             logger.error("hook %s at %s returned %r", ref.name, node.id, type(result).__name__)
             return failed
         return result
+
+
+def _documents(records: Mapping[str, Skip | OptIn]) -> dict[str, dict[str, Any]]:
+    # The event log keeps JSON: each record's stored document.
+    return {node_id: record.to_json() for node_id, record in records.items()}
 
 
 def _merge_pass(merged: dict[str, Any], data: Mapping[str, Any]) -> None:

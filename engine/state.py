@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from engine.records import OptIn, Skip
 from engine.refs import WorkItemRef
 from engine.visits import Visit, VisitDecision, visits_from_document, visits_to_json
 
@@ -93,9 +94,11 @@ class ItemState:
         forced: the list of forced moves ``{from, to, reason, by, at}``.
         parked: ``{node, reason, at}`` while waiting, else ``{}``.
         completions: node id -> ``{by, at}`` for accepted ``complete`` claims.
-        skips: node id -> ``{via, token, by, reason, at}`` (declarations as recorded;
-            read them only through ``Runtime.declared_skips``).
-        opt_ins: node id -> ``{via, by, at}`` (read through ``Runtime.selected``).
+        skips: node id -> :class:`~engine.records.Skip` (declarations as recorded; read
+            them only through ``Runtime.declared_skips``). Stored as its camelCase
+            document ``{via, token, by, reason, at, ...}`` (issue 20 §1).
+        opt_ins: node id -> :class:`~engine.records.OptIn` (read through
+            ``Runtime.selected``); stored as ``{via, by, at}``.
         surface: free-form context shared by hooks (e.g. ``pullRequests``, ``branch``).
         started_at: ISO-8601 UTC start time.
         revision: bumped on every committed write (optimistic checks, tests).
@@ -110,8 +113,8 @@ class ItemState:
     forced: list[dict[str, Any]] = field(default_factory=list)
     parked: dict[str, Any] = field(default_factory=dict)
     completions: dict[str, dict[str, Any]] = field(default_factory=dict)
-    skips: dict[str, dict[str, Any]] = field(default_factory=dict)
-    opt_ins: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skips: dict[str, Skip] = field(default_factory=dict)
+    opt_ins: dict[str, OptIn] = field(default_factory=dict)
     surface: dict[str, Any] = field(default_factory=dict)
     started_at: str = ""
     revision: int = 0
@@ -217,8 +220,8 @@ class ItemState:
             "forced": _copy(self.forced),
             "parked": _copy(self.parked),
             "completions": _copy(self.completions),
-            "skips": _copy(self.skips),
-            "optIns": _copy(self.opt_ins),
+            "skips": {k: v.to_json() for k, v in self.skips.items()},
+            "optIns": {k: v.to_json() for k, v in self.opt_ins.items()},
             "surface": _copy(self.surface),
             "loop": self.loop,
         }
@@ -238,8 +241,8 @@ class ItemState:
             forced=_copy(doc.get("forced") or []),
             parked=_copy(doc.get("parked") or {}),
             completions=_copy(doc.get("completions") or {}),
-            skips=_copy(doc.get("skips") or {}),
-            opt_ins=_copy(doc.get("optIns") or {}),
+            skips={k: Skip.from_json(v) for k, v in (doc.get("skips") or {}).items()},
+            opt_ins={k: OptIn.from_json(v) for k, v in (doc.get("optIns") or {}).items()},
             surface=_copy(doc.get("surface") or {}),
             started_at=str(doc.get("startedAt") or ""),
         )

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine import fastjson
+from engine.records import OptIn, Skip
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
@@ -33,6 +34,10 @@ ENTRY_TABLES = (
     ("opt_ins", "opt_ins"),
     ("completions", "completions"),
 )
+#: How each entry table's JSON becomes the state's value (issue 20 §1: the records'
+#: ``from_json`` is the one reader; the stored document is unchanged). Absent: kept as JSON.
+_ENTRY_TYPES: dict[str, Callable[[Any], Any]] = {"skips": Skip.from_json,
+                                                 "opt_ins": OptIn.from_json}
 #: Every table whose rows belong to one item (replaced wholesale on each write).
 #: ``visits`` holds ``node -> [visit, ...]`` (issue 19 §2). ``decisions`` is no longer
 #: written (a decision lives in its visit; writing it twice would store a selection's
@@ -154,10 +159,10 @@ def read_state(query: Query, ref: WorkItemRef) -> ItemState | None:
                              "ORDER BY ord", (item,)):
         state.nodes[node] = record_from_row(tuple(rest))
     for table, attr in ENTRY_TABLES:
-        target = getattr(state, attr)
+        target, typed = getattr(state, attr), _ENTRY_TYPES.get(table)
         for node, data in query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord",
                                 (item,)):
-            target[node] = fastjson.loads(data)
+            target[node] = typed(fastjson.loads(data)) if typed else fastjson.loads(data)
     state.visits = _visits(state, *(
         list(query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord", (item,)))
         for table in ("visits", "decisions")))
@@ -207,7 +212,7 @@ def _state_statements(item: str, state: ItemState) -> list[tuple[str, list[tuple
         entries: Mapping[str, Any] = getattr(state, attr)
         if table in ("skips", "opt_ins"):
             out.append((f"INSERT INTO {table} (item, node, ord, data, via) VALUES (?,?,?,?,?)",
-                        [(item, node, i, json_text(e), _text(e, "via"))
+                        [(item, node, i, json_text(e.to_json()), e.via)
                          for i, (node, e) in enumerate(entries.items())]))
         else:
             out.append((f"INSERT INTO {table} (item, node, ord, data) VALUES (?,?,?,?)",
@@ -262,7 +267,8 @@ def stream_states(query: Query) -> Iterator[ItemState]:
     records = _ordered(query, "node_records",
                        "c.node, c.attempts, c.outcome, c.entered_at, c.exited_at, "
                        "c.last_block, c.forced")
-    entries = {attr: _ordered(query, table, "c.node, c.data") for table, attr in ENTRY_TABLES}
+    entries = {attr: (_ordered(query, table, "c.node, c.data"), _ENTRY_TYPES.get(table))
+               for table, attr in ENTRY_TABLES}
     visits = _ordered(query, "visits", "c.node, c.data")
     decisions = _ordered(query, "decisions", "c.node, c.data")
     forced = _ordered(query, "forced_moves", "c.data")
@@ -271,10 +277,10 @@ def stream_states(query: Query) -> Iterator[ItemState]:
         item = row[0]
         for node, *rest in records.take(item):
             state.nodes[node] = record_from_row(tuple(rest))
-        for attr, rows in entries.items():
+        for attr, (rows, typed) in entries.items():
             target = getattr(state, attr)
             for node, data in rows.take(item):
-                target[node] = fastjson.loads(data)
+                target[node] = typed(fastjson.loads(data)) if typed else fastjson.loads(data)
         state.visits = _visits(state, visits.take(item), decisions.take(item))
         state.forced = [fastjson.loads(d) for (d,) in forced.take(item)]
         yield state

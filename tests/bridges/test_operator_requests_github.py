@@ -55,7 +55,7 @@ def test_a_skip_request_is_posted_and_only_an_authorized_reply_applies_it(
     bob = world.comment(ref, f"the-loop confirm {rid}", as_user="bob")
     world.dispatcher.handle(comment_delivery(ref, bob))
     skip = world.state(ref).skips["code-quiz"]
-    assert (skip["confirmedBy"], skip["confirmedVia"], skip["request"]) == ("bob", "reply", rid)
+    assert (skip.confirmed_by, skip.confirmed_via, skip.request) == ("bob", "reply", rid)
     assert world.state(ref).current_node == "brainstorming"  # a confirmation answers no gate
 
 

@@ -15,6 +15,7 @@ from bridges.ingress.bridge_state import PollCursor, SqliteBridgeState
 from bridges.ingress.inbox import SqliteInbox, inbox_path
 from bridges.postgres.store import PostgresStore
 from engine.effects import AddLabel, PostComment
+from engine.records import Skip
 from engine.refs import WorkItemRef
 from engine.state import NodeRecord
 from engine.store.sqlite import SqliteStore
@@ -32,7 +33,7 @@ def _installation(path: Path) -> SqliteStore:
             state = tx.create("pdlc-work-item-loop")
             state.current_node = "design"
             state.nodes["design"] = NodeRecord(attempts=i + 1, entered_at="t1")
-            state.skips["brainstorming"] = {"via": "selection", "by": "@alice"}
+            state.skips["brainstorming"] = Skip.from_json({"via": "selection", "by": "@alice"})
             state.forced.append({"from": "a", "to": "design", "by": "@ops", "reason": "r"})
             tx.log("graph.started", {"node": "phase-selection"})
             tx.enqueue(f"k{i}", PostComment(ref, f"hello {i}", record="quiz:spec-quiz"))

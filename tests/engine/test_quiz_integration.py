@@ -171,7 +171,7 @@ def test_an_unticked_explainer_row_skips_all_four_nodes(world: World) -> None:
 
     for node in EXPLAINER_NODES:
         skip = state.skips[node]
-        assert (skip["via"], skip["token"], skip["by"], skip["reason"]) == (
+        assert (skip.via, skip.token, skip.by, skip.reason) == (
             "selection", "explainer", "@alice", "",
         )  # fmt: skip
     assert state.nodes["spec-explainer"].outcome == "skipped"

@@ -10,6 +10,7 @@ import pytest
 
 from engine.errors import ClaimRefused, LoopgateError
 from engine.hooks.registry import REGISTRY
+from engine.records import OptIn, Skip
 from engine.refs import WorkItemRef
 from engine.report import NOT_SELECTED_LINE
 from engine.runtime import AMNESTY, Runtime
@@ -130,7 +131,7 @@ def test_a_skip_chosen_at_selection_is_routed_with_outcome_skipped(rt: Runtime) 
     rt.advance(REF, say(rt, "alice", "select skip=a"))
     state = rt.store.load(REF)
     assert state.current_node == "gate"
-    assert state.skips["a"]["via"] == "selection" and state.skips["a"]["by"] == "@alice"
+    assert state.skips["a"].via == "selection" and state.skips["a"].by == "@alice"
     assert state.nodes["a"].outcome == "skipped"
     assert _events(rt, "graph.skips_declared")[0]["skips"]["a"]["token"] == "a"
 
@@ -143,7 +144,7 @@ def test_unselected_opt_in_node_is_routed_around_with_no_declaration(rt: Runtime
     assert state.current_node == "gate"
     assert "critic" not in state.skips and state.opt_ins == {}
     assert state.nodes["critic"].outcome == "skipped"
-    assert rt.declared_skips(state)["critic"] == {"via": "not-selected"}
+    assert rt.declared_skips(state)["critic"].to_json() == {"via": "not-selected"}
     for recompute in (False, True):
         node = next(n for n in rt.status(REF, recompute)["nodes"] if n["id"] == "critic")
         assert node["status"] == "not selected"
@@ -153,7 +154,7 @@ def test_unselected_opt_in_node_is_routed_around_with_no_declaration(rt: Runtime
 def test_selected_opt_in_node_is_walked_and_gates_its_artifact(rt: Runtime) -> None:
     rt.start(REF)
     state = rt.advance(REF, say(rt, "alice", "select optin=critic"))
-    assert state.opt_ins["critic"]["via"] == "selection"
+    assert state.opt_ins["critic"].via == "selection"
     assert rt.selected(state, "critic") and "critic" not in rt.declared_skips(state)
     state = rt.complete(REF, "a", "agent-1")
     assert state.current_node == "critic"
@@ -174,7 +175,7 @@ def test_selected_opt_in_node_is_walked_and_gates_its_artifact(rt: Runtime) -> N
 
 def test_forged_opt_in_on_a_normal_node_is_inert(rt: Runtime) -> None:
     rt.start(REF)
-    _edit_state(rt, lambda s: s.opt_ins.update({"b": {"via": "forged"}}))
+    _edit_state(rt, lambda s: s.opt_ins.update({"b": OptIn("forged")}))
     state = rt.advance(REF, say(rt, "alice", "select optin=gate"))
     assert not rt.selected(state, "b") and not rt.selected(state, "gate")
     assert "gate" not in state.opt_ins
@@ -183,7 +184,7 @@ def test_forged_opt_in_on_a_normal_node_is_inert(rt: Runtime) -> None:
     report = rt.status(REF)
     assert report["optIns"] == {}
     assert [i["node"] for i in report["invalidOptIns"]] == ["b"]
-    assert rt.declared_skips(state)["critic"] == {"via": "not-selected"}
+    assert rt.declared_skips(state)["critic"].to_json() == {"via": "not-selected"}
 
 
 def test_deleting_a_selection_reverts_to_not_selected_never_pass(rt: Runtime) -> None:
@@ -211,7 +212,7 @@ def test_deleting_a_selection_after_the_walk_still_reads_not_selected(rt: Runtim
 def test_forged_skip_on_a_required_node_is_inert_and_reported_not_skippable(rt: Runtime) -> None:
     rt.declare_skips(REF, ["b"], "plan", "@bob")
     _edit_state(rt, lambda s: s.skips.update({
-        "select": {"via": "forged", "token": "select"}, "gate": {"via": "forged"}}))
+        "select": Skip("forged", "select"), "gate": Skip("forged")}))
     state = rt.start(REF)
     assert state.current_node == "select"  # walked, not skipped
     assert set(rt.declared_skips(state)) == {"b", "critic"}
@@ -236,8 +237,8 @@ def test_declare_skips_refuses_entered_nodes_opt_ins_and_protected_nodes(rt: Run
     assert rejected["select"] == "'select' is not skippable"
     assert rejected["nope"] == "'nope' is neither a node nor a skip set of mini"
     state = rt.store.load(REF)
-    assert state.skips["b"] == {"via": "declaration", "token": "chain", "by": "@bob",
-                                "reason": "too slow", "at": state.skips["b"]["at"]}
+    assert state.skips["b"].to_json() == {"via": "declaration", "token": "chain", "by": "@bob",
+                                "reason": "too slow", "at": state.skips["b"].at}
     assert "a" not in state.skips
     assert state.current_node == "a"  # no routing happens on a declaration
     assert _events(rt, "graph.skips_declared") == [

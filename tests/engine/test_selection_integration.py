@@ -85,9 +85,9 @@ def test_tick_in_place_plus_bare_keyword_selects_via_checklist(world: World) -> 
     world.tracker.edit_comment(checklist.id, body, "alice")
     state = world.advance_with(world.reply("alice", "The-Loop Execute"))
     assert state.decisions["phase-selection"]["via"] == "checklist"
-    assert state.skips["brainstorming"]["token"] == "brainstorming"
-    assert state.skips["brainstorming"]["by"] == "@alice"
-    assert state.opt_ins["design-critic-review"]["by"] == "@alice"
+    assert state.skips["brainstorming"].token == "brainstorming"
+    assert state.skips["brainstorming"].by == "@alice"
+    assert state.opt_ins["design-critic-review"].by == "@alice"
     assert state.nodes["brainstorming"].outcome == "skipped"
     assert state.current_node == "requirements-definition"
     assert "graph.opt_ins_selected" in world.kinds()
@@ -125,7 +125,7 @@ def test_declaring_every_phase_away_reaches_the_final_gate(world: World) -> None
     state = world.advance_with(world.reply("alice", f"the-loop execute\n{rows}"))
     assert state.current_node == "human-approval"
     for node in EXPLAINER_NODES:
-        assert state.skips[node]["token"] == "explainer"
+        assert state.skips[node].token == "explainer"
         assert state.nodes[node].outcome == "skipped"
     frozen = {n["id"]: n for n in state.decisions["phase-selection"]["frozenGraph"]["nodes"]}
     assert frozen["design-critic-review"]["skipped"] and frozen["design-critic-review"]["optIn"]
