@@ -2,16 +2,17 @@
 (issue 10 "Shape").
 
 Hooks build these and hand them to the runtime (``HookResult`` data ``decision``,
-``skips``, ``optIns``). The state holds :class:`Skip` and :class:`OptIn` themselves
-(``ItemState.skips`` / ``opt_ins``); only the store and the JSON views call :meth:`to_json`,
-whose camelCase keys are the state document's wire format (``check --format json``, the
-designs), so nothing stored changes shape. Each type's ``from_json`` reads its document
-back (issue 20 §1: one (de)serialiser per record; absent keys read as empty). A skip's or
-an opt-in's ``from_json`` then ``to_json`` gives the stored document back byte for byte,
-whatever wrote it: unknown keys are kept (``extra``), and an unusual key order too
-(``layout``), so state written before a change loads and is written back unchanged. An
-approval gate's counted approvals are :class:`engine.approvals.GateApprovals`; a visit's
-decision as shown is :class:`engine.visits.VisitDecision`.
+``skips``, ``optIns``). The state holds :class:`Skip`, :class:`OptIn` and
+:class:`Completion` themselves (``ItemState.skips`` / ``opt_ins`` / ``completions``); only
+the store and the JSON views call :meth:`to_json`, whose camelCase keys are the state
+document's wire format (``check --format json``, the designs), so nothing stored changes
+shape. Each type's ``from_json`` reads its document back (issue 20 §1: one (de)serialiser
+per record; absent keys read as empty). For the state's records ``from_json`` then
+``to_json`` gives the stored document back byte for byte, whatever wrote it: unknown keys
+are kept (``extra``), and an unusual key order too (``layout``), so state written before a
+change loads and is written back unchanged. An approval gate's counted approvals are
+:class:`engine.approvals.GateApprovals`; a visit's decision as shown is
+:class:`engine.visits.VisitDecision`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ __all__ = [
     "Recordable",
     "Skip",
     "OptIn",
+    "Completion",
     "Attestation",
     "ReviewDecision",
     "SelectionDecision",
@@ -151,14 +153,52 @@ class OptIn:
         return replace(self, via=self.via or via, at=self.at or at)
 
 
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """An accepted ``complete`` claim of a node (``loopgate complete``, an agent's
+    command), as the state holds it (``ItemState.completions``: node id -> Completion;
+    issue 20 §1).
+
+    Attributes:
+        by: who claimed it (the CLI actor or ``@login``).
+        at: ISO-8601 UTC time of the claim.
+        extra: keys of the stored document no field names, kept as read.
+        layout: the stored document's key order when not :meth:`to_json`'s (see
+            :attr:`Skip.layout`). Not compared.
+    """
+
+    by: str
+    at: str = ""
+    extra: Extra = ()
+    layout: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{by, at}`` then :attr:`extra`; in :attr:`layout` order when set."""
+        if self.layout is None and not self.extra:
+            return {"by": self.by, "at": self.at}
+        return _document((("by", self.by, True), ("at", self.at, True)), self.extra,
+                         self.layout)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Completion:
+        """Read a stored document back (as :meth:`Skip.from_json`)."""
+        if tuple(doc) == _COMPLETION_USUAL and _all_text(doc):
+            return _usual_completion(doc)
+        values, extra = _split(doc, _COMPLETION_FIELDS)
+        made = cls(values.get("by", ""), values.get("at", ""), extra)
+        return _with_keys(made, doc)
+
+
 _SKIP_FIELDS = frozenset(("via", "token", "by", "reason", "at", "confirmedBy",
                           "confirmedVia", "request"))
 _SKIP_USUAL = ("via", "token", "by", "reason", "at")
 _OPT_IN_FIELDS = frozenset(("via", "by", "at"))
 _OPT_IN_USUAL = ("via", "by", "at")
+_COMPLETION_FIELDS = frozenset(("by", "at"))
+_COMPLETION_USUAL = ("by", "at")
 
 
-_K = TypeVar("_K", Skip, OptIn)
+_K = TypeVar("_K", Skip, OptIn, Completion)
 
 
 def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
@@ -170,6 +210,7 @@ def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
 
 _SKIP_SET = _slot_setters(Skip)
 _OPT_IN_SET = _slot_setters(OptIn)
+_COMPLETION_SET = _slot_setters(Completion)
 
 
 def _usual_skip(doc: Mapping[str, Any]) -> Skip:
@@ -194,6 +235,17 @@ def _usual_opt_in(doc: Mapping[str, Any]) -> OptIn:
     made = object.__new__(OptIn)
     via, by, at, extra, layout = _OPT_IN_SET
     via(made, doc["via"])
+    by(made, doc["by"])
+    at(made, doc["at"])
+    extra(made, ())
+    layout(made, None)
+    return made
+
+
+def _usual_completion(doc: Mapping[str, Any]) -> Completion:
+    # Completion(by, at) from a document of the usual shape, every field set.
+    made = object.__new__(Completion)
+    by, at, extra, layout = _COMPLETION_SET
     by(made, doc["by"])
     at(made, doc["at"])
     extra(made, ())

@@ -73,7 +73,7 @@ from engine.outcomes import PASS as OUTCOME_PASS
 from engine.outcomes import SKIPPED
 from engine.perform import InlinePerformer
 from engine.ports import Ports, TrackerError
-from engine.records import OptIn, Skip
+from engine.records import Completion, OptIn, Skip
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings, normalize_login
 from engine.state import ItemState, ItemStatus
@@ -711,7 +711,7 @@ class Runtime:
             state = self._started(tx, ref)
             node = self._claimable(state, node_id)
             w = _Walk(tx, state, self.ports)
-            state.completions[node_id] = {"by": actor, "at": w.now()}
+            state.completions[node_id] = Completion(actor, w.now())
             self._go(w, node, self._evaluate(w, node, {}))
             return state
 

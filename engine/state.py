@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from engine.records import OptIn, Skip
+from engine.records import Completion, OptIn, Skip
 from engine.refs import WorkItemRef
 from engine.visits import Visit, VisitDecision, visits_from_document, visits_to_json
 
@@ -93,7 +93,8 @@ class ItemState:
             first (issue 19 §2); each holds the decision given during it.
         forced: the list of forced moves ``{from, to, reason, by, at}``.
         parked: ``{node, reason, at}`` while waiting, else ``{}``.
-        completions: node id -> ``{by, at}`` for accepted ``complete`` claims.
+        completions: node id -> :class:`~engine.records.Completion` for accepted
+            ``complete`` claims; stored as ``{by, at}``.
         skips: node id -> :class:`~engine.records.Skip` (declarations as recorded; read
             them only through ``Runtime.declared_skips``). Stored as its camelCase
             document ``{via, token, by, reason, at, ...}`` (issue 20 §1).
@@ -112,7 +113,7 @@ class ItemState:
     visits: dict[str, tuple[Visit, ...]] = field(default_factory=dict)
     forced: list[dict[str, Any]] = field(default_factory=list)
     parked: dict[str, Any] = field(default_factory=dict)
-    completions: dict[str, dict[str, Any]] = field(default_factory=dict)
+    completions: dict[str, Completion] = field(default_factory=dict)
     skips: dict[str, Skip] = field(default_factory=dict)
     opt_ins: dict[str, OptIn] = field(default_factory=dict)
     surface: dict[str, Any] = field(default_factory=dict)
@@ -219,7 +220,7 @@ class ItemState:
             "visits": visits_to_json(self.visits),
             "forced": _copy(self.forced),
             "parked": _copy(self.parked),
-            "completions": _copy(self.completions),
+            "completions": {k: v.to_json() for k, v in self.completions.items()},
             "skips": {k: v.to_json() for k, v in self.skips.items()},
             "optIns": {k: v.to_json() for k, v in self.opt_ins.items()},
             "surface": _copy(self.surface),
@@ -240,7 +241,8 @@ class ItemState:
             visits=visits_from_document(doc),
             forced=_copy(doc.get("forced") or []),
             parked=_copy(doc.get("parked") or {}),
-            completions=_copy(doc.get("completions") or {}),
+            completions={k: Completion.from_json(v)
+                         for k, v in (doc.get("completions") or {}).items()},
             skips={k: Skip.from_json(v) for k, v in (doc.get("skips") or {}).items()},
             opt_ins={k: OptIn.from_json(v) for k, v in (doc.get("optIns") or {}).items()},
             surface=_copy(doc.get("surface") or {}),

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine import fastjson
-from engine.records import OptIn, Skip
+from engine.records import Completion, OptIn, Skip
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
@@ -34,10 +34,11 @@ ENTRY_TABLES = (
     ("opt_ins", "opt_ins"),
     ("completions", "completions"),
 )
-#: How each entry table's JSON becomes the state's value (issue 20 §1: the records'
-#: ``from_json`` is the one reader; the stored document is unchanged). Absent: kept as JSON.
+#: How each entry table's JSON becomes the state's record (issue 20 §1: the records'
+#: ``from_json`` is the one reader; the stored document is unchanged).
 _ENTRY_TYPES: dict[str, Callable[[Any], Any]] = {"skips": Skip.from_json,
-                                                 "opt_ins": OptIn.from_json}
+                                                 "opt_ins": OptIn.from_json,
+                                                 "completions": Completion.from_json}
 #: Every table whose rows belong to one item (replaced wholesale on each write).
 #: ``visits`` holds ``node -> [visit, ...]`` (issue 19 §2). ``decisions`` is no longer
 #: written (a decision lives in its visit; writing it twice would store a selection's
@@ -159,10 +160,10 @@ def read_state(query: Query, ref: WorkItemRef) -> ItemState | None:
                              "ORDER BY ord", (item,)):
         state.nodes[node] = record_from_row(tuple(rest))
     for table, attr in ENTRY_TABLES:
-        target, typed = getattr(state, attr), _ENTRY_TYPES.get(table)
+        target, typed = getattr(state, attr), _ENTRY_TYPES[table]
         for node, data in query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord",
                                 (item,)):
-            target[node] = typed(fastjson.loads(data)) if typed else fastjson.loads(data)
+            target[node] = typed(fastjson.loads(data))
     state.visits = _visits(state, *(
         list(query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord", (item,)))
         for table in ("visits", "decisions")))
@@ -216,7 +217,7 @@ def _state_statements(item: str, state: ItemState) -> list[tuple[str, list[tuple
                          for i, (node, e) in enumerate(entries.items())]))
         else:
             out.append((f"INSERT INTO {table} (item, node, ord, data) VALUES (?,?,?,?)",
-                        [(item, node, i, json_text(e))
+                        [(item, node, i, json_text(e.to_json()))
                          for i, (node, e) in enumerate(entries.items())]))
     out.append(("INSERT INTO visits (item, node, ord, data) VALUES (?,?,?,?)",
                 [(item, node, i, json_text(seq))
@@ -267,7 +268,7 @@ def stream_states(query: Query) -> Iterator[ItemState]:
     records = _ordered(query, "node_records",
                        "c.node, c.attempts, c.outcome, c.entered_at, c.exited_at, "
                        "c.last_block, c.forced")
-    entries = {attr: (_ordered(query, table, "c.node, c.data"), _ENTRY_TYPES.get(table))
+    entries = {attr: (_ordered(query, table, "c.node, c.data"), _ENTRY_TYPES[table])
                for table, attr in ENTRY_TABLES}
     visits = _ordered(query, "visits", "c.node, c.data")
     decisions = _ordered(query, "decisions", "c.node, c.data")
@@ -280,7 +281,7 @@ def stream_states(query: Query) -> Iterator[ItemState]:
         for attr, (rows, typed) in entries.items():
             target = getattr(state, attr)
             for node, data in rows.take(item):
-                target[node] = typed(fastjson.loads(data)) if typed else fastjson.loads(data)
+                target[node] = typed(fastjson.loads(data))
         state.visits = _visits(state, visits.take(item), decisions.take(item))
         state.forced = [fastjson.loads(d) for (d,) in forced.take(item)]
         yield state

@@ -17,7 +17,7 @@ from engine.graph.compiler import shipped_graph
 from engine.hooks.phase_selection import Selection, checklist_rows, reply_body
 from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
 from engine.ports import Ports
-from engine.records import OptIn, ReviewDecision, SelectionDecision, Skip
+from engine.records import Completion, OptIn, ReviewDecision, SelectionDecision, Skip
 from engine.refs import WorkItemRef
 from engine.runtime import Runtime
 from engine.settings import EngineSettings
@@ -189,6 +189,16 @@ def test_a_plan_is_stamped_where_empty_and_a_field_set_since_is_written() -> Non
     given = Skip("declaration", "x", at="t0").stamped("selection", "T")
     assert (given.via, given.at) == ("declaration", "t0")
     assert OptIn("", "@a").stamped("selection", "T") == OptIn("selection", "@a", "T")
+
+
+def test_any_stored_completion_is_written_back_byte_for_byte() -> None:
+    for doc in ({"by": "cli", "at": "t"}, {"at": "t", "by": "cli"}, {"by": "cli"}, {},
+                {"by": "cli", "at": "t", "node": "x"}, {"by": 7, "at": None}):
+        assert json.dumps(Completion.from_json(doc).to_json()) == json.dumps(doc), doc
+    usual = Completion.from_json({"by": "cli", "at": "t"})
+    assert (repr(usual), usual.extra, usual.layout) == (repr(Completion("cli", "t")), (), None)
+    assert [f.name for f in fields(Completion)] == ["by", "at", "extra", "layout"]
+    assert Completion.from_json({"by": 7}).extra == (("by", 7),)
 
 
 def test_a_typed_record_is_frozen_and_slotted() -> None:

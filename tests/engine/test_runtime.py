@@ -337,7 +337,7 @@ def test_complete_records_the_claim_and_moves_on(rt: Runtime) -> None:
     rt.start(REF)
     rt.advance(REF, say(rt, "alice", "select"))
     state = rt.complete(REF, "a", "agent-1")
-    assert state.completions["a"]["by"] == "agent-1"
+    assert state.completions["a"].by == "agent-1"
     assert state.nodes["a"].outcome == "pass" and state.current_node == "gate"
 
 

@@ -15,7 +15,7 @@ import pytest
 from sqlite_utils import Database
 
 from engine.errors import StoreError
-from engine.records import OptIn, Skip
+from engine.records import Completion, OptIn, Skip
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.base import StoreCapabilities
@@ -65,7 +65,7 @@ def _full_state(state: ItemState) -> None:
                     {"from": "b", "to": "design", "reason": "r2 — ünïcode", "by": "@ops",
                      "at": "t"}]
     state.parked = {"node": "design", "reason": "waiting", "at": "t4"}
-    state.completions["a"] = {"by": "agent", "at": "t"}
+    state.completions["a"] = Completion("agent", "t")
     state.skips = {"brainstorming": Skip("selection", "brainstorming", "@alice", "", "t"),
                    "forged": Skip.from_json({})}
     state.opt_ins = {"design-critic-review": OptIn("selection", "@alice", "t")}
@@ -509,6 +509,8 @@ def _assert_typed_records(state: ItemState) -> None:
                                             "2026-12-02T06:35:06Z")
     assert state.opt_ins == {"design-critic-review": OptIn("selection", "@alice",
                                                            "2026-12-02T06:35:06Z")}
+    assert state.completions == {"requirements-definition": Completion(
+        "cli", "2026-12-02T06:35:06Z")}
 
 
 def test_records_written_before_they_were_typed_load_and_write_back_byte_for_byte(
