@@ -381,9 +381,8 @@ def timeline(state: ItemState, effects: Sequence[EffectRow] = ()) -> list[dict[s
             add(row["exitedAt"], kind="left", node=node, visit=number,
                 text=f"left {node} with {row['outcome'] or 'no outcome (moved by force)'}")
     for move in state.forced:
-        add(str(move.get("at") or ""), kind="forced", node=str(move.get("to") or ""),
-            text=f"forced from {move.get('from')} to {move.get('to')} by {move.get('by')}: "
-                 f"{move.get('reason')}")
+        add(move.at, kind="forced", node=move.to_node,
+            text=f"forced from {move.from_node} to {move.to_node} by {move.by}: {move.reason}")
     for request in (state.surface.get("operatorRequests") or {}).values():
         if isinstance(request, Mapping):
             add(str(request.get("at") or ""), kind="request", status=str(request.get("status")),

@@ -115,8 +115,7 @@ def _walked_to_end(state: ItemState, after: str) -> bool:
         return False
     record = state.nodes.get(end)
     entered = record.entered_at if record is not None else ""
-    return not any(m.get("to") == end and str(m.get("at") or "") >= entered
-                   for m in state.forced)
+    return not any(m.to_node == end and m.at >= entered for m in state.forced)
 
 
 def _forced_over(graph: Graph, state: ItemState, after: str, passed_at: str) -> bool:
@@ -124,11 +123,11 @@ def _forced_over(graph: Graph, state: ItemState, after: str, passed_at: str) -> 
     the pass on record is stale, the gate did not let the item through that time."""
     mark = graph.position(after)
     for move in state.forced:
-        source, target = str(move.get("from") or ""), str(move.get("to") or "")
+        source, target = move.from_node, move.to_node
         if not (graph.has_node(source) and graph.has_node(target)):
             continue
         crossed = graph.position(source) <= mark < graph.position(target)
-        if crossed and str(move.get("at") or "") >= passed_at:
+        if crossed and move.at >= passed_at:
             return True
     return False
 

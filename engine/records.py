@@ -2,17 +2,17 @@
 (issue 10 "Shape").
 
 Hooks build these and hand them to the runtime (``HookResult`` data ``decision``,
-``skips``, ``optIns``). The state holds :class:`Skip`, :class:`OptIn` and
-:class:`Completion` themselves (``ItemState.skips`` / ``opt_ins`` / ``completions``); only
-the store and the JSON views call :meth:`to_json`, whose camelCase keys are the state
-document's wire format (``check --format json``, the designs), so nothing stored changes
-shape. Each type's ``from_json`` reads its document back (issue 20 §1: one (de)serialiser
-per record; absent keys read as empty). For the state's records ``from_json`` then
-``to_json`` gives the stored document back byte for byte, whatever wrote it: unknown keys
-are kept (``extra``), and an unusual key order too (``layout``), so state written before a
-change loads and is written back unchanged. An approval gate's counted approvals are
-:class:`engine.approvals.GateApprovals`; a visit's decision as shown is
-:class:`engine.visits.VisitDecision`.
+``skips``, ``optIns``). The state holds :class:`Skip`, :class:`OptIn`, :class:`Completion`
+and :class:`ForcedMove` themselves (``ItemState.skips`` / ``opt_ins`` / ``completions`` /
+``forced``); only the store and the JSON views call :meth:`to_json`, whose camelCase keys
+are the state document's wire format (``check --format json``, the designs), so nothing
+stored changes shape. Each type's ``from_json`` reads its document back (issue 20 §1: one
+(de)serialiser per record; absent keys read as empty). For the state's records
+``from_json`` then ``to_json`` gives the stored document back byte for byte, whatever
+wrote it: unknown keys are kept (``extra``), and an unusual key order too (``layout``),
+so state written before a change loads and is written back unchanged. An approval
+gate's counted approvals are :class:`engine.approvals.GateApprovals`; a visit's decision
+as shown is :class:`engine.visits.VisitDecision`.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ __all__ = [
     "Skip",
     "OptIn",
     "Completion",
+    "ForcedMove",
     "Attestation",
     "ReviewDecision",
     "SelectionDecision",
@@ -189,16 +190,72 @@ class Completion:
         return _with_keys(made, doc)
 
 
+@dataclass(frozen=True, slots=True)
+class ForcedMove:
+    """One move of the pointer by ``force`` (never a pass), as the state holds it
+    (``ItemState.forced``: a list of ForcedMove, oldest first; issue 20 §1).
+
+    Attributes:
+        from_node: the node the pointer was on (stored as ``from``).
+        to_node: the node it was moved to (stored as ``to``).
+        reason: why (required by ``loopgate force``).
+        by: who forced it (the CLI actor or ``@login``).
+        at: ISO-8601 UTC.
+        confirmed_by: the login that confirmed an operator request (issue 19 §5), "".
+        confirmed_via: how it was confirmed (``reply``, a chat surface's name), "".
+        request: the operator request's id, "".
+        extra: keys of the stored document no field names, kept as read.
+        layout: the stored document's key order when not :meth:`to_json`'s (see
+            :attr:`Skip.layout`). Not compared.
+    """
+
+    from_node: str
+    to_node: str
+    reason: str = ""
+    by: str = ""
+    at: str = ""
+    confirmed_by: str = ""
+    confirmed_via: str = ""
+    request: str = ""
+    extra: Extra = ()
+    layout: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{from, to, reason, by, at[, confirmedBy, confirmedVia, request]}`` (the
+        confirmation's keys when not empty), then :attr:`extra`; in :attr:`layout` order
+        when set."""
+        return _document((("from", self.from_node, True), ("to", self.to_node, True),
+                          ("reason", self.reason, True), ("by", self.by, True),
+                          ("at", self.at, True), ("confirmedBy", self.confirmed_by, False),
+                          ("confirmedVia", self.confirmed_via, False),
+                          ("request", self.request, False)), self.extra, self.layout)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> ForcedMove:
+        """Read a stored document back (as :meth:`Skip.from_json`)."""
+        values, extra = _split(doc, _FORCED_FIELDS)
+        made = cls(values.get("from", ""), values.get("to", ""), values.get("reason", ""),
+                   values.get("by", ""), values.get("at", ""), values.get("confirmedBy", ""),
+                   values.get("confirmedVia", ""), values.get("request", ""), extra)
+        return _with_keys(made, doc)
+
+    def confirmed(self, by: str, via: str, request: str) -> ForcedMove:
+        """This move with the operator request's confirmation recorded (issue 19 §5)."""
+        return replace(self, confirmed_by=by, confirmed_via=via, request=request)
+
+
 _SKIP_FIELDS = frozenset(("via", "token", "by", "reason", "at", "confirmedBy",
                           "confirmedVia", "request"))
 _SKIP_USUAL = ("via", "token", "by", "reason", "at")
 _OPT_IN_FIELDS = frozenset(("via", "by", "at"))
 _OPT_IN_USUAL = ("via", "by", "at")
+_FORCED_FIELDS = frozenset(("from", "to", "reason", "by", "at", "confirmedBy", "confirmedVia",
+                            "request"))
 _COMPLETION_FIELDS = frozenset(("by", "at"))
 _COMPLETION_USUAL = ("by", "at")
 
 
-_K = TypeVar("_K", Skip, OptIn, Completion)
+_K = TypeVar("_K", Skip, OptIn, Completion, ForcedMove)
 
 
 def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:

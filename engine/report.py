@@ -277,7 +277,7 @@ def document_view(state: ItemState) -> dict[str, Any]:
         "nodes": {k: v.to_mapping() for k, v in state.nodes.items()},
         "decisions": state.current_decisions(),
         "visits": visits_to_json(state.visits),
-        "forced": state.forced,
+        "forced": [m.to_json() for m in state.forced],
         "parked": state.parked,
         "completions": {k: v.to_json() for k, v in state.completions.items()},
         "skips": {k: v.to_json() for k, v in state.skips.items()},
@@ -418,7 +418,7 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
         "nodes": nodes,
         "decisions": document["decisions"],
         "parked": state.parked,
-        "forced": state.forced,
+        "forced": document["forced"],
         "skips": {k: {**v.to_json(), "provenance": skip_provenance(v)}
                   for k, v in reader.declared.items()},
         "optIns": {k: v.to_json() for k, v in state.opt_ins.items()

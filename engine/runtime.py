@@ -73,7 +73,7 @@ from engine.outcomes import PASS as OUTCOME_PASS
 from engine.outcomes import SKIPPED
 from engine.perform import InlinePerformer
 from engine.ports import Ports, TrackerError
-from engine.records import Completion, OptIn, Skip
+from engine.records import Completion, ForcedMove, OptIn, Skip
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings, normalize_login
 from engine.state import ItemState, ItemStatus
@@ -945,7 +945,8 @@ class Runtime:
         if request.get("verb") == "force":
             self._move_by_force(w, str(request["to"]), str(request["reason"]),
                                 str(request["by"]))
-            w.state.forced[-1].update(said)
+            w.state.forced[-1] = w.state.forced[-1].confirmed(
+                confirmation.by, confirmation.via, str(request["id"]))
             return
         accepted: dict[str, str] = {}
         for node_id, token in (request.get("skips") or {}).items():
@@ -1053,7 +1054,7 @@ class Runtime:
     def _move_by_force(self, w: _Walk, to: str, reason: str, actor: str) -> None:
         state, now = w.state, w.now()
         source = state.current_node
-        state.forced.append({"from": source, "to": to, "reason": reason, "by": actor, "at": now})
+        state.forced.append(ForcedMove(source, to, reason, actor, now))
         left = state.record(source)
         left.forced = True
         if source != to:

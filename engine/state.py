@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from engine.records import Completion, OptIn, Skip
+from engine.records import Completion, ForcedMove, OptIn, Skip
 from engine.refs import WorkItemRef
 from engine.visits import Visit, VisitDecision, visits_from_document, visits_to_json
 
@@ -91,7 +91,8 @@ class ItemState:
         nodes: node id -> :class:`NodeRecord` for every node entered or skipped.
         visits: node id -> that node's :class:`~engine.visits.Visit` records, oldest
             first (issue 19 §2); each holds the decision given during it.
-        forced: the list of forced moves ``{from, to, reason, by, at}``.
+        forced: the forced moves (:class:`~engine.records.ForcedMove`), oldest first;
+            stored as ``{from, to, reason, by, at}``.
         parked: ``{node, reason, at}`` while waiting, else ``{}``.
         completions: node id -> :class:`~engine.records.Completion` for accepted
             ``complete`` claims; stored as ``{by, at}``.
@@ -111,7 +112,7 @@ class ItemState:
     status: str = ItemStatus.RUNNING
     nodes: dict[str, NodeRecord] = field(default_factory=dict)
     visits: dict[str, tuple[Visit, ...]] = field(default_factory=dict)
-    forced: list[dict[str, Any]] = field(default_factory=list)
+    forced: list[ForcedMove] = field(default_factory=list)
     parked: dict[str, Any] = field(default_factory=dict)
     completions: dict[str, Completion] = field(default_factory=dict)
     skips: dict[str, Skip] = field(default_factory=dict)
@@ -218,7 +219,7 @@ class ItemState:
             "nodes": {k: v.to_mapping() for k, v in self.nodes.items()},
             "decisions": self.current_decisions(),
             "visits": visits_to_json(self.visits),
-            "forced": _copy(self.forced),
+            "forced": [m.to_json() for m in self.forced],
             "parked": _copy(self.parked),
             "completions": {k: v.to_json() for k, v in self.completions.items()},
             "skips": {k: v.to_json() for k, v in self.skips.items()},
@@ -239,7 +240,7 @@ class ItemState:
             status=str(doc.get("status") or ItemStatus.RUNNING),
             nodes={k: NodeRecord.from_mapping(v) for k, v in (doc.get("nodes") or {}).items()},
             visits=visits_from_document(doc),
-            forced=_copy(doc.get("forced") or []),
+            forced=[ForcedMove.from_json(m) for m in doc.get("forced") or ()],
             parked=_copy(doc.get("parked") or {}),
             completions={k: Completion.from_json(v)
                          for k, v in (doc.get("completions") or {}).items()},

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine import fastjson
-from engine.records import Completion, OptIn, Skip
+from engine.records import Completion, ForcedMove, OptIn, Skip
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
@@ -167,7 +167,7 @@ def read_state(query: Query, ref: WorkItemRef) -> ItemState | None:
     state.visits = _visits(state, *(
         list(query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord", (item,)))
         for table in ("visits", "decisions")))
-    state.forced = [fastjson.loads(d) for (d,) in query(
+    state.forced = [ForcedMove.from_json(fastjson.loads(d)) for (d,) in query(
         "SELECT data FROM forced_moves WHERE item = ? ORDER BY ord", (item,))]
     return state
 
@@ -223,8 +223,8 @@ def _state_statements(item: str, state: ItemState) -> list[tuple[str, list[tuple
                 [(item, node, i, json_text(seq))
                  for i, (node, seq) in enumerate(visits_to_json(state.visits).items())]))
     out.append((_INSERT_FORCED, [
-        (item, i, _text(m, "from"), _text(m, "to"), _text(m, "by"), _text(m, "reason"),
-         _text(m, "at"), json_text(m)) for i, m in enumerate(state.forced)]))
+        (item, i, m.from_node, m.to_node, m.by, m.reason, m.at, json_text(m.to_json()))
+        for i, m in enumerate(state.forced)]))
     return [(sql, rows) for sql, rows in out if rows]
 
 
@@ -283,5 +283,5 @@ def stream_states(query: Query) -> Iterator[ItemState]:
             for node, data in rows.take(item):
                 target[node] = typed(fastjson.loads(data))
         state.visits = _visits(state, visits.take(item), decisions.take(item))
-        state.forced = [fastjson.loads(d) for (d,) in forced.take(item)]
+        state.forced = [ForcedMove.from_json(fastjson.loads(d)) for (d,) in forced.take(item)]
         yield state

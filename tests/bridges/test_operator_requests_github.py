@@ -80,7 +80,7 @@ def test_the_items_author_cannot_confirm_a_force_past_a_gate_that_forbids_self_a
     world.dispatcher.handle(comment_delivery(ref, bob))
     state = world.state(ref)
     assert state.current_node == "complete"
-    assert state.forced[-1]["confirmedBy"] == "bob"
+    assert state.forced[-1].confirmed_by == "bob"
 
 
 def test_a_confirm_line_with_no_pending_request_is_not_fed_to_the_runtime(

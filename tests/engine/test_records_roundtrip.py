@@ -17,7 +17,14 @@ from engine.graph.compiler import shipped_graph
 from engine.hooks.phase_selection import Selection, checklist_rows, reply_body
 from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
 from engine.ports import Ports
-from engine.records import Completion, OptIn, ReviewDecision, SelectionDecision, Skip
+from engine.records import (
+    Completion,
+    ForcedMove,
+    OptIn,
+    ReviewDecision,
+    SelectionDecision,
+    Skip,
+)
 from engine.refs import WorkItemRef
 from engine.runtime import Runtime
 from engine.settings import EngineSettings
@@ -199,6 +206,22 @@ def test_any_stored_completion_is_written_back_byte_for_byte() -> None:
     assert (repr(usual), usual.extra, usual.layout) == (repr(Completion("cli", "t")), (), None)
     assert [f.name for f in fields(Completion)] == ["by", "at", "extra", "layout"]
     assert Completion.from_json({"by": 7}).extra == (("by", 7),)
+
+
+def test_any_stored_forced_move_is_written_back_byte_for_byte() -> None:
+    usual = {"from": "a", "to": "b", "reason": "r — ü", "by": "cli", "at": "t"}
+    confirmed = {**usual, "confirmedBy": "bob", "confirmedVia": "reply", "request": "3f9a1c2e"}
+    for doc in (usual, confirmed, {"from": "x", "to": "n1"}, {"to": "b", "from": "a"}, {},
+                {**usual, "note": {"k": [1]}}, {"from": None, "to": "b"}):
+        assert json.dumps(ForcedMove.from_json(doc).to_json()) == json.dumps(doc), doc
+    move = ForcedMove.from_json(usual)
+    assert (move.from_node, move.to_node, move.reason, move.by, move.at) == (
+        "a", "b", "r — ü", "cli", "t")
+    assert move.layout is None and move.extra == ()
+    # An operator's confirmation follows the move's keys, as dict.update wrote it before.
+    again = move.confirmed("bob", "reply", "3f9a1c2e")
+    assert json.dumps(again.to_json()) == json.dumps(confirmed)
+    assert ForcedMove.from_json(confirmed) == again
 
 
 def test_a_typed_record_is_frozen_and_slotted() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.records import OptIn, Skip
+from engine.records import ForcedMove, OptIn, Skip
 from engine.report import (
     NO_DECLARATION_LINE,
     NOT_SELECTED_LINE,
@@ -166,7 +166,8 @@ def test_render_table_lays_out_one_row_per_node() -> None:
     state.skips["a"] = DECLARED
     state.parked = {"node": "gate", "reason": "waiting for a decision at gate", "at": "t"}
     state.record_decision("select", {"by": "@alice", "via": "reply"})
-    state.forced.append({"from": "x", "to": "gate", "by": "@ops", "reason": "stuck"})
+    state.forced.append(ForcedMove.from_json({"from": "x", "to": "gate", "by": "@ops",
+                                              "reason": "stuck"}))
     state.skips["select"] = Skip("forged")
     text = render_table(build_report(GRAPH, state))
     assert text.splitlines() == [

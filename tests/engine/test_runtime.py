@@ -546,8 +546,9 @@ def test_force_is_recorded_and_never_satisfies_the_gate(rt: Runtime) -> None:
         rt.force(REF, "a", " ", "@ops")
     state = rt.force(REF, "a", "gate is stuck", "@ops")
     assert state.current_node == "a"
-    assert state.forced == [{"from": "select", "to": "a", "reason": "gate is stuck",
-                             "by": "@ops", "at": state.forced[0]["at"]}]
+    assert [m.to_json() for m in state.forced] == [{
+        "from": "select", "to": "a", "reason": "gate is stuck", "by": "@ops",
+        "at": state.forced[0].at}]
     assert state.nodes["select"].forced and state.nodes["a"].forced
     assert state.nodes["select"].outcome == "" and "select" not in state.decisions
     assert _events(rt, "graph.forced") == [{"from": "select", "to": "a",

@@ -15,7 +15,7 @@ import pytest
 from sqlite_utils import Database
 
 from engine.errors import StoreError
-from engine.records import Completion, OptIn, Skip
+from engine.records import Completion, ForcedMove, OptIn, Skip
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.base import StoreCapabilities
@@ -61,9 +61,8 @@ def _full_state(state: ItemState) -> None:
              "commentId": 0, "via": "slack", "text": "ok ✓"}), forced=True),
         Visit(3, "t3"),
     )
-    state.forced = [{"from": "a", "to": "b", "reason": "r1", "by": "@ops", "at": "t"},
-                    {"from": "b", "to": "design", "reason": "r2 — ünïcode", "by": "@ops",
-                     "at": "t"}]
+    state.forced = [ForcedMove("a", "b", "r1", "@ops", "t"),
+                    ForcedMove("b", "design", "r2 — ünïcode", "@ops", "t")]
     state.parked = {"node": "design", "reason": "waiting", "at": "t4"}
     state.completions["a"] = Completion("agent", "t")
     state.skips = {"brainstorming": Skip("selection", "brainstorming", "@alice", "", "t"),
@@ -96,7 +95,7 @@ def test_every_key_round_trips_exactly(store: Any) -> None:
     loaded = store.load(REF)
     assert loaded.to_document() == expected
     assert list(loaded.nodes) == ["phase-selection", "brainstorming", "design"]
-    assert [m["reason"] for m in loaded.forced] == ["r1", "r2 — ünïcode"]
+    assert [m.reason for m in loaded.forced] == ["r1", "r2 — ünïcode"]
 
 
 def test_visits_round_trip_with_their_decisions(store: Any) -> None:
@@ -243,7 +242,7 @@ def test_refs_and_load_all_are_sorted_by_reference(store: Any) -> None:
             state.current_node = f"n{i}"
             state.nodes[f"n{i}"] = NodeRecord(attempts=i)
             state.skips[f"s{i}"] = Skip.from_json({"via": "declaration", "i": i})
-            state.forced.append({"from": "x", "to": f"n{i}"})
+            state.forced.append(ForcedMove.from_json({"from": "x", "to": f"n{i}"}))
     expected = sorted(refs)
     assert store.refs() == expected
     states = list(store.load_all())
@@ -511,6 +510,9 @@ def _assert_typed_records(state: ItemState) -> None:
                                                            "2026-12-02T06:35:06Z")}
     assert state.completions == {"requirements-definition": Completion(
         "cli", "2026-12-02T06:35:06Z")}
+    assert state.forced == [ForcedMove("requirements-definition", "design",
+                                       "straight to design — ünïcode", "cli",
+                                       "2026-12-02T06:35:06Z")]
 
 
 def test_records_written_before_they_were_typed_load_and_write_back_byte_for_byte(
