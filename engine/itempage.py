@@ -269,12 +269,12 @@ def _gate(graph: Graph, state: ItemState, settings: EngineSettings) -> dict[str,
         return None
     node = graph.node(node_id)
     visit = state.visit(node_id)
-    parked = state.parked if state.parked.get("node") == node_id else {}
+    parked = state.parked.at_node(node_id)
     hooks = {h.name for h in node.exit}
     gate: dict[str, Any] = {"node": node_id, "visit": visit.number if visit else 1,
                             "description": node.description, "actor": node.actor,
                             "kind": "agent" if node.actor == "agent" else "other",
-                            "reason": str(parked.get("reason") or "")}
+                            "reason": parked.reason}
     if "classify-feedback" in hooks:
         rule = rule_for(graph, settings, node_id)
         counted = recorded_approvals(state, node_id)

@@ -164,8 +164,8 @@ def item_check(graph: Graph, state: ItemState, after: str,
     settings = settings or EngineSettings()
     node = state.current_node or "-"
     if state.status == ItemStatus.ESCALATED:
-        reason = str(state.parked.get("reason") or "")
-        state_word, text = FAILURE, f"escalated at {state.parked.get('node') or node}: {reason}"
+        reason = state.parked.reason
+        state_word, text = FAILURE, f"escalated at {state.parked.node or node}: {reason}"
     elif _passed(graph, state, after):
         state_word = SUCCESS
         text = ("work item complete" if state.status == ItemStatus.COMPLETE
@@ -173,7 +173,7 @@ def item_check(graph: Graph, state: ItemState, after: str,
     elif state.status == ItemStatus.COMPLETE:  # only a force gets here: it never passes
         state_word, text = PENDING, f"forced to {node}; {after} never passed its gate"
     else:
-        reason = str(state.parked.get("reason") or "in progress")
+        reason = state.parked.reason or "in progress"
         where = f"at {node} (the merge gate)" if node == after else f"at {node}, before {after}"
         state_word, text = PENDING, f"{where}: {reason}"
         why = str((state.surface.get(COVERAGE_KEY) or {}).get("sentBack") or "")

@@ -2,17 +2,18 @@
 (issue 10 "Shape").
 
 Hooks build these and hand them to the runtime (``HookResult`` data ``decision``,
-``skips``, ``optIns``). The state holds :class:`Skip`, :class:`OptIn`, :class:`Completion`
-and :class:`ForcedMove` themselves (``ItemState.skips`` / ``opt_ins`` / ``completions`` /
-``forced``); only the store and the JSON views call :meth:`to_json`, whose camelCase keys
-are the state document's wire format (``check --format json``, the designs), so nothing
-stored changes shape. Each type's ``from_json`` reads its document back (issue 20 §1: one
-(de)serialiser per record; absent keys read as empty). For the state's records
-``from_json`` then ``to_json`` gives the stored document back byte for byte, whatever
-wrote it: unknown keys are kept (``extra``), and an unusual key order too (``layout``),
-so state written before a change loads and is written back unchanged. An approval
-gate's counted approvals are :class:`engine.approvals.GateApprovals`; a visit's decision
-as shown is :class:`engine.visits.VisitDecision`.
+``skips``, ``optIns``). The state holds :class:`Skip`, :class:`OptIn`, :class:`Completion`,
+:class:`ForcedMove` and :class:`Parked` themselves (``ItemState.skips`` / ``opt_ins`` /
+``completions`` / ``forced`` / ``parked``); only the store and the JSON views call
+:meth:`to_json`, whose camelCase keys are the state document's wire format (``check
+--format json``, the designs), so nothing stored changes shape. Each type's ``from_json``
+reads its document back (issue 20 §1: one (de)serialiser per record; absent keys read as
+empty). For the state's records ``from_json`` then ``to_json`` gives the stored document
+back byte for byte, whatever wrote it: unknown keys are kept (``extra``), and an unusual
+key order too (``layout``), so state written before a change loads and is written back
+unchanged. An approval gate's counted approvals are
+:class:`engine.approvals.GateApprovals`; a visit's decision as shown is
+:class:`engine.visits.VisitDecision`.
 """
 
 from __future__ import annotations
@@ -27,6 +28,8 @@ __all__ = [
     "OptIn",
     "Completion",
     "ForcedMove",
+    "Parked",
+    "NOT_PARKED",
     "Attestation",
     "ReviewDecision",
     "SelectionDecision",
@@ -244,6 +247,70 @@ class ForcedMove:
         return replace(self, confirmed_by=by, confirmed_via=via, request=request)
 
 
+@dataclass(frozen=True, slots=True)
+class Parked:
+    """Where and why the item waits, as the state holds it (``ItemState.parked``; issue 20
+    §1). :data:`NOT_PARKED` (every field empty) is "not waiting", stored as ``{}``.
+
+    Attributes:
+        node: the node the item waits at.
+        reason: the wait or block, a sentence for people.
+        at: ISO-8601 UTC time it was parked.
+        blocked: a block (the exit chain refused), not a wait; stored only when true.
+        unverified: the gate could not read what it needed, so the ingress offers the event
+            again (issue 19 §1); stored only when true.
+        extra: keys of the stored document no field names, kept as read.
+        layout: the stored document's key order when not :meth:`to_json`'s (see
+            :attr:`Skip.layout`). Not compared.
+    """
+
+    node: str
+    reason: str = ""
+    at: str = ""
+    blocked: bool = False
+    unverified: bool = False
+    extra: Extra = ()
+    layout: tuple[str, ...] | None = field(default=None, compare=False, repr=False)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{node, reason, at[, unverified][, blocked]}`` (the flags when true, in the
+        order the runtime has always added them), then :attr:`extra`; ``{}`` for
+        :data:`NOT_PARKED`; in :attr:`layout` order when set."""
+        if self.layout is None and not self.extra:
+            if not (self.node or self.reason or self.at or self.blocked or self.unverified):
+                return {}
+            doc: dict[str, Any] = {"node": self.node, "reason": self.reason, "at": self.at}
+            if self.unverified:
+                doc["unverified"] = True
+            if self.blocked:
+                doc["blocked"] = True
+            return doc
+        return _document((("node", self.node, True), ("reason", self.reason, True),
+                          ("at", self.at, True), ("unverified", self.unverified, False),
+                          ("blocked", self.blocked, False)), self.extra, self.layout)
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Parked:
+        """Read a stored document back (as :meth:`Skip.from_json`; a flag holding anything
+        but a boolean is kept in :attr:`extra`); ``{}`` reads as :data:`NOT_PARKED`."""
+        if not doc:
+            return NOT_PARKED
+        if tuple(doc) == _PARKED_USUAL and doc["node"] and _all_text(doc):
+            return _usual_parked(doc)
+        values, extra = _split(doc, _PARKED_FIELDS, _PARKED_FLAGS)
+        made = cls(values.get("node", ""), values.get("reason", ""), values.get("at", ""),
+                   values.get("blocked", False), values.get("unverified", False), extra)
+        return _with_keys(made, doc)
+
+    def at_node(self, node_id: str) -> Parked:
+        """This wait when it is at ``node_id``, else :data:`NOT_PARKED`."""
+        return self if self.node == node_id else NOT_PARKED
+
+
+#: Not waiting: the state's ``parked`` when the item is not parked (stored as ``{}``).
+NOT_PARKED = Parked("")
+
+
 _SKIP_FIELDS = frozenset(("via", "token", "by", "reason", "at", "confirmedBy",
                           "confirmedVia", "request"))
 _SKIP_USUAL = ("via", "token", "by", "reason", "at")
@@ -251,11 +318,14 @@ _OPT_IN_FIELDS = frozenset(("via", "by", "at"))
 _OPT_IN_USUAL = ("via", "by", "at")
 _FORCED_FIELDS = frozenset(("from", "to", "reason", "by", "at", "confirmedBy", "confirmedVia",
                             "request"))
+_PARKED_FIELDS = frozenset(("node", "reason", "at"))
+_PARKED_FLAGS = frozenset(("blocked", "unverified"))
+_PARKED_USUAL = ("node", "reason", "at")
 _COMPLETION_FIELDS = frozenset(("by", "at"))
 _COMPLETION_USUAL = ("by", "at")
 
 
-_K = TypeVar("_K", Skip, OptIn, Completion, ForcedMove)
+_K = TypeVar("_K", Skip, OptIn, Completion, ForcedMove, Parked)
 
 
 def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
@@ -268,6 +338,7 @@ def _slot_setters(cls: type) -> tuple[Callable[[Any, Any], None], ...]:
 _SKIP_SET = _slot_setters(Skip)
 _OPT_IN_SET = _slot_setters(OptIn)
 _COMPLETION_SET = _slot_setters(Completion)
+_PARKED_SET = _slot_setters(Parked)
 
 
 def _usual_skip(doc: Mapping[str, Any]) -> Skip:
@@ -310,16 +381,33 @@ def _usual_completion(doc: Mapping[str, Any]) -> Completion:
     return made
 
 
+def _usual_parked(doc: Mapping[str, Any]) -> Parked:
+    # Parked(node, reason, at) from a document of the usual shape, every field set.
+    made = object.__new__(Parked)
+    node, reason, at, blocked, unverified, extra, layout = _PARKED_SET
+    node(made, doc["node"])
+    reason(made, doc["reason"])
+    at(made, doc["at"])
+    blocked(made, False)
+    unverified(made, False)
+    extra(made, ())
+    layout(made, None)
+    return made
+
+
 def _all_text(doc: Mapping[str, Any]) -> bool:
     return all(type(v) is str for v in doc.values())
 
 
-def _split(doc: Mapping[str, Any], names: frozenset[str]) -> tuple[dict[str, str], Extra]:
-    # A field's key holding a string sets the field; anything else is kept as read.
-    values: dict[str, str] = {}
+def _split(doc: Mapping[str, Any], names: frozenset[str],
+           flags: frozenset[str] = frozenset()) -> tuple[dict[str, Any], Extra]:
+    # A text field's key holding a string, or a flag's holding a boolean, sets the field;
+    # anything else is kept as read.
+    values: dict[str, Any] = {}
     extra: list[tuple[str, Any]] = []
     for key, value in doc.items():
-        if key in names and isinstance(value, str):
+        if (key in names and isinstance(value, str)) or (key in flags
+                                                           and isinstance(value, bool)):
             values[key] = value
         else:
             extra.append((str(key), _json_copy(value)))
@@ -332,7 +420,7 @@ def _with_keys(made: _K, doc: Mapping[str, Any]) -> _K:
     return made if tuple(made.to_json()) == keys else replace(made, layout=keys)
 
 
-def _document(fields: Sequence[tuple[str, str, bool]], extra: Extra,
+def _document(fields: Sequence[tuple[str, Any, bool]], extra: Extra,
               keys: tuple[str, ...] | None) -> dict[str, Any]:
     """A record's JSON: ``fields`` are ``(key, value, always)`` in the usual order (a
     field not ``always`` is written only when not empty), then ``extra``. With ``keys``

@@ -133,15 +133,15 @@ class _Reader:
 
     def _current(self, node: Node) -> _Line:
         state = self.state
-        parked = state.parked if state.parked.get("node") == node.id else {}
-        reason = str(parked.get("reason") or "")
+        parked = state.parked.at_node(node.id)
+        reason = parked.reason
         if node.terminal:
             if node.id == ESCALATED_NODE or state.status == ItemStatus.ESCALATED:
                 return _Line("escalated", "the item was escalated to a person")
             return _Line("current", "the walk is complete")
         if state.status == ItemStatus.ESCALATED:
             return _Line("escalated", reason)
-        if parked.get("blocked"):
+        if parked.blocked:
             return _Line("blocked", reason)
         if state.status == ItemStatus.PARKED:
             return _Line("waiting", reason)
@@ -278,7 +278,7 @@ def document_view(state: ItemState) -> dict[str, Any]:
         "decisions": state.current_decisions(),
         "visits": visits_to_json(state.visits),
         "forced": [m.to_json() for m in state.forced],
-        "parked": state.parked,
+        "parked": state.parked.to_json(),
         "completions": {k: v.to_json() for k, v in state.completions.items()},
         "skips": {k: v.to_json() for k, v in state.skips.items()},
         "optIns": {k: v.to_json() for k, v in state.opt_ins.items()},
@@ -417,7 +417,7 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
         "unmet": unmet,
         "nodes": nodes,
         "decisions": document["decisions"],
-        "parked": state.parked,
+        "parked": document["parked"],
         "forced": document["forced"],
         "skips": {k: {**v.to_json(), "provenance": skip_provenance(v)}
                   for k, v in reader.declared.items()},

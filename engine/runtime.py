@@ -73,7 +73,7 @@ from engine.outcomes import PASS as OUTCOME_PASS
 from engine.outcomes import SKIPPED
 from engine.perform import InlinePerformer
 from engine.ports import Ports, TrackerError
-from engine.records import Completion, ForcedMove, OptIn, Skip
+from engine.records import NOT_PARKED, Completion, ForcedMove, OptIn, Parked, Skip
 from engine.refs import WorkItemRef
 from engine.settings import EngineSettings, normalize_login
 from engine.state import ItemState, ItemStatus
@@ -259,9 +259,9 @@ class _Offered:
             how = f"{visit.outcome} by {decision.by}" if decision and decision.by \
                 else visit.outcome
             return ev.Moved(self.node, how, visit, state.current_node, visit.outcome, state)
-        parked = state.parked if state.parked.get("node") == self.node else {}
-        reason = str(parked.get("reason") or f"waiting at {self.node}")
-        if parked.get("unverified"):
+        parked = state.parked.at_node(self.node)
+        reason = parked.reason or f"waiting at {self.node}"
+        if parked.unverified:
             return ev.Unverified(self.node, reason, visit, state)
         return ev.Waiting(self.node, reason, visit, state)
 
@@ -514,7 +514,8 @@ class Runtime:
         approvals = dict(state.surface.get("approvals") or {})
         if approvals.pop(node_id, None) is not None:
             state.surface["approvals"] = approvals
-        state.current_node, state.status, state.parked = node_id, ItemStatus.RUNNING, {}
+        state.current_node, state.status, state.parked = (node_id, ItemStatus.RUNNING,
+                                                          NOT_PARKED)
         w.log("graph.head_moved", {"from": source, "to": node_id, **why})
         node = self.graph.node(node_id)
         self._go(w, node, self._evaluate(w, node, {}))
@@ -1068,7 +1069,7 @@ class Runtime:
         self._note_entry_heads(state, to)
         target.attempts, target.last_block = 0, ""
         state.current_node = to
-        state.parked = {}
+        state.parked = NOT_PARKED
         w.log("graph.forced", {"from": source, "to": to, "reason": reason, "by": actor})
         node = self.graph.node(to)
         if node.terminal:
@@ -1121,7 +1122,7 @@ class Runtime:
         record.entered_at, record.exited_at, record.outcome = w.now(), "", ""
         state.begin_visit(node.id, record.entered_at)
         self._note_entry_heads(state, node.id)
-        state.status, state.parked = ItemStatus.RUNNING, {}
+        state.status, state.parked = ItemStatus.RUNNING, NOT_PARKED
         w.log("graph.advanced", {"from": came_from, "to": node.id} if came_from
               else {"to": node.id})
         self._run_chain(w, node, "entry", {})
@@ -1173,7 +1174,7 @@ class Runtime:
         record.outcome, record.exited_at = outcome, w.now()
         state.end_visit(node.id, record.exited_at, outcome)
         record.last_block = ""  # issue 14 §9: a passed node shows no stale block
-        state.parked = {}
+        state.parked = NOT_PARKED
         self._announce(w, node, outcome)
         return self._route(w, node, outcome)
 
@@ -1239,24 +1240,16 @@ class Runtime:
               unverified: bool = False) -> None:
         state = w.state
         state.status = ItemStatus.PARKED
-        same = state.parked.get("node") == node.id and state.parked.get("reason") == reason
-        if same and bool(state.parked.get("blocked")) == blocked:
-            self._mark_unverified(state, unverified)
-            return  # the same wait again: say it once
-        state.parked = {"node": node.id, "reason": reason, "at": w.now()}
-        self._mark_unverified(state, unverified)
-        if blocked:
-            state.parked["blocked"] = True  # graph.blocked already said it
-        else:
+        parked = state.parked
+        if (parked.node, parked.reason, parked.blocked) == (node.id, reason, blocked):
+            # The same wait again: say it once. ``unverified``: the gate could not read
+            # what it needed, so the ingress offers the event again.
+            state.parked = dataclasses.replace(parked, unverified=unverified)
+            return
+        # blocked: graph.blocked already said it.
+        state.parked = Parked(node.id, reason, w.now(), blocked=blocked, unverified=unverified)
+        if not blocked:
             w.log("graph.parked", {"node": node.id, "reason": reason})
-
-    @staticmethod
-    def _mark_unverified(state: ItemState, unverified: bool) -> None:
-        # The gate could not read what it needed: the ingress offers the event again.
-        if unverified:
-            state.parked["unverified"] = True
-        else:
-            state.parked.pop("unverified", None)
 
     def _block(self, w: _Walk, node: Node, result: HookResult) -> str | None:
         record = w.state.record(node.id)
@@ -1281,7 +1274,7 @@ class Runtime:
             w.state.end_visit(node.id, record.exited_at, ESCALATED_NODE)
             return ESCALATED_NODE
         w.state.status = ItemStatus.ESCALATED
-        w.state.parked = {"node": node.id, "reason": reason, "at": w.now(), "blocked": True}
+        w.state.parked = Parked(node.id, reason, w.now(), blocked=True)
         return None
 
     # -- plans recorded by a gate ------------------------------------------------------

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from engine.records import Completion, ForcedMove, OptIn, Skip
+from engine.records import NOT_PARKED, Completion, ForcedMove, OptIn, Parked, Skip
 from engine.refs import WorkItemRef
 from engine.visits import Visit, VisitDecision, visits_from_document, visits_to_json
 
@@ -93,7 +93,9 @@ class ItemState:
             first (issue 19 §2); each holds the decision given during it.
         forced: the forced moves (:class:`~engine.records.ForcedMove`), oldest first;
             stored as ``{from, to, reason, by, at}``.
-        parked: ``{node, reason, at}`` while waiting, else ``{}``.
+        parked: :class:`~engine.records.Parked` (node, reason, at, blocked, unverified)
+            while waiting, else :data:`~engine.records.NOT_PARKED`; stored as
+            ``{node, reason, at[, unverified][, blocked]}``, ``{}`` when not waiting.
         completions: node id -> :class:`~engine.records.Completion` for accepted
             ``complete`` claims; stored as ``{by, at}``.
         skips: node id -> :class:`~engine.records.Skip` (declarations as recorded; read
@@ -113,7 +115,7 @@ class ItemState:
     nodes: dict[str, NodeRecord] = field(default_factory=dict)
     visits: dict[str, tuple[Visit, ...]] = field(default_factory=dict)
     forced: list[ForcedMove] = field(default_factory=list)
-    parked: dict[str, Any] = field(default_factory=dict)
+    parked: Parked = NOT_PARKED
     completions: dict[str, Completion] = field(default_factory=dict)
     skips: dict[str, Skip] = field(default_factory=dict)
     opt_ins: dict[str, OptIn] = field(default_factory=dict)
@@ -220,7 +222,7 @@ class ItemState:
             "decisions": self.current_decisions(),
             "visits": visits_to_json(self.visits),
             "forced": [m.to_json() for m in self.forced],
-            "parked": _copy(self.parked),
+            "parked": self.parked.to_json(),
             "completions": {k: v.to_json() for k, v in self.completions.items()},
             "skips": {k: v.to_json() for k, v in self.skips.items()},
             "optIns": {k: v.to_json() for k, v in self.opt_ins.items()},
@@ -241,7 +243,7 @@ class ItemState:
             nodes={k: NodeRecord.from_mapping(v) for k, v in (doc.get("nodes") or {}).items()},
             visits=visits_from_document(doc),
             forced=[ForcedMove.from_json(m) for m in doc.get("forced") or ()],
-            parked=_copy(doc.get("parked") or {}),
+            parked=Parked.from_json(doc.get("parked") or {}),
             completions={k: Completion.from_json(v)
                          for k, v in (doc.get("completions") or {}).items()},
             skips={k: Skip.from_json(v) for k, v in (doc.get("skips") or {}).items()},

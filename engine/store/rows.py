@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine import fastjson
-from engine.records import Completion, ForcedMove, OptIn, Skip
+from engine.records import Completion, ForcedMove, OptIn, Parked, Skip
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
@@ -128,7 +128,7 @@ def state_from_row(row: tuple[Any, ...]) -> ItemState:
         loop=loop or "",
         current_node=current or "",
         status=status or "running",
-        parked=fastjson.loads(parked or "{}"),
+        parked=Parked.from_json(fastjson.loads(parked or "{}")),
         surface=fastjson.loads(surface or "{}"),
         started_at=started or "",
     )
@@ -202,7 +202,7 @@ def _state_statements(item: str, state: ItemState) -> list[tuple[str, list[tuple
     ref = state.ref
     out: list[tuple[str, list[tuple[Any, ...]]]] = [(_UPSERT_ITEM, [(
         item, ref.owner, ref.repo, ref.number, state.loop, state.current_node, state.status,
-        json_text(state.parked), json_text(state.surface), state.started_at,
+        json_text(state.parked.to_json()), json_text(state.surface), state.started_at,
         state.revision + 1, utc_now_iso())])]
     # The item's child rows are replaced wholesale: simple, and exact under the lock.
     out.extend((f"DELETE FROM {table} WHERE item = ?", [(item,)]) for table in CHILD_TABLES)

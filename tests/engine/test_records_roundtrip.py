@@ -18,9 +18,11 @@ from engine.hooks.phase_selection import Selection, checklist_rows, reply_body
 from engine.local.memory_tracker import MemoryArtifactStore, MemoryTracker
 from engine.ports import Ports
 from engine.records import (
+    NOT_PARKED,
     Completion,
     ForcedMove,
     OptIn,
+    Parked,
     ReviewDecision,
     SelectionDecision,
     Skip,
@@ -222,6 +224,27 @@ def test_any_stored_forced_move_is_written_back_byte_for_byte() -> None:
     again = move.confirmed("bob", "reply", "3f9a1c2e")
     assert json.dumps(again.to_json()) == json.dumps(confirmed)
     assert ForcedMove.from_json(confirmed) == again
+
+
+def test_any_stored_wait_is_written_back_byte_for_byte() -> None:
+    wait = {"node": "a", "reason": "r", "at": "t"}
+    for doc in ({}, wait, {**wait, "blocked": True}, {**wait, "unverified": True},
+                {**wait, "unverified": True, "blocked": True},  # a fresh park's order
+                {**wait, "blocked": True, "unverified": True},  # a repeated wait's order
+                {**wait, "blocked": False}, {**wait, "blocked": 1}, {"reason": "x"},
+                {"node": "", "reason": "", "at": ""}, {**wait, "since": {"n": [1]}}):
+        assert json.dumps(Parked.from_json(doc).to_json()) == json.dumps(doc), doc
+    assert Parked.from_json({}) is NOT_PARKED and NOT_PARKED.to_json() == {}
+    blocked = Parked.from_json({**wait, "blocked": True})
+    assert (blocked.node, blocked.reason, blocked.at, blocked.blocked, blocked.unverified) == (
+        "a", "r", "t", True, False)
+    assert Parked.from_json({**wait, "blocked": 1}).blocked is False  # kept aside, as read
+    usual = Parked.from_json(wait)
+    assert (repr(usual), usual.layout) == (repr(Parked("a", "r", "t")), None)
+    assert [f.name for f in fields(Parked)] == ["node", "reason", "at", "blocked",
+                                                "unverified", "extra", "layout"]
+    assert usual.at_node("a") is usual and usual.at_node("b") is NOT_PARKED
+    assert NOT_PARKED.at_node("").reason == ""
 
 
 def test_a_typed_record_is_frozen_and_slotted() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from engine.records import ForcedMove, OptIn, Skip
+from engine.records import ForcedMove, OptIn, Parked, Skip
 from engine.report import (
     NO_DECLARATION_LINE,
     NOT_SELECTED_LINE,
@@ -92,15 +92,15 @@ def test_a_planned_skip_of_a_node_not_reached_reads_skipped(recompute: bool) -> 
 
 def test_current_node_words() -> None:
     waiting = _state(current="gate")
-    waiting.parked = {"node": "gate", "reason": "waiting for a decision at gate", "at": "t"}
+    waiting.parked = Parked("gate", "waiting for a decision at gate", "t")
     assert _nodes(waiting)["gate"] == ("waiting", "waiting for a decision at gate")
     blocked = _state(current="critic", critic=NodeRecord(attempts=1, last_block="x is missing"))
-    blocked.parked = {"node": "critic", "reason": "x is missing", "at": "t", "blocked": True}
+    blocked.parked = Parked("critic", "x is missing", "t", blocked=True)
     assert _nodes(blocked)["critic"] == ("blocked", "x is missing")
     running = _state(current="b", status=ItemStatus.RUNNING)
     assert _nodes(running)["b"] == ("current", "")
     stuck = _state(current="a", status=ItemStatus.ESCALATED)
-    stuck.parked = {"node": "a", "reason": "same block twice", "at": "t", "blocked": True}
+    stuck.parked = Parked("a", "same block twice", "t", blocked=True)
     assert _nodes(stuck)["a"] == ("escalated", "same block twice")
 
 
@@ -164,7 +164,7 @@ def test_complete_items_are_ok_and_show_decisions() -> None:
 def test_render_table_lays_out_one_row_per_node() -> None:
     state = _state(current="gate", select=_passed("selected"), a=_skipped(), critic=_skipped())
     state.skips["a"] = DECLARED
-    state.parked = {"node": "gate", "reason": "waiting for a decision at gate", "at": "t"}
+    state.parked = Parked("gate", "waiting for a decision at gate", "t")
     state.record_decision("select", {"by": "@alice", "via": "reply"})
     state.forced.append(ForcedMove.from_json({"from": "x", "to": "gate", "by": "@ops",
                                               "reason": "stuck"}))

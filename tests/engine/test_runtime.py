@@ -68,7 +68,7 @@ def test_start_parks_at_the_start_gate_after_its_entry_chain(rt: Runtime) -> Non
     state = rt.start(REF)
     assert state.current_node == "select"
     assert state.status == ItemStatus.PARKED
-    assert state.parked["reason"] == "waiting for the phase selection"
+    assert state.parked.reason == "waiting for the phase selection"
     assert kinds(rt.store.events(REF)) == [
         "graph.started", "graph.advanced", "test.entered", "graph.parked"]
     assert rt.ports.tracker.labels(REF) == ["loop:selection"]
@@ -158,7 +158,7 @@ def test_selected_opt_in_node_is_walked_and_gates_its_artifact(rt: Runtime) -> N
     assert rt.selected(state, "critic") and "critic" not in rt.declared_skips(state)
     state = rt.complete(REF, "a", "agent-1")
     assert state.current_node == "critic"
-    assert state.parked["reason"] == "waiting for critic to be claimed complete"
+    assert state.parked.reason == "waiting for critic to be claimed complete"
     state = rt.complete(REF, "critic", "agent-1")
     assert state.current_node == "critic"
     assert state.nodes["critic"].last_block == "critic.md is missing"
@@ -455,7 +455,7 @@ def test_no_edge_for_an_outcome_parks_the_item(store: Any) -> None:
     rt.complete(REF, "a", "agent-1")
     state = rt.advance(REF, say(rt, "alice", "changes"))
     assert state.current_node == "gate" and state.status == ItemStatus.PARKED
-    assert state.parked["reason"] == "no edge leaves gate on 'changes-requested'"
+    assert state.parked.reason == "no edge leaves gate on 'changes-requested'"
     assert _events(rt, "graph.no_edge") == [{"node": "gate", "outcome": "changes-requested"}]
 
 
@@ -474,7 +474,7 @@ def test_an_entry_wait_never_gates_and_is_noted(store: Any) -> None:
     rt.start(REF)
     state = rt.advance(REF, say(rt, "alice", "select"))
     assert state.current_node == "a"
-    assert state.parked["reason"] == "waiting for a to be claimed complete"
+    assert state.parked.reason == "waiting for a to be claimed complete"
     assert _events(rt, "graph.hook_degraded") == [{
         "node": "a", "hook": "t-entry-wait", "chain": "entry", "kind": "wait",
         "reason": "entry hooks cannot make anyone wait"}]

@@ -15,7 +15,7 @@ import pytest
 from sqlite_utils import Database
 
 from engine.errors import StoreError
-from engine.records import Completion, ForcedMove, OptIn, Skip
+from engine.records import Completion, ForcedMove, OptIn, Parked, Skip
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.base import StoreCapabilities
@@ -63,7 +63,7 @@ def _full_state(state: ItemState) -> None:
     )
     state.forced = [ForcedMove("a", "b", "r1", "@ops", "t"),
                     ForcedMove("b", "design", "r2 — ünïcode", "@ops", "t")]
-    state.parked = {"node": "design", "reason": "waiting", "at": "t4"}
+    state.parked = Parked("design", "waiting", "t4")
     state.completions["a"] = Completion("agent", "t")
     state.skips = {"brainstorming": Skip("selection", "brainstorming", "@alice", "", "t"),
                    "forged": Skip.from_json({})}
@@ -513,6 +513,8 @@ def _assert_typed_records(state: ItemState) -> None:
     assert state.forced == [ForcedMove("requirements-definition", "design",
                                        "straight to design — ünïcode", "cli",
                                        "2026-12-02T06:35:06Z")]
+    assert state.parked == Parked("design", "waiting for design to be claimed complete",
+                                  "2026-12-02T06:35:06Z")
 
 
 def test_records_written_before_they_were_typed_load_and_write_back_byte_for_byte(
