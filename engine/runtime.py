@@ -93,6 +93,7 @@ __all__ = [
     "declared_skips",
     "is_selected",
     "NOT_SELECTED",
+    "NOT_SELECTED_SKIP",
     "DECLARATION",
     "ESCALATED_NODE",
     "AMNESTY",
