@@ -123,7 +123,7 @@ def waiting_on(graph: Graph, state: ItemState, settings: EngineSettings) -> list
     visit = state.visit(node_id)
     number = f" (visit {visit.number})" if visit is not None and visit.number > 1 else ""
     lines = [f"### Now at {_code(node_id)}{number}", ""]
-    reason = str(state.parked.get("reason") or "") if state.parked.get("node") == node_id else ""
+    reason = state.parked.at_node(node_id).reason
     if reason:
         lines.append(f"- waiting: {md(reason)}")
     hooks = _hooks(node)

@@ -266,12 +266,12 @@ def _gate(graph: Graph, state: ItemState, settings: EngineSettings) -> dict[str,
         return None
     node = graph.node(node_id)
     visit = state.visit(node_id)
-    parked = state.parked if state.parked.get("node") == node_id else {}
+    parked = state.parked.at_node(node_id)
     hooks = {h.name for h in node.exit}
     gate: dict[str, Any] = {"node": node_id, "visit": visit.number if visit else 1,
                             "description": node.description, "actor": node.actor,
                             "kind": "agent" if node.actor == "agent" else "other",
-                            "reason": str(parked.get("reason") or "")}
+                            "reason": parked.reason}
     if "classify-feedback" in hooks:
         rule = rule_for(graph, settings, node_id)
         counted = recorded_approvals(state, node_id)
@@ -378,9 +378,8 @@ def timeline(state: ItemState, effects: Sequence[EffectRow] = ()) -> list[dict[s
             add(row["exitedAt"], kind="left", node=node, visit=number,
                 text=f"left {node} with {row['outcome'] or 'no outcome (moved by force)'}")
     for move in state.forced:
-        add(str(move.get("at") or ""), kind="forced", node=str(move.get("to") or ""),
-            text=f"forced from {move.get('from')} to {move.get('to')} by {move.get('by')}: "
-                 f"{move.get('reason')}")
+        add(move.at, kind="forced", node=move.to_node,
+            text=f"forced from {move.from_node} to {move.to_node} by {move.by}: {move.reason}")
     for request in (state.surface.get("operatorRequests") or {}).values():
         if isinstance(request, Mapping):
             add(str(request.get("at") or ""), kind="request", status=str(request.get("status")),

@@ -115,8 +115,7 @@ def _walked_to_end(state: ItemState, after: str) -> bool:
         return False
     record = state.nodes.get(end)
     entered = record.entered_at if record is not None else ""
-    return not any(m.get("to") == end and str(m.get("at") or "") >= entered
-                   for m in state.forced)
+    return not any(m.to_node == end and m.at >= entered for m in state.forced)
 
 
 def _forced_over(graph: Graph, state: ItemState, after: str, passed_at: str) -> bool:
@@ -124,11 +123,11 @@ def _forced_over(graph: Graph, state: ItemState, after: str, passed_at: str) -> 
     the pass on record is stale, the gate did not let the item through that time."""
     mark = graph.position(after)
     for move in state.forced:
-        source, target = str(move.get("from") or ""), str(move.get("to") or "")
+        source, target = move.from_node, move.to_node
         if not (graph.has_node(source) and graph.has_node(target)):
             continue
         crossed = graph.position(source) <= mark < graph.position(target)
-        if crossed and str(move.get("at") or "") >= passed_at:
+        if crossed and move.at >= passed_at:
             return True
     return False
 
@@ -165,8 +164,8 @@ def item_check(graph: Graph, state: ItemState, after: str,
     settings = settings or EngineSettings()
     node = state.current_node or "-"
     if state.status == ItemStatus.ESCALATED:
-        reason = str(state.parked.get("reason") or "")
-        state_word, text = FAILURE, f"escalated at {state.parked.get('node') or node}: {reason}"
+        reason = state.parked.reason
+        state_word, text = FAILURE, f"escalated at {state.parked.node or node}: {reason}"
     elif _passed(graph, state, after):
         state_word = SUCCESS
         text = ("work item complete" if state.status == ItemStatus.COMPLETE
@@ -174,7 +173,7 @@ def item_check(graph: Graph, state: ItemState, after: str,
     elif state.status == ItemStatus.COMPLETE:  # only a force gets here: it never passes
         state_word, text = PENDING, f"forced to {node}; {after} never passed its gate"
     else:
-        reason = str(state.parked.get("reason") or "in progress")
+        reason = state.parked.reason or "in progress"
         where = f"at {node} (the merge gate)" if node == after else f"at {node}, before {after}"
         state_word, text = PENDING, f"{where}: {reason}"
         why = str((state.surface.get(COVERAGE_KEY) or {}).get("sentBack") or "")

@@ -25,7 +25,7 @@ import logging
 import os
 import platform
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -351,12 +351,12 @@ def _reword_posted_quiz_wait(state: Any, row: EffectRow, ports: Ports) -> None:
         return
     node = effect.record.partition(":")[2]
     parked = state.parked
-    if state.current_node != node or parked.get("node") != node:
+    if state.current_node != node or parked.node != node:
         return
     editable = bool(ports.tracker.comments_editable)
-    reason = reason_once_posted(str(parked.get("reason") or ""), node, editable)
+    reason = reason_once_posted(parked.reason, node, editable)
     if reason is not None:
-        parked["reason"] = reason
+        state.parked = replace(parked, reason=reason)
 
 
 def record(store: Store, row: EffectRow, outcome: Outcome, ports: Ports, at: str) -> None:

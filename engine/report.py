@@ -27,6 +27,7 @@ from engine.dispatch import report as agent_report
 from engine.effects import FAILED, PENDING, RUNNING, EffectRow
 from engine.graph.model import Graph, Node
 from engine.outcomes import CHANGES_REQUESTED, SKIPPED, STALE
+from engine.records import Skip
 from engine.reviewers import summary_lines
 from engine.runtime import ESCALATED_NODE, NOT_SELECTED, declared_skips, is_selected
 from engine.state import STATE_VERSION, ItemState, ItemStatus
@@ -58,8 +59,8 @@ SATISFIED = ("passed", "skipped", "not selected")
 SENT_BACK = {CHANGES_REQUESTED: "changes requested", STALE: "sent back"}
 
 
-def skip_provenance(skip: Mapping[str, Any]) -> str:
-    """The provenance line of one trusted skip entry (from ``declared_skips``).
+def skip_provenance(skip: Skip) -> str:
+    """The provenance line of one trusted skip (from ``declared_skips``).
 
     Returns:
         ``NOT_SELECTED_LINE`` for ``via: not-selected``, else
@@ -67,16 +68,13 @@ def skip_provenance(skip: Mapping[str, Any]) -> str:
         the ", reason: <r>" part when the entry has no reason (a selection's unticked row;
         issue 14 §9).
     """
-    if skip.get("via") == NOT_SELECTED:
+    if skip.via == NOT_SELECTED:
         return NOT_SELECTED_LINE
-    via = skip.get("via") or "unknown"
-    token = skip.get("token") or ""
-    by = skip.get("by") or "unknown"
-    reason = skip.get("reason") or ""
-    line = f"skipped by declaration — via {via}, token '{token}', by {by}"
-    line = f"{line}, reason: {reason}" if reason else line
-    if skip.get("confirmedBy"):  # issue 19 §5: an operator request someone confirmed
-        line += f"; confirmed by @{skip['confirmedBy']} via {skip.get('confirmedVia')}"
+    line = (f"skipped by declaration — via {skip.via or 'unknown'}, token '{skip.token}', "
+            f"by {skip.by or 'unknown'}")
+    line = f"{line}, reason: {skip.reason}" if skip.reason else line
+    if skip.confirmed_by:  # issue 19 §5: an operator request someone confirmed
+        line += f"; confirmed by @{skip.confirmed_by} via {skip.confirmed_via}"
     return line
 
 
@@ -87,8 +85,8 @@ class _Line(NamedTuple):
     satisfied: bool = False
 
 
-def _skip_line(skip: Mapping[str, Any]) -> _Line:
-    if skip.get("via") == NOT_SELECTED:
+def _skip_line(skip: Skip) -> _Line:
+    if skip.via == NOT_SELECTED:
         return _Line("not selected", NOT_SELECTED_LINE, True)
     return _Line("skipped", skip_provenance(skip), True)
 
@@ -146,15 +144,15 @@ class _Reader:
 
     def _current(self, node: Node) -> _Line:
         state = self.state
-        parked = state.parked if state.parked.get("node") == node.id else {}
-        reason = str(parked.get("reason") or "")
+        parked = state.parked.at_node(node.id)
+        reason = parked.reason
         if node.terminal:
             if node.id == ESCALATED_NODE or state.status == ItemStatus.ESCALATED:
                 return _Line("escalated", "the item was escalated to a person")
             return _Line("current", "the walk is complete")
         if state.status == ItemStatus.ESCALATED:
             return _Line("escalated", reason)
-        if parked.get("blocked"):
+        if parked.blocked:
             return _Line("blocked", reason)
         if state.status == ItemStatus.PARKED:
             return _Line("waiting", reason)
@@ -165,17 +163,17 @@ def _invalid_skips(graph: Graph, state: ItemState) -> list[dict[str, Any]]:
     out = []
     for node_id, entry in state.skips.items():
         if not graph.has_node(node_id):
-            out.append({"node": node_id, "reason": "unknown node", "entry": entry})
+            out.append({"node": node_id, "reason": "unknown node", "entry": entry.to_json()})
             continue
         node = graph.node(node_id)
         if not node.skippable or node.required:
-            out.append({"node": node_id, "reason": "not skippable", "entry": entry})
+            out.append({"node": node_id, "reason": "not skippable", "entry": entry.to_json()})
     return out
 
 
 def _invalid_opt_ins(graph: Graph, state: ItemState) -> list[dict[str, Any]]:
     return [
-        {"node": node_id, "reason": "not an opt-in phase", "entry": entry}
+        {"node": node_id, "reason": "not an opt-in phase", "entry": entry.to_json()}
         for node_id, entry in state.opt_ins.items()
         if not is_selected(graph, state, node_id)
     ]
@@ -290,11 +288,11 @@ def document_view(state: ItemState) -> dict[str, Any]:
         "nodes": {k: v.to_mapping() for k, v in state.nodes.items()},
         "decisions": state.current_decisions(),
         "visits": visits_to_json(state.visits),
-        "forced": state.forced,
-        "parked": state.parked,
-        "completions": state.completions,
-        "skips": state.skips,
-        "optIns": state.opt_ins,
+        "forced": [m.to_json() for m in state.forced],
+        "parked": state.parked.to_json(),
+        "completions": {k: v.to_json() for k, v in state.completions.items()},
+        "skips": {k: v.to_json() for k, v in state.skips.items()},
+        "optIns": {k: v.to_json() for k, v in state.opt_ins.items()},
         "surface": state.surface,
         "loop": state.loop,
     }
@@ -430,15 +428,17 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
         "unmet": unmet,
         "nodes": nodes,
         "decisions": document["decisions"],
-        "parked": state.parked,
-        "forced": state.forced,
-        "skips": {k: {**v, "provenance": skip_provenance(v)} for k, v in reader.declared.items()},
-        "optIns": {k: dict(v) for k, v in state.opt_ins.items() if is_selected(graph, state, k)},
+        "parked": document["parked"],
+        "forced": document["forced"],
+        "skips": {k: {**v.to_json(), "provenance": skip_provenance(v)}
+                  for k, v in reader.declared.items()},
+        "optIns": {k: v.to_json() for k, v in state.opt_ins.items()
+                   if is_selected(graph, state, k)},
         "invalidSkips": _invalid_skips(graph, state),
         "invalidOptIns": _invalid_opt_ins(graph, state),
         "attestations": _attestations(state),
         "phaseSelection": _phase_selection(graph, state),
-        "completions": state.completions,
+        "completions": document["completions"],
         "effects": effect_lines(effects),
         "operatorRequests": operator_requests(state),
         "agent": agent_report(graph, state),

@@ -74,7 +74,7 @@ from engine.outcomes import PASS as OUTCOME_PASS
 from engine.outcomes import SKIPPED
 from engine.perform import InlinePerformer
 from engine.ports import Ports, TrackerError
-from engine.records import Skip
+from engine.records import NOT_PARKED, Completion, ForcedMove, OptIn, Parked, Skip
 from engine.refs import WorkItemRef
 from engine.reviewers import SURFACE_KEY as REVIEWS_KEY
 from engine.settings import EngineSettings, normalize_login
@@ -95,6 +95,7 @@ __all__ = [
     "declared_skips",
     "is_selected",
     "NOT_SELECTED",
+    "NOT_SELECTED_SKIP",
     "DECLARATION",
     "ESCALATED_NODE",
     "AMNESTY",
@@ -103,6 +104,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+#: A plan record a passing gate returns (``skips`` / ``optIns`` data).
+_Plan = TypeVar("_Plan", Skip, OptIn)
 
 #: Outbox statuses ``check`` reports: still owed, or given up.
 OWED = (PENDING, RUNNING, FAILED)
@@ -114,6 +117,9 @@ logger = logging.getLogger(__name__)
 
 #: ``via`` of the implicit skip of an opt-in node nobody ticked (opt-in design).
 NOT_SELECTED = "not-selected"
+#: The skip :func:`declared_skips` gives an opt-in node nobody selected; its document is
+#: ``{"via": "not-selected"}`` (as ``check --format json`` has always printed it).
+NOT_SELECTED_SKIP = Skip(NOT_SELECTED, layout=("via",))
 #: ``via`` of a skip declared with ``loopgate skip`` / :meth:`Runtime.declare_skips`.
 DECLARATION = "declaration"
 #: The node blocks escalate to, when the graph defines it.
@@ -138,12 +144,13 @@ def is_selected(graph: Graph, state: ItemState, node_id: str) -> bool:
     return node_id in state.opt_ins and graph.has_node(node_id) and graph.node(node_id).opt_in
 
 
-def declared_skips(graph: Graph, state: ItemState) -> dict[str, dict[str, Any]]:
-    """The skips that count: ``node id -> {via, token?, by?, reason?, at?}``.
+def declared_skips(graph: Graph, state: ItemState) -> dict[str, Skip]:
+    """The skips that count: ``node id -> Skip`` (:class:`engine.records.Skip`).
 
     Keeps a recorded declaration only for a compiled skippable, non-required node (a
-    forged skip on a protected node is inert), then adds ``{via: "not-selected"}`` for
-    every opt-in node that is not selected. Routing, ``check`` and ``--recompute`` read
+    forged skip on a protected node is inert), then adds ``Skip("not-selected")``
+    (:data:`NOT_SELECTED_SKIP`, whose document is ``{via: "not-selected"}``) for every
+    opt-in node that is not selected. Routing, ``check`` and ``--recompute`` read
     skips only through this function (opt-in design, "declared_skips").
 
     Args:
@@ -153,16 +160,16 @@ def declared_skips(graph: Graph, state: ItemState) -> dict[str, dict[str, Any]]:
     Returns:
         A fresh mapping in graph order for the defaults, declaration order otherwise.
     """
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, Skip] = {}
     for node_id, decl in state.skips.items():
         if not graph.has_node(node_id):
             continue
         node = graph.node(node_id)
         if node.skippable and not node.required:
-            out[node_id] = dict(decl) if isinstance(decl, Mapping) else {}
+            out[node_id] = decl
     for node in graph.opt_in_nodes():
         if node.id not in out and not is_selected(graph, state, node.id):
-            out[node.id] = {"via": NOT_SELECTED}
+            out[node.id] = NOT_SELECTED_SKIP
     return out
 
 
@@ -255,9 +262,9 @@ class _Offered:
             how = f"{visit.outcome} by {decision.by}" if decision and decision.by \
                 else visit.outcome
             return ev.Moved(self.node, how, visit, state.current_node, visit.outcome, state)
-        parked = state.parked if state.parked.get("node") == self.node else {}
-        reason = str(parked.get("reason") or f"waiting at {self.node}")
-        if parked.get("unverified"):
+        parked = state.parked.at_node(self.node)
+        reason = parked.reason or f"waiting at {self.node}"
+        if parked.unverified:
             return ev.Unverified(self.node, reason, visit, state)
         return ev.Waiting(self.node, reason, visit, state)
 
@@ -536,7 +543,8 @@ class Runtime:
         approvals = dict(state.surface.get("approvals") or {})
         if approvals.pop(node_id, None) is not None:
             state.surface["approvals"] = approvals
-        state.current_node, state.status, state.parked = node_id, ItemStatus.RUNNING, {}
+        state.current_node, state.status, state.parked = (node_id, ItemStatus.RUNNING,
+                                                          NOT_PARKED)
         w.log("graph.head_moved", {"from": source, "to": node_id, **why})
         node = self.graph.node(node_id)
         self._go(w, node, self._evaluate(w, node, {}))
@@ -560,7 +568,7 @@ class Runtime:
             logger.warning("performing effects of %s failed: %s", ref, type(exc).__name__)
 
     # -- trusted reads -----------------------------------------------------------------
-    def declared_skips(self, state: ItemState) -> dict[str, dict[str, Any]]:
+    def declared_skips(self, state: ItemState) -> dict[str, Skip]:
         """See :func:`declared_skips` (the ONE trusted read of skips)."""
         return declared_skips(self.graph, state)
 
@@ -733,7 +741,7 @@ class Runtime:
             state = self._started(tx, ref)
             node = self._claimable(state, node_id)
             w = _Walk(tx, state, self.ports)
-            state.completions[node_id] = {"by": actor, "at": w.now()}
+            state.completions[node_id] = Completion(actor, w.now())
             self._go(w, node, self._evaluate(w, node, {}))
             return state
 
@@ -792,7 +800,7 @@ class Runtime:
                 continue
             state = tx.state or tx.create(self.graph.name)
             w = _Walk(tx, state, self.ports)
-            state.skips[node_id] = Skip(DECLARATION, token, actor, reason, w.now()).to_json()
+            state.skips[node_id] = Skip(DECLARATION, token, actor, reason, w.now())
             accepted[node_id] = token
         self._log_declaration(tx, accepted, rejected, reason, actor)
         return accepted, rejected
@@ -969,15 +977,17 @@ class Runtime:
         if request.get("verb") == "force":
             self._move_by_force(w, str(request["to"]), str(request["reason"]),
                                 str(request["by"]))
-            w.state.forced[-1].update(said)
+            w.state.forced[-1] = w.state.forced[-1].confirmed(
+                confirmation.by, confirmation.via, str(request["id"]))
             return
         accepted: dict[str, str] = {}
         for node_id, token in (request.get("skips") or {}).items():
             if entered(w.state, node_id):
                 continue  # entered since the request: a skip is a plan, not an amnesty
-            skip = Skip(DECLARATION, token, str(request["by"]), str(request["reason"]),
-                        w.now()).to_json()
-            w.state.skips[node_id] = {**skip, **said}
+            w.state.skips[node_id] = Skip(
+                DECLARATION, token, str(request["by"]), str(request["reason"]), w.now(),
+                confirmed_by=confirmation.by, confirmed_via=confirmation.via,
+                request=str(request["id"]))
             accepted[node_id] = token
         w.log("graph.skips_declared", {"via": DECLARATION, "skips": accepted,
                                        "by": request["by"], "reason": request["reason"],
@@ -1076,7 +1086,7 @@ class Runtime:
     def _move_by_force(self, w: _Walk, to: str, reason: str, actor: str) -> None:
         state, now = w.state, w.now()
         source = state.current_node
-        state.forced.append({"from": source, "to": to, "reason": reason, "by": actor, "at": now})
+        state.forced.append(ForcedMove(source, to, reason, actor, now))
         left = state.record(source)
         left.forced = True
         if source != to:
@@ -1090,7 +1100,7 @@ class Runtime:
         self._note_entry_heads(state, to)
         target.attempts, target.last_block = 0, ""
         state.current_node = to
-        state.parked = {}
+        state.parked = NOT_PARKED
         w.log("graph.forced", {"from": source, "to": to, "reason": reason, "by": actor})
         node = self.graph.node(to)
         # A forced move enters the node like any move: its entry chain runs (a quiz posts
@@ -1128,15 +1138,15 @@ class Runtime:
                 nxt = self._enter(w, node, came_from)
             came_from, target = node.id, nxt
 
-    def _skip_through(self, w: _Walk, node: Node, skip: Mapping[str, Any]) -> str | None:
+    def _skip_through(self, w: _Walk, node: Node, skip: Skip) -> str | None:
         # A skipped node runs no hook at all: no label, no log entry, no assignment.
         record, now = w.state.record(node.id), w.now()
         record.outcome, record.entered_at, record.exited_at = SKIPPED, now, now
         w.state.begin_visit(node.id, now)
         w.state.end_visit(node.id, now, SKIPPED)
-        data: dict[str, Any] = {"node": node.id, "via": skip.get("via", "")}
-        if skip.get("token"):
-            data["token"] = skip["token"]
+        data: dict[str, Any] = {"node": node.id, "via": skip.via}
+        if skip.token:
+            data["token"] = skip.token
         w.log("graph.node_skipped", data)
         return self._route(w, node, SKIPPED)
 
@@ -1148,7 +1158,7 @@ class Runtime:
         record.entered_at, record.exited_at, record.outcome = w.now(), "", ""
         state.begin_visit(node.id, record.entered_at)
         self._note_entry_heads(state, node.id)
-        state.status, state.parked = ItemStatus.RUNNING, {}
+        state.status, state.parked = ItemStatus.RUNNING, NOT_PARKED
         w.log("graph.advanced", {"from": came_from, "to": node.id} if came_from
               else {"to": node.id})
         self._run_chain(w, node, "entry", {})
@@ -1200,7 +1210,7 @@ class Runtime:
         record.outcome, record.exited_at = outcome, w.now()
         state.end_visit(node.id, record.exited_at, outcome)
         record.last_block = ""  # issue 14 §9: a passed node shows no stale block
-        state.parked = {}
+        state.parked = NOT_PARKED
         self._announce(w, node, outcome)
         return self._route(w, node, outcome)
 
@@ -1266,24 +1276,16 @@ class Runtime:
               unverified: bool = False) -> None:
         state = w.state
         state.status = ItemStatus.PARKED
-        same = state.parked.get("node") == node.id and state.parked.get("reason") == reason
-        if same and bool(state.parked.get("blocked")) == blocked:
-            self._mark_unverified(state, unverified)
-            return  # the same wait again: say it once
-        state.parked = {"node": node.id, "reason": reason, "at": w.now()}
-        self._mark_unverified(state, unverified)
-        if blocked:
-            state.parked["blocked"] = True  # graph.blocked already said it
-        else:
+        parked = state.parked
+        if (parked.node, parked.reason, parked.blocked) == (node.id, reason, blocked):
+            # The same wait again: say it once. ``unverified``: the gate could not read
+            # what it needed, so the ingress offers the event again.
+            state.parked = dataclasses.replace(parked, unverified=unverified)
+            return
+        # blocked: graph.blocked already said it.
+        state.parked = Parked(node.id, reason, w.now(), blocked=blocked, unverified=unverified)
+        if not blocked:
             w.log("graph.parked", {"node": node.id, "reason": reason})
-
-    @staticmethod
-    def _mark_unverified(state: ItemState, unverified: bool) -> None:
-        # The gate could not read what it needed: the ingress offers the event again.
-        if unverified:
-            state.parked["unverified"] = True
-        else:
-            state.parked.pop("unverified", None)
 
     def _block(self, w: _Walk, node: Node, result: HookResult) -> str | None:
         record = w.state.record(node.id)
@@ -1308,7 +1310,7 @@ class Runtime:
             w.state.end_visit(node.id, record.exited_at, ESCALATED_NODE)
             return ESCALATED_NODE
         w.state.status = ItemStatus.ESCALATED
-        w.state.parked = {"node": node.id, "reason": reason, "at": w.now(), "blocked": True}
+        w.state.parked = Parked(node.id, reason, w.now(), blocked=True)
         return None
 
     # -- plans recorded by a gate ------------------------------------------------------
@@ -1318,16 +1320,16 @@ class Runtime:
         refused: dict[str, str] = {}
         if node.id == self.graph.start and node.is_human:
             self._overrule_declarations(w, node, data.get("skips"))
-        skips = self._plan_entries(w, data.get("skips"), "skip", refused)
-        opt_ins = self._plan_entries(w, data.get("optIns"), "optIn", refused)
+        skips = self._plan_entries(w, data.get("skips"), Skip, refused)
+        opt_ins = self._plan_entries(w, data.get("optIns"), OptIn, refused)
         for node_id, entry in skips.items():
             w.state.skips.setdefault(node_id, entry)
-        for node_id, entry in opt_ins.items():
-            w.state.opt_ins.setdefault(node_id, entry)
+        for node_id, opt_in in opt_ins.items():
+            w.state.opt_ins.setdefault(node_id, opt_in)
         if skips:
-            w.log("graph.skips_declared", {"node": node.id, "skips": skips})
+            w.log("graph.skips_declared", {"node": node.id, "skips": _documents(skips)})
         if opt_ins:
-            w.log("graph.opt_ins_selected", {"node": node.id, "optIns": opt_ins})
+            w.log("graph.opt_ins_selected", {"node": node.id, "optIns": _documents(opt_ins)})
         if refused:
             w.log("graph.skips_rejected", {"node": node.id, "rejected": refused})
 
@@ -1338,8 +1340,7 @@ class Runtime:
         never agreed to drop that gate."""
         keep = set(selected_skips) if isinstance(selected_skips, Mapping) else set()
         dropped = [n for n, decl in w.state.skips.items()
-                   if n not in keep and isinstance(decl, Mapping)
-                   and decl.get("via") == DECLARATION and not decl.get("confirmedBy")
+                   if n not in keep and decl.via == DECLARATION and not decl.confirmed_by
                    and self.graph.has_node(n) and self.graph.node(n).is_human]
         for node_id in dropped:
             del w.state.skips[node_id]
@@ -1349,9 +1350,11 @@ class Runtime:
                                                       "selection skips it"})
 
     def _plan_entries(
-        self, w: _Walk, raw: Any, kind: str, refused: dict[str, str]
-    ) -> dict[str, dict[str, Any]]:
-        out: dict[str, dict[str, Any]] = {}
+        self, w: _Walk, raw: Any, kind: type[_Plan], refused: dict[str, str]
+    ) -> dict[str, _Plan]:
+        # A gate hands over records (engine.records) or, from a custom hook, mappings;
+        # both become the record, with ``via`` and ``at`` filled where empty.
+        out: dict[str, _Plan] = {}
         if not isinstance(raw, Mapping):
             return out
         for node_id, entry in raw.items():
@@ -1359,24 +1362,23 @@ class Runtime:
             if why:
                 refused[str(node_id)] = why
                 continue
-            record = _jsonable(entry)
-            record = record if isinstance(record, dict) else {}
-            record.setdefault("via", "selection")
-            record.setdefault("at", w.now())
-            out[str(node_id)] = record
+            if not isinstance(entry, kind):
+                record = _jsonable(entry)
+                entry = kind.from_json(record if isinstance(record, dict) else {})
+            out[str(node_id)] = entry.stamped("selection", w.now())
         return out
 
-    def _plan_refusal(self, state: ItemState, node_id: str, kind: str) -> str:
+    def _plan_refusal(self, state: ItemState, node_id: str, kind: type[_Plan]) -> str:
         if not self.graph.has_node(node_id):
             return f"{node_id!r} is not a node of {self.graph.name}"
         node = self.graph.node(node_id)
         if entered(state, node_id):
-            if kind == "skip":
+            if kind is Skip:
                 return f"{AMNESTY}: {node_id} was already entered"
             return f"a selection cannot add {node_id}: it was already entered"
-        if kind == "skip" and (not node.skippable or node.required):
+        if kind is Skip and (not node.skippable or node.required):
             return f"{node_id} is not skippable"
-        if kind == "optIn" and not node.opt_in:
+        if kind is OptIn and not node.opt_in:
             return f"{node_id} is not an opt-in phase"
         return ""
 
@@ -1434,6 +1436,11 @@ class Runtime:
             logger.error("hook %s at %s returned %r", ref.name, node.id, type(result).__name__)
             return failed
         return result
+
+
+def _documents(records: Mapping[str, Skip | OptIn]) -> dict[str, dict[str, Any]]:
+    # The event log keeps JSON: each record's stored document.
+    return {node_id: record.to_json() for node_id, record in records.items()}
 
 
 def _merge_pass(merged: dict[str, Any], data: Mapping[str, Any]) -> None:

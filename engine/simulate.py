@@ -243,7 +243,7 @@ def _summary(ref: WorkItemRef, node: str, login: str, before: ItemState, after: 
     gate = after.surface.get("mergeGate") or {}
     check = ({k: gate[k] for k in ("state", "description") if k in gate}
              if isinstance(gate, Mapping) else {})
-    wait = str(after.parked.get("reason") or "")
+    wait = after.parked.reason
     return Simulation(ref, node, login, counted, reason, before.current_node,
                       after.current_node, str(after.status), approvals, wait, check,
                       _effects(copy, ref))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from engine.records import NOT_PARKED, Completion, ForcedMove, OptIn, Parked, Skip
 from engine.refs import WorkItemRef
 from engine.visits import Visit, VisitDecision, visits_from_document, visits_to_json
 
@@ -90,12 +91,18 @@ class ItemState:
         nodes: node id -> :class:`NodeRecord` for every node entered or skipped.
         visits: node id -> that node's :class:`~engine.visits.Visit` records, oldest
             first (issue 19 §2); each holds the decision given during it.
-        forced: the list of forced moves ``{from, to, reason, by, at}``.
-        parked: ``{node, reason, at}`` while waiting, else ``{}``.
-        completions: node id -> ``{by, at}`` for accepted ``complete`` claims.
-        skips: node id -> ``{via, token, by, reason, at}`` (declarations as recorded;
-            read them only through ``Runtime.declared_skips``).
-        opt_ins: node id -> ``{via, by, at}`` (read through ``Runtime.selected``).
+        forced: the forced moves (:class:`~engine.records.ForcedMove`), oldest first;
+            stored as ``{from, to, reason, by, at}``.
+        parked: :class:`~engine.records.Parked` (node, reason, at, blocked, unverified)
+            while waiting, else :data:`~engine.records.NOT_PARKED`; stored as
+            ``{node, reason, at[, unverified][, blocked]}``, ``{}`` when not waiting.
+        completions: node id -> :class:`~engine.records.Completion` for accepted
+            ``complete`` claims; stored as ``{by, at}``.
+        skips: node id -> :class:`~engine.records.Skip` (declarations as recorded; read
+            them only through ``Runtime.declared_skips``). Stored as its camelCase
+            document ``{via, token, by, reason, at, ...}`` (issue 20 §1).
+        opt_ins: node id -> :class:`~engine.records.OptIn` (read through
+            ``Runtime.selected``); stored as ``{via, by, at}``.
         surface: free-form context shared by hooks (e.g. ``pullRequests``, ``branch``).
         started_at: ISO-8601 UTC start time.
         revision: bumped on every committed write (optimistic checks, tests).
@@ -107,11 +114,11 @@ class ItemState:
     status: str = ItemStatus.RUNNING
     nodes: dict[str, NodeRecord] = field(default_factory=dict)
     visits: dict[str, tuple[Visit, ...]] = field(default_factory=dict)
-    forced: list[dict[str, Any]] = field(default_factory=list)
-    parked: dict[str, Any] = field(default_factory=dict)
-    completions: dict[str, dict[str, Any]] = field(default_factory=dict)
-    skips: dict[str, dict[str, Any]] = field(default_factory=dict)
-    opt_ins: dict[str, dict[str, Any]] = field(default_factory=dict)
+    forced: list[ForcedMove] = field(default_factory=list)
+    parked: Parked = NOT_PARKED
+    completions: dict[str, Completion] = field(default_factory=dict)
+    skips: dict[str, Skip] = field(default_factory=dict)
+    opt_ins: dict[str, OptIn] = field(default_factory=dict)
     surface: dict[str, Any] = field(default_factory=dict)
     started_at: str = ""
     revision: int = 0
@@ -214,11 +221,11 @@ class ItemState:
             "nodes": {k: v.to_mapping() for k, v in self.nodes.items()},
             "decisions": self.current_decisions(),
             "visits": visits_to_json(self.visits),
-            "forced": _copy(self.forced),
-            "parked": _copy(self.parked),
-            "completions": _copy(self.completions),
-            "skips": _copy(self.skips),
-            "optIns": _copy(self.opt_ins),
+            "forced": [m.to_json() for m in self.forced],
+            "parked": self.parked.to_json(),
+            "completions": {k: v.to_json() for k, v in self.completions.items()},
+            "skips": {k: v.to_json() for k, v in self.skips.items()},
+            "optIns": {k: v.to_json() for k, v in self.opt_ins.items()},
             "surface": _copy(self.surface),
             "loop": self.loop,
         }
@@ -235,11 +242,12 @@ class ItemState:
             status=str(doc.get("status") or ItemStatus.RUNNING),
             nodes={k: NodeRecord.from_mapping(v) for k, v in (doc.get("nodes") or {}).items()},
             visits=visits_from_document(doc),
-            forced=_copy(doc.get("forced") or []),
-            parked=_copy(doc.get("parked") or {}),
-            completions=_copy(doc.get("completions") or {}),
-            skips=_copy(doc.get("skips") or {}),
-            opt_ins=_copy(doc.get("optIns") or {}),
+            forced=[ForcedMove.from_json(m) for m in doc.get("forced") or ()],
+            parked=Parked.from_json(doc.get("parked") or {}),
+            completions={k: Completion.from_json(v)
+                         for k, v in (doc.get("completions") or {}).items()},
+            skips={k: Skip.from_json(v) for k, v in (doc.get("skips") or {}).items()},
+            opt_ins={k: OptIn.from_json(v) for k, v in (doc.get("optIns") or {}).items()},
             surface=_copy(doc.get("surface") or {}),
             started_at=str(doc.get("startedAt") or ""),
         )

@@ -77,7 +77,7 @@ def _summary(state: ItemState) -> str:
     if state.status == ItemStatus.COMPLETE:  # "complete", never "at complete — complete"
         return f"{state.ref}: {where(state.status, state.current_node)}"
     text = f"{state.ref}: at {state.current_node} — {state.status}"
-    reason = state.parked.get("reason")
+    reason = state.parked.reason
     return f"{text}: {reason}" if reason and state.status != ItemStatus.COMPLETE else text
 
 
@@ -237,7 +237,7 @@ def complete(obj: CliContext, item: WorkItemRef, node_id: str, actor: str) -> No
     runtime = obj.services.runtime
     state = _fresh(obj.services, _run(lambda: runtime.complete(item, node_id, actor)))
     click.echo(_summary(state))
-    if state.current_node == node_id and state.parked.get("blocked"):
+    if state.current_node == node_id and state.parked.blocked:
         raise SystemExit(1)
 
 

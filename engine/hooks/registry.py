@@ -48,8 +48,10 @@ class HookResult:
             ``outcome`` (overrides the routing outcome on pass),
             ``decision`` (a mapping recorded on the node's current visit, first answer
             wins within a visit; ``decisions[node]`` reads it, issue 19 §2),
-            ``skips`` ({node: {via, token, by, reason}}) and ``optIns`` ({node: {via, by}})
-            recorded for nodes not yet entered, ``retriable`` (bool, for block),
+            ``skips`` ({node: :class:`~engine.records.Skip`}) and ``optIns`` ({node:
+            :class:`~engine.records.OptIn`}; a mapping in their document shape is read
+            with their ``from_json``) recorded for nodes not yet entered,
+            ``retriable`` (bool, for block),
             ``refused`` (list of tokens named back by a gate), ``unverified`` (bool, on
             wait: the gate could not read what it needed — a tracker or file read failed —
             so the event that woke it must be offered again; recorded in ``parked``).

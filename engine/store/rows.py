@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engine import fastjson
+from engine.records import Completion, ForcedMove, OptIn, Parked, Skip
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
@@ -33,6 +34,11 @@ ENTRY_TABLES = (
     ("opt_ins", "opt_ins"),
     ("completions", "completions"),
 )
+#: How each entry table's JSON becomes the state's record (issue 20 §1: the records'
+#: ``from_json`` is the one reader; the stored document is unchanged).
+_ENTRY_TYPES: dict[str, Callable[[Any], Any]] = {"skips": Skip.from_json,
+                                                 "opt_ins": OptIn.from_json,
+                                                 "completions": Completion.from_json}
 #: Every table whose rows belong to one item (replaced wholesale on each write).
 #: ``visits`` holds ``node -> [visit, ...]`` (issue 19 §2). ``decisions`` is no longer
 #: written (a decision lives in its visit; writing it twice would store a selection's
@@ -122,7 +128,7 @@ def state_from_row(row: tuple[Any, ...]) -> ItemState:
         loop=loop or "",
         current_node=current or "",
         status=status or "running",
-        parked=fastjson.loads(parked or "{}"),
+        parked=Parked.from_json(fastjson.loads(parked or "{}")),
         surface=fastjson.loads(surface or "{}"),
         started_at=started or "",
     )
@@ -154,14 +160,14 @@ def read_state(query: Query, ref: WorkItemRef) -> ItemState | None:
                              "ORDER BY ord", (item,)):
         state.nodes[node] = record_from_row(tuple(rest))
     for table, attr in ENTRY_TABLES:
-        target = getattr(state, attr)
+        target, typed = getattr(state, attr), _ENTRY_TYPES[table]
         for node, data in query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord",
                                 (item,)):
-            target[node] = fastjson.loads(data)
+            target[node] = typed(fastjson.loads(data))
     state.visits = _visits(state, *(
         list(query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord", (item,)))
         for table in ("visits", "decisions")))
-    state.forced = [fastjson.loads(d) for (d,) in query(
+    state.forced = [ForcedMove.from_json(fastjson.loads(d)) for (d,) in query(
         "SELECT data FROM forced_moves WHERE item = ? ORDER BY ord", (item,))]
     return state
 
@@ -196,7 +202,7 @@ def _state_statements(item: str, state: ItemState) -> list[tuple[str, list[tuple
     ref = state.ref
     out: list[tuple[str, list[tuple[Any, ...]]]] = [(_UPSERT_ITEM, [(
         item, ref.owner, ref.repo, ref.number, state.loop, state.current_node, state.status,
-        json_text(state.parked), json_text(state.surface), state.started_at,
+        json_text(state.parked.to_json()), json_text(state.surface), state.started_at,
         state.revision + 1, utc_now_iso())])]
     # The item's child rows are replaced wholesale: simple, and exact under the lock.
     out.extend((f"DELETE FROM {table} WHERE item = ?", [(item,)]) for table in CHILD_TABLES)
@@ -207,18 +213,18 @@ def _state_statements(item: str, state: ItemState) -> list[tuple[str, list[tuple
         entries: Mapping[str, Any] = getattr(state, attr)
         if table in ("skips", "opt_ins"):
             out.append((f"INSERT INTO {table} (item, node, ord, data, via) VALUES (?,?,?,?,?)",
-                        [(item, node, i, json_text(e), _text(e, "via"))
+                        [(item, node, i, json_text(e.to_json()), e.via)
                          for i, (node, e) in enumerate(entries.items())]))
         else:
             out.append((f"INSERT INTO {table} (item, node, ord, data) VALUES (?,?,?,?)",
-                        [(item, node, i, json_text(e))
+                        [(item, node, i, json_text(e.to_json()))
                          for i, (node, e) in enumerate(entries.items())]))
     out.append(("INSERT INTO visits (item, node, ord, data) VALUES (?,?,?,?)",
                 [(item, node, i, json_text(seq))
                  for i, (node, seq) in enumerate(visits_to_json(state.visits).items())]))
     out.append((_INSERT_FORCED, [
-        (item, i, _text(m, "from"), _text(m, "to"), _text(m, "by"), _text(m, "reason"),
-         _text(m, "at"), json_text(m)) for i, m in enumerate(state.forced)]))
+        (item, i, m.from_node, m.to_node, m.by, m.reason, m.at, json_text(m.to_json()))
+        for i, m in enumerate(state.forced)]))
     return [(sql, rows) for sql, rows in out if rows]
 
 
@@ -262,7 +268,8 @@ def stream_states(query: Query) -> Iterator[ItemState]:
     records = _ordered(query, "node_records",
                        "c.node, c.attempts, c.outcome, c.entered_at, c.exited_at, "
                        "c.last_block, c.forced")
-    entries = {attr: _ordered(query, table, "c.node, c.data") for table, attr in ENTRY_TABLES}
+    entries = {attr: (_ordered(query, table, "c.node, c.data"), _ENTRY_TYPES[table])
+               for table, attr in ENTRY_TABLES}
     visits = _ordered(query, "visits", "c.node, c.data")
     decisions = _ordered(query, "decisions", "c.node, c.data")
     forced = _ordered(query, "forced_moves", "c.data")
@@ -271,10 +278,10 @@ def stream_states(query: Query) -> Iterator[ItemState]:
         item = row[0]
         for node, *rest in records.take(item):
             state.nodes[node] = record_from_row(tuple(rest))
-        for attr, rows in entries.items():
+        for attr, (rows, typed) in entries.items():
             target = getattr(state, attr)
             for node, data in rows.take(item):
-                target[node] = fastjson.loads(data)
+                target[node] = typed(fastjson.loads(data))
         state.visits = _visits(state, visits.take(item), decisions.take(item))
-        state.forced = [fastjson.loads(d) for (d,) in forced.take(item)]
+        state.forced = [ForcedMove.from_json(fastjson.loads(d)) for (d,) in forced.take(item)]
         yield state

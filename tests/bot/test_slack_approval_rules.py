@@ -246,7 +246,7 @@ def test_a_slack_request_changes_after_one_slack_approval_resets_the_count_and_r
     assert state.current_node == GATE
     state = world.reply_on_github("alice", "approved")
     assert state.current_node == GATE
-    assert "1 of 2 approvals: @alice — " in str(state.parked["reason"])
+    assert "1 of 2 approvals: @alice — " in str(state.parked.reason)
 
 
 # -- 4. team approvers ----------------------------------------------------------------------

@@ -72,7 +72,7 @@ def test_execute_by_an_authorized_linked_user_selects_exactly_what_the_state_say
     assert (decision["by"], decision["via"]) == ("@alice", "slack")
     assert decision["skips"] == ["brainstorming"]
     assert decision["optIns"] == ["design-critic-review"]
-    assert state.skips["brainstorming"] == {"via": "selection", "token": "brainstorming",
+    assert state.skips["brainstorming"].to_json() == {"via": "selection", "token": "brainstorming",
                                             "by": "@alice", "reason": "",
                                             "at": "2026-03-01T12:00:00Z"}
     assert list(state.opt_ins) == ["design-critic-review"]
@@ -114,7 +114,7 @@ def test_unticking_the_explainer_setting_in_slack_skips_the_four_explainer_nodes
     state = world.state()
     for node in EXPLAINER_NODES:
         skip = state.skips[node]
-        assert (skip["via"], skip["token"], skip["by"], skip["reason"]) == (
+        assert (skip.via, skip.token, skip.by, skip.reason) == (
             "selection", "explainer", "@alice", "")
     [confirmation] = world.comments("Phase selection recorded")
     assert ("Explainer and quizzes: off, as declared by @alice — spec-explainer, spec-quiz, "

@@ -77,7 +77,7 @@ def test_an_authorized_click_confirms_and_rewrites_the_message(world: SlackWorld
     ts, value, rid = _requested(world)
     _click(world, "UALICE", value, ts)
     skip = world.state().skips["code-quiz"]
-    assert (skip["confirmedBy"], skip["confirmedVia"], skip["request"]) == ("alice", "slack", rid)
+    assert (skip.confirmed_by, skip.confirmed_via, skip.request) == ("alice", "slack", rid)
     [update] = [c for c in world.fake.calls_to("chat.update") if c.args["ts"] == ts]
     assert update.args["text"] == (f"Operator request {rid} on acme/widgets#7: confirmed by "
                                    "@alice via slack")

@@ -122,7 +122,7 @@ def test_agent_authored_work_needs_two_humans_and_not_the_dispatcher(
 
     one = _answer(world, ref, "bob")
     assert one.current_node == GATE
-    assert str(one.parked["reason"]).startswith("1 of 2 approvals (agent-authored): @bob")
+    assert str(one.parked.reason).startswith("1 of 2 approvals (agent-authored): @bob")
     assert one.surface["agent"]["signals"] == why
 
     assert _answer(world, ref, "carol").current_node == "complete"
@@ -158,9 +158,9 @@ def test_a_failed_commits_read_keeps_the_gate_waiting(world: GitHubWorld) -> Non
     world.fake.fail_route("GET", "pull-commits", 502, times=20)
     state = _answer(world, ref, "bob")
     assert state.current_node == GATE
-    assert state.parked["unverified"]
-    assert "could not read who authored the work" in str(state.parked["reason"])
-    assert "commits of pull request acme/widgets#2" in str(state.parked["reason"])
+    assert state.parked.unverified
+    assert "could not read who authored the work" in str(state.parked.reason)
+    assert "commits of pull request acme/widgets#2" in str(state.parked.reason)
 
 
 # -- agents.requesters -----------------------------------------------------------------------
@@ -309,7 +309,7 @@ def test_simulate_reads_the_commits_and_agrees_with_the_walk(world: GitHubWorld)
     assert _refusal(_answer(world, ref, "alice")) == sim.reason
     sim = simulate_decision(s.graph, s.store, s.ports, s.runtime.settings, ref, "bob", GATE)
     assert (sim.counted, sim.tally) == (True, "1 of 2 approvals (agent-authored): @bob")
-    assert _answer(world, ref, "bob").parked["reason"] == sim.wait
+    assert _answer(world, ref, "bob").parked.reason == sim.wait
 
 
 # -- the tracker's read ------------------------------------------------------------------------

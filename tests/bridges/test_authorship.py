@@ -87,8 +87,8 @@ def test_poller_first_an_approval_edited_in_by_a_non_approver_does_not_count(
         world.poll()
     state = world.state(ref)
     assert state.current_node == "human-approval"
-    assert EDITED in state.parked["reason"]
-    assert not state.parked.get("unverified")
+    assert EDITED in state.parked.reason
+    assert not state.parked.unverified
     [event] = world.events(ref, "graph.comment_not_counted")
     assert (event["commentId"], event["author"], event["editor"]) == (reply.id, "alice",
                                                                       "mallory")
@@ -127,8 +127,8 @@ def test_a_failed_lookup_leaves_the_gate_waiting_unverified_then_counts(
     report = world.poll()
     state = world.state(ref)
     assert state.current_node == "human-approval"
-    assert state.parked.get("unverified") is True
-    assert "could not read who edited the replies" in state.parked["reason"]
+    assert state.parked.unverified is True
+    assert "could not read who edited the replies" in state.parked.reason
     assert [r.status for r in report.repos[0].results] == [RETRY]
     world.services.ports.tracker.graphql.guard.clear()  # the limit resets
     world.poll()  # the cursor was held back: the reply is offered again
@@ -146,7 +146,7 @@ def test_a_typed_quiz_line_edited_in_by_someone_else_does_not_attest(
     world.poll()
     state = world.state(ref)
     assert state.current_node == "spec-quiz"
-    assert EDITED in state.parked["reason"]
+    assert EDITED in state.parked.reason
     assert world.events(ref, "graph.quiz_attested") == []
     # control: the author typing the line herself attests
     world.fake.advance(2)
@@ -204,7 +204,7 @@ def test_webhook_edited_by_a_non_author_sender_is_named_and_not_counted(
                              sender="mallory", previous_body="Reading it now").status_code == 202
     state = world.state(ref)
     assert state.current_node == "human-approval"
-    assert EDITED in state.parked["reason"]
+    assert EDITED in state.parked.reason
     assert [e["editor"] for e in world.events(ref, "graph.comment_not_counted")] == ["mallory"]
     assert _not_counted(caplog.records)
     assert _edit_lookups(world) == []  # the sender said it: no lookup needed
@@ -233,7 +233,7 @@ def test_catch_up_does_not_count_a_reply_edited_by_someone_else(
         fresh.poll()
         state = fresh.state(ref)
         assert state.current_node == "phase-selection"
-        assert EDITED in state.parked["reason"]
+        assert EDITED in state.parked.reason
         assert "phase-selection" not in state.decisions
         # control: alice's own execute reply is honoured by the gate
         github_env.advance(2)

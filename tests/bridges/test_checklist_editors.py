@@ -45,7 +45,7 @@ def _refused(world: GitHubWorld, ref) -> None:
     state = world.state(ref)
     assert state.current_node == "phase-selection"
     assert "phase-selection" not in state.decisions
-    assert state.parked["reason"].startswith(
+    assert state.parked.reason.startswith(
         "the checklist was edited by @mallory, who may not choose phases")
     [logged] = world.events(ref, "graph.checklist_not_counted")
     assert logged["editor"] == "mallory" and logged["by"] == "@alice"

@@ -103,11 +103,11 @@ def test_all_files_needs_an_owner_of_every_owned_changed_file(world: GitHubWorld
     assert "is not among the approvers of this gate (the code owners of the changed files " \
            f"(@writer, @acme/web; {skipped}))" in \
         refused.surface["approvals"][GATE]["refused"][-1]["reason"]
-    assert skipped in str(refused.parked["reason"])  # the gate's wait says it too
+    assert skipped in str(refused.parked.reason)  # the gate's wait says it too
     state = _answer(world, ref, "writer")
     assert state.current_node == GATE
     assert "no code owner approved web/app.ts yet (codeowners: all-files)" in str(
-        state.parked["reason"])
+        state.parked.reason)
     state = _answer(world, ref, "wendy")  # through the team @acme/web
     assert state.current_node == "complete"
 
@@ -117,9 +117,9 @@ def test_the_gate_waits_when_codeowners_cannot_be_read(world: GitHubWorld) -> No
     world.fake.fail_route("GET", "contents", 502, times=20)
     state = _answer(world, ref, "writer")
     assert state.current_node == GATE
-    assert state.parked["unverified"]
+    assert state.parked.unverified
     assert "CODEOWNERS or the changed files of acme/widgets could not be read" in str(
-        state.parked["reason"])
+        state.parked.reason)
 
 
 # -- config check ------------------------------------------------------------------------------

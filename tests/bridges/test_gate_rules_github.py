@@ -62,7 +62,7 @@ def test_team_membership_allows_and_a_lookup_failure_refuses_at_the_gate(
     refused = world.comment(ref, "approved", as_user="dave")
     state = runtime.advance(ref, {"comments": [_latest(world, ref)]})
     assert state.current_node == "human-approval"
-    assert "the membership lookup failed for acme/reviewers" in state.parked["reason"]
+    assert "the membership lookup failed for acme/reviewers" in state.parked.reason
     assert world.events(ref, "graph.team_lookup_failed")
     said = [c.body for c in world.fake.comments_on(REPO, ref.number) if "Not counted" in c.body]
     assert said and "@dave" in said[0]

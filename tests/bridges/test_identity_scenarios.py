@@ -177,7 +177,7 @@ def test_a_bot_editor_is_refused_whatever_the_allow_list_says(
         assert refused["editor"] == login.removesuffix("[bot]")  # GraphQL's spelling
         why = "loopgate itself" if itself else "a bot"
         assert f"last edited by @{refused['editor']}, {why};" in world.state(
-            _ref(quiz)).parked["reason"]
+            _ref(quiz)).parked.reason
 
 
 def test_a_bot_on_the_allow_list_cannot_attest_by_typing_the_line(

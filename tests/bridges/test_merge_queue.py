@@ -168,7 +168,7 @@ def test_linking_ones_own_pull_request_after_approving_is_refused(world: GitHubW
     [latest] = [c for c in world.services.ports.tracker.list_comments(ref) if c.id == again.id]
     state = runtime.advance(ref, {"comments": [latest]})
     assert state.current_node == "human-approval"
-    assert f"@alice opened {REPO}#{pr}" in str(state.parked.get("reason"))
+    assert f"@alice opened {REPO}#{pr}" in str(state.parked.reason)
     assert world.fake.commit_state(REPO, sha) == "pending"
     # a reviewer who did not write it approves: success on the covered head
     other = world.comment(ref, "approved", as_user="bob")

@@ -55,7 +55,7 @@ def test_a_skip_request_is_posted_and_only_an_authorized_reply_applies_it(
     bob = world.comment(ref, f"the-loop confirm {rid}", as_user="bob")
     world.dispatcher.handle(comment_delivery(ref, bob))
     skip = world.state(ref).skips["code-quiz"]
-    assert (skip["confirmedBy"], skip["confirmedVia"], skip["request"]) == ("bob", "reply", rid)
+    assert (skip.confirmed_by, skip.confirmed_via, skip.request) == ("bob", "reply", rid)
     assert world.state(ref).current_node == "brainstorming"  # a confirmation answers no gate
 
 
@@ -80,7 +80,7 @@ def test_the_items_author_cannot_confirm_a_force_past_a_gate_that_forbids_self_a
     world.dispatcher.handle(comment_delivery(ref, bob))
     state = world.state(ref)
     assert state.current_node == "complete"
-    assert state.forced[-1]["confirmedBy"] == "bob"
+    assert state.forced[-1].confirmed_by == "bob"
 
 
 def test_a_confirm_line_with_no_pending_request_is_not_fed_to_the_runtime(

@@ -136,7 +136,7 @@ def test_execute_waits_while_the_checklist_is_not_on_the_issue(world: GitHubWorl
     assert (result.status, result.reason) == ("retry", "unverified")  # offered again
     state = world.state(ref)
     assert state.current_node == "phase-selection" and "phase-selection" not in state.decisions
-    assert "checklist is still being posted" in state.parked["reason"]
+    assert "checklist is still being posted" in state.parked.reason
 
     world.performer_later().drain(ref)  # the checklist is posted; the reply is offered again
     assert len(_checklists(world, ref)) == 1
@@ -153,8 +153,8 @@ def test_execute_waits_when_the_checklist_failed_for_good(world: GitHubWorld) ->
     world.dispatcher.handle(_comment_delivery(ref, reply))
     state = world.state(ref)
     assert state.current_node == "phase-selection"
-    assert "checklist could not be posted" in state.parked["reason"]
-    assert "loopgate effects retry" in state.parked["reason"]
+    assert "checklist could not be posted" in state.parked.reason
+    assert "loopgate effects retry" in state.parked.reason
 
 
 def _comment_delivery(ref: WorkItemRef, comment: Any, suffix: str = "") -> Any:

@@ -91,7 +91,7 @@ def test_an_unticked_explainer_row_skips_all_four_nodes(world: GitHubWorld) -> N
     state = world.state(ref)
     for node in EXPLAINER_NODES:
         skip = state.skips[node]
-        assert (skip["via"], skip["token"], skip["by"]) == ("selection", "explainer", "@alice")
+        assert (skip.via, skip.token, skip.by) == ("selection", "explainer", "@alice")
     assert state.nodes["spec-explainer"].outcome == "skipped"
     assert state.nodes["spec-quiz"].outcome == "skipped"
     assert state.current_node == "tasks-breakdown"

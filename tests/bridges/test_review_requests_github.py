@@ -162,7 +162,7 @@ def test_a_422_asks_the_others_records_the_refused_and_never_gates(world: GitHub
     assert "Reviews may only be requested from collaborators" in entry["refused"][0]["why"]
     [logged] = world.events(ref, "graph.review_request_refused")
     assert logged["refused"][0]["name"] == "mallory"
-    assert state.current_node == GATE and state.parked["node"] == GATE  # still waiting
+    assert state.current_node == GATE and state.parked.node == GATE  # still waiting
     shown = render_table(build_report(shipped_graph(), state))
     assert f"review requested on #{pull}: @carol, @dave" in shown
     assert f"review request refused on #{pull} for mallory: " in shown

@@ -56,7 +56,7 @@ def test_a_simulated_change_equals_the_walk_once_the_file_is_pushed(
 
     world.fake.put_file(REPO, "lib/core.py", "x = 1\n", ref=f"issue-{ref.number}")
     real = _answer(world, ref, "wendy")
-    assert (real.current_node, real.parked["reason"]) == (GATE, sim.wait)
+    assert (real.current_node, real.parked.reason) == (GATE, sim.wait)
     lead = simulate_decision(s.graph, s.store, s.ports, s.runtime.settings, ref, "lead", GATE)
     assert (lead.counted, lead.after_node) == (True, "complete")
     assert _answer(world, ref, "lead").current_node == "complete"

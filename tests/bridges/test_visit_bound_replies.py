@@ -35,7 +35,7 @@ def _second_visit(world: GitHubWorld) -> tuple[WorkItemRef, FakeComment, FakeCom
     world.fake.graphql_rate_limit(1)
     world.poll()
     state = world.state(ref)
-    assert state.current_node == GATE and state.parked.get("unverified") is True
+    assert state.current_node == GATE and state.parked.unverified is True
     world.fake.advance(2)
     bob = world.comment(ref, "changes requested: rename the widget", as_user="bob")
     rt.advance(ref, _as_event(bob))
@@ -65,12 +65,12 @@ def test_a_visit_1_reply_offered_again_does_not_decide_visit_2(world: GitHubWorl
     assert named == [
         (GATE, "alice", alice.id, NOTE),
         (GATE, "bob", bob.id, NOTE.replace("alice", "bob"))]
-    assert NOTE.replace("alice", "bob") in state.parked["reason"]
+    assert NOTE.replace("alice", "bob") in state.parked.reason
     # Offered once more: still not counted, and not named a second time.
     world.services.runtime.advance(ref, _as_event(alice))
     state = world.state(ref)
     assert state.current_node == GATE and GATE not in state.decisions
-    assert "not counted" not in state.parked["reason"]
+    assert "not counted" not in state.parked.reason
     assert len(world.events(ref, "graph.comment_not_counted")) == 2
 
 

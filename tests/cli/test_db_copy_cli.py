@@ -16,6 +16,7 @@ from bridges.ingress.bridge_state import PollCursor, SqliteBridgeState
 from bridges.ingress.inbox import SqliteInbox, inbox_path
 from bridges.postgres.store import PostgresStore
 from engine.effects import AddLabel, PostComment
+from engine.records import ForcedMove, Skip
 from engine.refs import WorkItemRef
 from engine.state import NodeRecord
 from engine.store.sqlite import SqliteStore
@@ -33,8 +34,9 @@ def _installation(path: Path) -> SqliteStore:
             state = tx.create("pdlc-work-item-loop")
             state.current_node = "design"
             state.nodes["design"] = NodeRecord(attempts=i + 1, entered_at="t1")
-            state.skips["brainstorming"] = {"via": "selection", "by": "@alice"}
-            state.forced.append({"from": "a", "to": "design", "by": "@ops", "reason": "r"})
+            state.skips["brainstorming"] = Skip.from_json({"via": "selection", "by": "@alice"})
+            state.forced.append(ForcedMove.from_json({"from": "a", "to": "design", "by": "@ops",
+                                                      "reason": "r"}))
             tx.log("graph.started", {"node": "phase-selection"})
             tx.enqueue(f"k{i}", PostComment(ref, f"hello {i}", record="quiz:spec-quiz"))
             tx.enqueue(f"l{i}", AddLabel(ref, "loop:design"))

@@ -68,7 +68,7 @@ def test_an_agent_authored_item_needs_two_humans_and_the_dispatcher_does_not_cou
 
     one = _click(runtime, "bob")
     assert one.current_node == GATE
-    assert str(one.parked["reason"]).startswith("1 of 2 approvals (agent-authored): @bob — ")
+    assert str(one.parked.reason).startswith("1 of 2 approvals (agent-authored): @bob — ")
 
     two = _click(runtime, "carol")
     assert two.current_node == "design"
@@ -89,7 +89,7 @@ def test_a_bots_pull_request_makes_the_work_agent_authored() -> None:
     runtime.force(REF, "human-approval", "test: straight to the gate", "tester")
     state = _click(runtime, "bob", "human-approval")
     assert state.current_node == "human-approval"
-    assert str(state.parked["reason"]).startswith("1 of 2 approvals (agent-authored): @bob")
+    assert str(state.parked.reason).startswith("1 of 2 approvals (agent-authored): @bob")
     assert _click(runtime, "carol", "human-approval").current_node == "complete"
 
 

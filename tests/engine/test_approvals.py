@@ -60,7 +60,7 @@ def _reply(runtime: Runtime, tracker: MemoryTracker, author: str, body: str):
 
 
 def _parked(runtime: Runtime) -> str:
-    return str(runtime.store.load(REF).parked.get("reason") or "")
+    return str(runtime.store.load(REF).parked.reason or "")
 
 
 # -- the pure rules -------------------------------------------------------------------------

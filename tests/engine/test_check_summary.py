@@ -22,7 +22,7 @@ from engine.mergegate import (
     combine,
     item_check,
 )
-from engine.records import Attestation
+from engine.records import Attestation, ForcedMove
 from engine.refs import WorkItemRef
 from engine.runtime import Runtime
 from engine.settings import EngineSettings
@@ -214,8 +214,8 @@ def test_an_item_past_the_limit_is_cut_with_a_pointer_to_the_details_page() -> N
     runtime = _two_approvals(tracker)
     state = runtime.store.load(REF)
     reason = "🚧 a very long reason " * 60  # emoji: more bytes than characters
-    state.forced = [{"from": "design", "to": "human-approval", "by": "tester",
-                     "reason": reason, "at": "2026-03-01T12:00:00Z"}] * 80
+    state.forced = [ForcedMove("design", "human-approval", reason, "tester",
+                               "2026-03-01T12:00:00Z")] * 80
     check = item_check(shipped_graph(), state, "human-approval",
                        EngineSettings(authorized_users=USERS, public_url=BASE.rstrip("/")))
     encoded = check.summary.encode("utf-8")

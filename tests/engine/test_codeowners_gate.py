@@ -96,7 +96,7 @@ def test_all_files_waits_until_every_owned_file_has_an_owner_approval() -> None:
     runtime = _runtime(_tracker(), {"approvers": ["codeowners"], "codeowners": "all-files"})
     state = _click(runtime, "writer")
     assert state.current_node == GATE
-    assert str(state.parked["reason"]).startswith(
+    assert str(state.parked.reason).startswith(
         "1 of 1 approval: @writer; no code owner approved web/app.ts yet "
         "(codeowners: all-files) — waiting for the code owners of the changed files")
     state = _click(runtime, "wendy")
@@ -127,9 +127,9 @@ def test_an_unreadable_codeowners_file_keeps_the_gate_waiting_and_says_why() -> 
     runtime = _runtime(tracker, {"approvers": ["codeowners"]})
     state = _click(runtime, "writer")
     assert state.current_node == GATE
-    assert state.parked["unverified"]
+    assert state.parked.unverified
     assert "CODEOWNERS or the changed files of acme/widgets could not be read" in str(
-        state.parked["reason"])
+        state.parked.reason)
     tracker.failing.clear()
     assert _click(runtime, "writer").current_node == "complete"
 
@@ -139,7 +139,7 @@ def test_unreadable_changed_files_keep_the_gate_waiting() -> None:
     tracker.failing.add("changed_files")
     runtime = _runtime(tracker, {"approvers": ["codeowners"], "codeowners": "all-files"})
     state = _click(runtime, "writer")
-    assert (state.current_node, bool(state.parked["unverified"])) == (GATE, True)
+    assert (state.current_node, bool(state.parked.unverified)) == (GATE, True)
 
 
 def test_without_an_open_pull_request_nobody_is_a_code_owner() -> None:

@@ -91,7 +91,7 @@ def test_a_decision_on_a_revision_that_moved_is_made_again(tmp_path: Path) -> No
 
     [state] = result
     assert state.current_node == "requirements-definition"  # both decisions stand
-    assert state.skips["brainstorming"]["by"] == "bob"
+    assert state.skips["brainstorming"].by == "bob"
     assert state.decisions["phase-selection"]["by"] == "@alice"
     confirmations = [c for c in tracker.comments_on(REF) if CONFIRMATION_MARKER in c.body]
     assert len(confirmations) == 1  # the first decision's effects were thrown away

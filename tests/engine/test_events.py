@@ -128,7 +128,7 @@ def test_waiting_names_the_tally_and_the_visit() -> None:
     assert result.reason.startswith("1 of 2 approvals: @alice — waiting for ")
     assert result.visit is not None and result.visit.number == 1 and result.visit.open
     assert result.state.current_node == GATE
-    assert result.reason == result.state.parked["reason"]
+    assert result.reason == result.state.parked.reason
 
 
 def test_moved_names_the_outcome_the_target_and_the_closed_visit() -> None:
@@ -216,7 +216,7 @@ def test_unverified_when_whose_work_it_is_cannot_be_read() -> None:
     assert result.node == GATE
     assert "could not read who authored the work" in result.reason
     assert result.visit is not None and result.visit.number == 1
-    assert result.state.parked.get("unverified") is True
+    assert result.state.parked.unverified is True
     assert GATE not in result.state.decisions
 
 

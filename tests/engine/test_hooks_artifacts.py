@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from engine.hooks.artifacts import front_matter, section_body, split_alternatives
+from engine.records import Skip
 from engine.state import NodeRecord
 from tests.engine.test_hooks_support import REF, Harness, mini_graph
 
@@ -113,7 +114,7 @@ def test_planned_absence_when_the_author_node_was_skipped() -> None:
 
 def test_planned_absence_for_a_declared_skip_not_yet_reached() -> None:
     h = Harness()
-    h.state.skips["tasks-breakdown"] = {"via": "selection", "token": "tasks-breakdown"}
+    h.state.skips["tasks-breakdown"] = Skip("selection", "tasks-breakdown")
     assert _validate(h, "implementation", params={"validates": "tasks.md"}).kind == "pass"
 
 
@@ -131,7 +132,7 @@ def test_a_forged_skip_on_a_required_node_excuses_nothing() -> None:
         ],
     )
     h = Harness(graph=graph)
-    h.state.skips["phase-selection"] = {"via": "forged", "token": "phase-selection"}
+    h.state.skips["phase-selection"] = Skip("forged", "phase-selection")
     assert _validate(h, "a").reason == "missing p.md"
 
 

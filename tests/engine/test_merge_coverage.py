@@ -186,7 +186,7 @@ def test_self_approval_by_linking_the_pull_request_late_is_refused() -> None:
     runtime.publish_gate(REF, pulls=(9,))
     assert _last(tracker, 9).state == PENDING
     assert _approved(runtime, tracker, "alice") == "human-approval"
-    assert "@alice opened acme/widgets#9" in str(runtime.store.load(REF).parked["reason"])
+    assert "@alice opened acme/widgets#9" in str(runtime.store.load(REF).parked.reason)
     assert _last(tracker, 9).state == PENDING
     assert _approved(runtime, tracker, "bob") == "complete"
     assert _last(tracker, 9).state == SUCCESS

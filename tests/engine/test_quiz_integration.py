@@ -171,7 +171,7 @@ def test_an_unticked_explainer_row_skips_all_four_nodes(world: World) -> None:
 
     for node in EXPLAINER_NODES:
         skip = state.skips[node]
-        assert (skip["via"], skip["token"], skip["by"], skip["reason"]) == (
+        assert (skip.via, skip.token, skip.by, skip.reason) == (
             "selection", "explainer", "@alice", "",
         )  # fmt: skip
     assert state.nodes["spec-explainer"].outcome == "skipped"
@@ -238,7 +238,7 @@ def test_a_quiz_comment_lost_to_an_outage_is_posted_once_the_tracker_answers(
     assert waiting[0].attempts == 1 and "simulated" in waiting[0].last_error
     world.tracker.failing = set()
     state = world.runtime.advance(REF, {})
-    assert "is being posted" in state.parked["reason"]
+    assert "is being posted" in state.parked.reason
 
     later = Ports(world.tracker, world.artifacts, world.notifier, LaterClock())
     InlinePerformer(world.store, later, world.runtime.settings).drain(REF)
@@ -263,7 +263,7 @@ def test_once_the_quiz_comment_is_posted_the_wait_stops_saying_it_is_being_poste
     state = world.runtime.complete(REF, "spec-explainer", "agent")
     world.tracker.failing = set()
     state = world.runtime.advance(REF, {})
-    assert state.parked["reason"].startswith("the spec-quiz comment is being posted")
+    assert state.parked.reason.startswith("the spec-quiz comment is being posted")
 
     later = Ports(world.tracker, world.artifacts, world.notifier, LaterClock())
     InlinePerformer(world.store, later, world.runtime.settings).drain(REF)
@@ -271,7 +271,7 @@ def test_once_the_quiz_comment_is_posted_the_wait_stops_saying_it_is_being_poste
     assert len(world.quiz_comments()) == 1
     state = world.store.load(REF)
     assert state.current_node == "spec-quiz"
-    assert state.parked["reason"] == (
+    assert state.parked.reason == (
         "waiting for an authorized user to tick the spec quiz box on spec-quiz")
 
 
@@ -292,7 +292,7 @@ def test_an_earlier_visits_quiz_tick_does_not_pass_a_later_visit(world: World) -
     assert state.current_node == "spec-quiz"
     why = (f"comment {old.id} is the spec-quiz quiz comment of an earlier visit; a tick there "
            "does not count for visit 2: tick the new quiz comment")
-    assert str(state.parked["reason"]).startswith(why)
+    assert str(state.parked.reason).startswith(why)
     # visit 2 posted its own quiz comment; the old one is never reused
     [new] = [c for c in world.quiz_comments() if c.id != old.id]
     assert state.surface["quiz"]["spec-quiz"]["visit"] == 2
@@ -302,7 +302,7 @@ def test_an_earlier_visits_quiz_tick_does_not_pass_a_later_visit(world: World) -
     world.tracker.edit_comment(old.id, unticked, "alice")
     state = world.runtime.advance(REF, world.tick(old, "alice"))
     assert state.current_node == "spec-quiz"
-    assert str(state.parked["reason"]) == why
+    assert str(state.parked.reason) == why
     assert [c["id"] for c in state.surface["quiz"]["spec-quiz"]["comments"]] == [new.id]
     told = [c for c in world.tracker.comments_on(REF) if "Not counted" in c.body]
     assert len(told) == 1 and f"does not count: {why}" in told[0].body
@@ -322,7 +322,7 @@ def test_a_typed_quiz_line_of_an_earlier_visit_does_not_pass_a_later_one(
     state = world.runtime.advance(REF, {"comments": [line]})  # offered again
     assert state.current_node == "spec-quiz"
     assert "not counted: @alice (it was written before visit 2 began; reply again with the " \
-           "line)" in str(state.parked["reason"])
+           "line)" in str(state.parked.reason)
     again = world.tracker.add_comment_as(REF, "alice", attestation_line("spec", True))
     state = world.runtime.advance(REF, {"comments": [again]})
     assert state.current_node == "tasks-breakdown"

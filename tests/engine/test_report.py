@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from engine.records import ForcedMove, OptIn, Parked, Skip
 from engine.report import (
     NO_DECLARATION_LINE,
     NOT_SELECTED_LINE,
@@ -15,8 +16,7 @@ from engine.state import ItemState, ItemStatus, NodeRecord
 from tests.engine.runtime_support import REF, compile_mini
 
 GRAPH = compile_mini()
-DECLARED = {"via": "declaration", "token": "chain", "by": "@bob", "reason": "tiny change",
-            "at": "t"}
+DECLARED = Skip("declaration", "chain", "@bob", "tiny change", "t")
 
 
 def _state(current: str = "gate", status: str = ItemStatus.PARKED, **records: NodeRecord
@@ -42,10 +42,9 @@ def _nodes(state: ItemState, recompute: bool = False) -> dict[str, tuple[str, st
 def test_provenance_lines_are_exact() -> None:
     assert skip_provenance(DECLARED) == (
         "skipped by declaration — via declaration, token 'chain', by @bob, reason: tiny change")
-    assert skip_provenance({"via": "selection", "token": "explainer", "by": "@alice",
-                            "reason": ""}) == (
+    assert skip_provenance(Skip("selection", "explainer", "@alice", "")) == (
         "skipped by declaration — via selection, token 'explainer', by @alice")
-    assert skip_provenance({"via": "not-selected"}) == NOT_SELECTED_LINE
+    assert skip_provenance(Skip("not-selected")) == NOT_SELECTED_LINE
     assert NOT_SELECTED_LINE == (
         "not selected — an opt-in phase, off unless it is ticked at phase-selection")
 
@@ -53,7 +52,7 @@ def test_provenance_lines_are_exact() -> None:
 @pytest.mark.parametrize("recompute", [False, True])
 def test_a_skipped_node_is_never_reported_as_passed(recompute: bool) -> None:
     state = _state(select=_passed("selected"), a=_skipped(), critic=_skipped())
-    state.skips["a"] = dict(DECLARED)
+    state.skips["a"] = DECLARED
     nodes = _nodes(state, recompute)
     assert nodes["a"] == ("skipped", skip_provenance(DECLARED))
     assert nodes["critic"] == ("not selected", NOT_SELECTED_LINE)
@@ -62,8 +61,8 @@ def test_a_skipped_node_is_never_reported_as_passed(recompute: bool) -> None:
 
 def test_a_declaration_on_a_selected_opt_in_node_reads_as_a_declaration() -> None:
     state = _state(select=_passed("selected"), a=_passed(), critic=_skipped())
-    state.opt_ins["critic"] = {"via": "selection", "by": "@alice"}
-    state.skips["critic"] = dict(DECLARED)
+    state.opt_ins["critic"] = OptIn("selection", "@alice")
+    state.skips["critic"] = DECLARED
     assert _nodes(state)["critic"] == ("skipped", skip_provenance(DECLARED))
 
 
@@ -78,7 +77,7 @@ def test_a_skip_with_no_declaration_on_record_is_unmet(recompute: bool) -> None:
 
 def test_recompute_reads_declarations_instead_of_stored_outcomes() -> None:
     state = _state(select=_passed("selected"), a=_passed())
-    state.skips["a"] = dict(DECLARED)  # forged after the walk: a did pass
+    state.skips["a"] = DECLARED  # forged after the walk: a did pass
     assert _nodes(state)["a"] == ("passed", "outcome pass")
     assert _nodes(state, recompute=True)["a"] == ("skipped", skip_provenance(DECLARED))
 
@@ -86,22 +85,22 @@ def test_recompute_reads_declarations_instead_of_stored_outcomes() -> None:
 @pytest.mark.parametrize("recompute", [False, True])
 def test_a_planned_skip_of_a_node_not_reached_reads_skipped(recompute: bool) -> None:
     state = _state(current="a", status=ItemStatus.PARKED, select=_passed("selected"))
-    state.skips["b"] = dict(DECLARED)
+    state.skips["b"] = DECLARED
     assert _nodes(state, recompute)["b"] == ("skipped", skip_provenance(DECLARED))
     assert _nodes(state, recompute)["gate"] == ("not reached", "")
 
 
 def test_current_node_words() -> None:
     waiting = _state(current="gate")
-    waiting.parked = {"node": "gate", "reason": "waiting for a decision at gate", "at": "t"}
+    waiting.parked = Parked("gate", "waiting for a decision at gate", "t")
     assert _nodes(waiting)["gate"] == ("waiting", "waiting for a decision at gate")
     blocked = _state(current="critic", critic=NodeRecord(attempts=1, last_block="x is missing"))
-    blocked.parked = {"node": "critic", "reason": "x is missing", "at": "t", "blocked": True}
+    blocked.parked = Parked("critic", "x is missing", "t", blocked=True)
     assert _nodes(blocked)["critic"] == ("blocked", "x is missing")
     running = _state(current="b", status=ItemStatus.RUNNING)
     assert _nodes(running)["b"] == ("current", "")
     stuck = _state(current="a", status=ItemStatus.ESCALATED)
-    stuck.parked = {"node": "a", "reason": "same block twice", "at": "t", "blocked": True}
+    stuck.parked = Parked("a", "same block twice", "t", blocked=True)
     assert _nodes(stuck)["a"] == ("escalated", "same block twice")
 
 
@@ -118,7 +117,7 @@ def test_a_node_that_escalated_and_the_escalated_node() -> None:
 
 def test_an_item_not_started_yet_shows_its_plan() -> None:
     state = ItemState(ref=REF, loop="mini")
-    state.skips["a"] = dict(DECLARED)
+    state.skips["a"] = DECLARED
     report = build_report(GRAPH, state)
     assert report["status"] == "not started" and report["currentNode"] == ""
     nodes = {n["id"]: n["status"] for n in report["nodes"]}
@@ -129,9 +128,9 @@ def test_an_item_not_started_yet_shows_its_plan() -> None:
 
 def test_invalid_skips_and_opt_ins_are_listed_and_inert() -> None:
     state = _state(select=_passed("selected"))
-    state.skips.update({"select": {"via": "forged"}, "gate": {"via": "forged"},
-                        "ghost": {"via": "forged"}})
-    state.opt_ins.update({"a": {"via": "forged"}, "critic": {"via": "selection"}})
+    state.skips.update({"select": Skip("forged"), "gate": Skip("forged"),
+                        "ghost": Skip("forged")})
+    state.opt_ins.update({"a": OptIn("forged"), "critic": OptIn("selection")})
     report = build_report(GRAPH, state)
     assert [(i["node"], i["reason"]) for i in report["invalidSkips"]] == [
         ("select", "not skippable"), ("gate", "not skippable"), ("ghost", "unknown node")]
@@ -164,11 +163,12 @@ def test_complete_items_are_ok_and_show_decisions() -> None:
 
 def test_render_table_lays_out_one_row_per_node() -> None:
     state = _state(current="gate", select=_passed("selected"), a=_skipped(), critic=_skipped())
-    state.skips["a"] = dict(DECLARED)
-    state.parked = {"node": "gate", "reason": "waiting for a decision at gate", "at": "t"}
+    state.skips["a"] = DECLARED
+    state.parked = Parked("gate", "waiting for a decision at gate", "t")
     state.record_decision("select", {"by": "@alice", "via": "reply"})
-    state.forced.append({"from": "x", "to": "gate", "by": "@ops", "reason": "stuck"})
-    state.skips["select"] = {"via": "forged"}
+    state.forced.append(ForcedMove.from_json({"from": "x", "to": "gate", "by": "@ops",
+                                              "reason": "stuck"}))
+    state.skips["select"] = Skip("forged")
     text = render_table(build_report(GRAPH, state))
     assert text.splitlines() == [
         "acme/widgets#7 — mini — parked at gate — ok: no",

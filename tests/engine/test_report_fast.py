@@ -13,6 +13,7 @@ import pytest
 from engine import report
 from engine.graph.compiler import shipped_graph
 from engine.graph.model import Graph
+from engine.records import OptIn, Parked, Skip
 from engine.refs import WorkItemRef
 from engine.state import ItemState, ItemStatus, NodeRecord
 
@@ -52,13 +53,13 @@ def _state(rng: random.Random, number: int) -> ItemState:
     for node_id in rng.sample(ids, rng.randrange(len(ids))):
         state.nodes[node_id] = _record(rng)
     for node_id in rng.sample([*ids, "no-such-node"], rng.randrange(4)):
-        state.skips[node_id] = {"via": rng.choice(("declaration", "selection")),
-                                "token": node_id, "by": "@bob", "reason": "r"}
+        state.skips[node_id] = Skip(rng.choice(("declaration", "selection")), node_id,
+                                     "@bob", "r")
     for node_id in rng.sample([*ids, "no-such-node"], rng.randrange(4)):
-        state.opt_ins[node_id] = {"via": "selection", "by": "@alice"}
+        state.opt_ins[node_id] = OptIn("selection", "@alice")
     if state.current_node and rng.random() < 0.6:
-        state.parked = {"node": rng.choice((state.current_node, ids[0])),
-                        "reason": "waiting for a reply", "blocked": rng.random() < 0.3}
+        state.parked = Parked(rng.choice((state.current_node, ids[0])),
+                              "waiting for a reply", blocked=rng.random() < 0.3)
     return state
 
 

@@ -10,6 +10,7 @@ import pytest
 
 from engine.errors import ClaimRefused, LoopgateError
 from engine.hooks.registry import REGISTRY
+from engine.records import OptIn, Skip
 from engine.refs import WorkItemRef
 from engine.report import NOT_SELECTED_LINE
 from engine.runtime import AMNESTY, Runtime
@@ -67,7 +68,7 @@ def test_start_parks_at_the_start_gate_after_its_entry_chain(rt: Runtime) -> Non
     state = rt.start(REF)
     assert state.current_node == "select"
     assert state.status == ItemStatus.PARKED
-    assert state.parked["reason"] == "waiting for the phase selection"
+    assert state.parked.reason == "waiting for the phase selection"
     assert kinds(rt.store.events(REF)) == [
         "graph.started", "graph.advanced", "test.entered", "graph.parked"]
     assert rt.ports.tracker.labels(REF) == ["loop:selection"]
@@ -130,7 +131,7 @@ def test_a_skip_chosen_at_selection_is_routed_with_outcome_skipped(rt: Runtime) 
     rt.advance(REF, say(rt, "alice", "select skip=a"))
     state = rt.store.load(REF)
     assert state.current_node == "gate"
-    assert state.skips["a"]["via"] == "selection" and state.skips["a"]["by"] == "@alice"
+    assert state.skips["a"].via == "selection" and state.skips["a"].by == "@alice"
     assert state.nodes["a"].outcome == "skipped"
     assert _events(rt, "graph.skips_declared")[0]["skips"]["a"]["token"] == "a"
 
@@ -143,7 +144,7 @@ def test_unselected_opt_in_node_is_routed_around_with_no_declaration(rt: Runtime
     assert state.current_node == "gate"
     assert "critic" not in state.skips and state.opt_ins == {}
     assert state.nodes["critic"].outcome == "skipped"
-    assert rt.declared_skips(state)["critic"] == {"via": "not-selected"}
+    assert rt.declared_skips(state)["critic"].to_json() == {"via": "not-selected"}
     for recompute in (False, True):
         node = next(n for n in rt.status(REF, recompute)["nodes"] if n["id"] == "critic")
         assert node["status"] == "not selected"
@@ -153,11 +154,11 @@ def test_unselected_opt_in_node_is_routed_around_with_no_declaration(rt: Runtime
 def test_selected_opt_in_node_is_walked_and_gates_its_artifact(rt: Runtime) -> None:
     rt.start(REF)
     state = rt.advance(REF, say(rt, "alice", "select optin=critic"))
-    assert state.opt_ins["critic"]["via"] == "selection"
+    assert state.opt_ins["critic"].via == "selection"
     assert rt.selected(state, "critic") and "critic" not in rt.declared_skips(state)
     state = rt.complete(REF, "a", "agent-1")
     assert state.current_node == "critic"
-    assert state.parked["reason"] == "waiting for critic to be claimed complete"
+    assert state.parked.reason == "waiting for critic to be claimed complete"
     state = rt.complete(REF, "critic", "agent-1")
     assert state.current_node == "critic"
     assert state.nodes["critic"].last_block == "critic.md is missing"
@@ -174,7 +175,7 @@ def test_selected_opt_in_node_is_walked_and_gates_its_artifact(rt: Runtime) -> N
 
 def test_forged_opt_in_on_a_normal_node_is_inert(rt: Runtime) -> None:
     rt.start(REF)
-    _edit_state(rt, lambda s: s.opt_ins.update({"b": {"via": "forged"}}))
+    _edit_state(rt, lambda s: s.opt_ins.update({"b": OptIn("forged")}))
     state = rt.advance(REF, say(rt, "alice", "select optin=gate"))
     assert not rt.selected(state, "b") and not rt.selected(state, "gate")
     assert "gate" not in state.opt_ins
@@ -183,7 +184,7 @@ def test_forged_opt_in_on_a_normal_node_is_inert(rt: Runtime) -> None:
     report = rt.status(REF)
     assert report["optIns"] == {}
     assert [i["node"] for i in report["invalidOptIns"]] == ["b"]
-    assert rt.declared_skips(state)["critic"] == {"via": "not-selected"}
+    assert rt.declared_skips(state)["critic"].to_json() == {"via": "not-selected"}
 
 
 def test_deleting_a_selection_reverts_to_not_selected_never_pass(rt: Runtime) -> None:
@@ -211,7 +212,7 @@ def test_deleting_a_selection_after_the_walk_still_reads_not_selected(rt: Runtim
 def test_forged_skip_on_a_required_node_is_inert_and_reported_not_skippable(rt: Runtime) -> None:
     rt.declare_skips(REF, ["b"], "plan", "@bob")
     _edit_state(rt, lambda s: s.skips.update({
-        "select": {"via": "forged", "token": "select"}, "gate": {"via": "forged"}}))
+        "select": Skip("forged", "select"), "gate": Skip("forged")}))
     state = rt.start(REF)
     assert state.current_node == "select"  # walked, not skipped
     assert set(rt.declared_skips(state)) == {"b", "critic"}
@@ -236,8 +237,8 @@ def test_declare_skips_refuses_entered_nodes_opt_ins_and_protected_nodes(rt: Run
     assert rejected["select"] == "'select' is not skippable"
     assert rejected["nope"] == "'nope' is neither a node nor a skip set of mini"
     state = rt.store.load(REF)
-    assert state.skips["b"] == {"via": "declaration", "token": "chain", "by": "@bob",
-                                "reason": "too slow", "at": state.skips["b"]["at"]}
+    assert state.skips["b"].to_json() == {"via": "declaration", "token": "chain", "by": "@bob",
+                                "reason": "too slow", "at": state.skips["b"].at}
     assert "a" not in state.skips
     assert state.current_node == "a"  # no routing happens on a declaration
     assert _events(rt, "graph.skips_declared") == [
@@ -336,7 +337,7 @@ def test_complete_records_the_claim_and_moves_on(rt: Runtime) -> None:
     rt.start(REF)
     rt.advance(REF, say(rt, "alice", "select"))
     state = rt.complete(REF, "a", "agent-1")
-    assert state.completions["a"]["by"] == "agent-1"
+    assert state.completions["a"].by == "agent-1"
     assert state.nodes["a"].outcome == "pass" and state.current_node == "gate"
 
 
@@ -454,7 +455,7 @@ def test_no_edge_for_an_outcome_parks_the_item(store: Any) -> None:
     rt.complete(REF, "a", "agent-1")
     state = rt.advance(REF, say(rt, "alice", "changes"))
     assert state.current_node == "gate" and state.status == ItemStatus.PARKED
-    assert state.parked["reason"] == "no edge leaves gate on 'changes-requested'"
+    assert state.parked.reason == "no edge leaves gate on 'changes-requested'"
     assert _events(rt, "graph.no_edge") == [{"node": "gate", "outcome": "changes-requested"}]
 
 
@@ -473,7 +474,7 @@ def test_an_entry_wait_never_gates_and_is_noted(store: Any) -> None:
     rt.start(REF)
     state = rt.advance(REF, say(rt, "alice", "select"))
     assert state.current_node == "a"
-    assert state.parked["reason"] == "waiting for a to be claimed complete"
+    assert state.parked.reason == "waiting for a to be claimed complete"
     assert _events(rt, "graph.hook_degraded") == [{
         "node": "a", "hook": "t-entry-wait", "chain": "entry", "kind": "wait",
         "reason": "entry hooks cannot make anyone wait"}]
@@ -545,8 +546,9 @@ def test_force_is_recorded_and_never_satisfies_the_gate(rt: Runtime) -> None:
         rt.force(REF, "a", " ", "@ops")
     state = rt.force(REF, "a", "gate is stuck", "@ops")
     assert state.current_node == "a"
-    assert state.forced == [{"from": "select", "to": "a", "reason": "gate is stuck",
-                             "by": "@ops", "at": state.forced[0]["at"]}]
+    assert [m.to_json() for m in state.forced] == [{
+        "from": "select", "to": "a", "reason": "gate is stuck", "by": "@ops",
+        "at": state.forced[0].at}]
     assert state.nodes["select"].forced and state.nodes["a"].forced
     assert state.nodes["select"].outcome == "" and "select" not in state.decisions
     assert _events(rt, "graph.forced") == [{"from": "select", "to": "a",

@@ -75,7 +75,7 @@ def test_unauthorized_reply_never_selects(world: World) -> None:
 def test_reply_without_keyword_waits(world: World) -> None:
     state = world.advance_with(world.reply("alice", "I'll look later"))
     assert state.current_node == "phase-selection"
-    assert "the-loop execute" in state.parked["reason"]
+    assert "the-loop execute" in state.parked.reason
 
 
 def test_tick_in_place_plus_bare_keyword_selects_via_checklist(world: World) -> None:
@@ -85,9 +85,9 @@ def test_tick_in_place_plus_bare_keyword_selects_via_checklist(world: World) -> 
     world.tracker.edit_comment(checklist.id, body, "alice")
     state = world.advance_with(world.reply("alice", "The-Loop Execute"))
     assert state.decisions["phase-selection"]["via"] == "checklist"
-    assert state.skips["brainstorming"]["token"] == "brainstorming"
-    assert state.skips["brainstorming"]["by"] == "@alice"
-    assert state.opt_ins["design-critic-review"]["by"] == "@alice"
+    assert state.skips["brainstorming"].token == "brainstorming"
+    assert state.skips["brainstorming"].by == "@alice"
+    assert state.opt_ins["design-critic-review"].by == "@alice"
     assert state.nodes["brainstorming"].outcome == "skipped"
     assert state.current_node == "requirements-definition"
     assert "graph.opt_ins_selected" in world.kinds()
@@ -125,7 +125,7 @@ def test_declaring_every_phase_away_reaches_the_final_gate(world: World) -> None
     state = world.advance_with(world.reply("alice", f"the-loop execute\n{rows}"))
     assert state.current_node == "human-approval"
     for node in EXPLAINER_NODES:
-        assert state.skips[node]["token"] == "explainer"
+        assert state.skips[node].token == "explainer"
         assert state.nodes[node].outcome == "skipped"
     frozen = {n["id"]: n for n in state.decisions["phase-selection"]["frozenGraph"]["nodes"]}
     assert frozen["design-critic-review"]["skipped"] and frozen["design-critic-review"]["optIn"]
@@ -148,7 +148,7 @@ def test_a_tracker_outage_leaves_the_gate_waiting(world: World) -> None:
     state = world.advance_with(reply)
     assert state.current_node == "phase-selection"
     assert state.status == "parked"
-    assert "could not read the phase-selection checklist" in state.parked["reason"]
+    assert "could not read the phase-selection checklist" in state.parked.reason
     assert state.skips == {} and state.decisions == {}
     world.tracker.down = False
     state = world.advance_with(world.reply("alice", "the-loop execute"))
@@ -176,7 +176,7 @@ def test_an_execute_reply_of_an_earlier_visit_does_not_choose_for_a_later_one(
     assert state.visit("phase-selection").number == 2
     state = world.advance_with(first)
     assert state.current_node == "phase-selection"
-    assert str(state.parked["reason"]).endswith(
+    assert str(state.parked.reason).endswith(
         "(not counted: @alice replied `the-loop execute` before visit 2 began; reply again)")
     # positive control: a reply written during visit 2 chooses
     again = world.reply("alice", "the-loop execute")

@@ -239,7 +239,7 @@ def test_simulate_reads_code_owners_and_agrees_with_the_walk() -> None:
     assert (sim.counted, sim.after_node) == (True, GATE)
     assert "no code owner approved web/app.ts yet" in sim.wait
     real = _click(runtime, "writer")
-    assert real.current_node == GATE and real.parked["reason"] == sim.wait
+    assert real.current_node == GATE and real.parked.reason == sim.wait
 
     assert _simulate(runtime, "wendy").after_node == "complete"
     assert _click(runtime, "wendy").current_node == "complete"

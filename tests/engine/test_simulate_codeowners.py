@@ -106,13 +106,13 @@ def test_simulate_with_a_change_equals_the_walk_once_the_file_is_pushed() -> Non
     tracker.set_changed_files(PR, [*FILES, "lib/core.py"])  # the file is pushed
     assert code_owners_for(tracker, REF, GATE, runtime.settings).files == writer.owners.files
     real = _click(runtime, "writer")
-    assert (real.current_node, real.parked["reason"]) == (GATE, writer.wait)
+    assert (real.current_node, real.parked.reason) == (GATE, writer.wait)
     assert wendy_alone.counted and wendy_alone.after_node == GATE
 
     wendy = _simulate(runtime, "wendy", ["lib/core.py"])
     assert "no code owner approved lib/core.py yet" in wendy.wait
     real = _click(runtime, "wendy")
-    assert (real.current_node, real.parked["reason"]) == (GATE, wendy.wait)
+    assert (real.current_node, real.parked.reason) == (GATE, wendy.wait)
 
     carl = _simulate(runtime, "carl", ["lib/core.py"])  # through the team @acme/core
     assert (carl.counted, carl.after_node) == (True, "complete")

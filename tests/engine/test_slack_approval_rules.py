@@ -73,7 +73,7 @@ def test_a_repeated_slack_approval_counts_once_and_is_mirrored_once() -> None:
     assert (recorded["by"], recorded["via"]) == ("alice", "slack")
     assert recorded == first[0]  # the repeat left the record as it was (its time too)
     assert len(_bodies(tracker, MIRROR)) == 1
-    assert str(state.parked["reason"]).startswith("1 of 2 approvals: @alice — ")
+    assert str(state.parked.reason).startswith("1 of 2 approvals: @alice — ")
 
 
 def test_a_slack_click_repeating_a_github_approval_is_not_mirrored() -> None:

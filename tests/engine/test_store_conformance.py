@@ -15,6 +15,7 @@ import pytest
 from sqlite_utils import Database
 
 from engine.errors import StoreError
+from engine.records import Completion, ForcedMove, OptIn, Parked, Skip
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.base import StoreCapabilities
@@ -60,15 +61,13 @@ def _full_state(state: ItemState) -> None:
              "commentId": 0, "via": "slack", "text": "ok ✓"}), forced=True),
         Visit(3, "t3"),
     )
-    state.forced = [{"from": "a", "to": "b", "reason": "r1", "by": "@ops", "at": "t"},
-                    {"from": "b", "to": "design", "reason": "r2 — ünïcode", "by": "@ops",
-                     "at": "t"}]
-    state.parked = {"node": "design", "reason": "waiting", "at": "t4"}
-    state.completions["a"] = {"by": "agent", "at": "t"}
-    state.skips = {"brainstorming": {"via": "selection", "token": "brainstorming",
-                                     "by": "@alice", "reason": "", "at": "t"},
-                   "forged": {}}
-    state.opt_ins = {"design-critic-review": {"via": "selection", "by": "@alice", "at": "t"}}
+    state.forced = [ForcedMove("a", "b", "r1", "@ops", "t"),
+                    ForcedMove("b", "design", "r2 — ünïcode", "@ops", "t")]
+    state.parked = Parked("design", "waiting", "t4")
+    state.completions["a"] = Completion("agent", "t")
+    state.skips = {"brainstorming": Skip("selection", "brainstorming", "@alice", "", "t"),
+                   "forged": Skip.from_json({})}
+    state.opt_ins = {"design-critic-review": OptIn("selection", "@alice", "t")}
     state.surface = {"pullRequests": [12, 13], "branch": "issue-7", "nested": {"x": None}}
 
 
@@ -96,7 +95,7 @@ def test_every_key_round_trips_exactly(store: Any) -> None:
     loaded = store.load(REF)
     assert loaded.to_document() == expected
     assert list(loaded.nodes) == ["phase-selection", "brainstorming", "design"]
-    assert [m["reason"] for m in loaded.forced] == ["r1", "r2 — ünïcode"]
+    assert [m.reason for m in loaded.forced] == ["r1", "r2 — ünïcode"]
 
 
 def test_visits_round_trip_with_their_decisions(store: Any) -> None:
@@ -184,7 +183,7 @@ def test_sql_rows_written_before_visits_were_kept_load_with_their_visits(store: 
 def test_load_returns_a_copy(store: Any) -> None:
     with store.transaction(REF) as tx:
         tx.create("loop")
-    store.load(REF).skips["x"] = {"via": "sneaky"}
+    store.load(REF).skips["x"] = Skip("sneaky")
     assert store.load(REF).skips == {}
 
 
@@ -204,7 +203,7 @@ def test_a_failed_transaction_leaves_no_trace(store: Any) -> None:
         tx.log("graph.started", {"node": "a"})
     with pytest.raises(RuntimeError), store.transaction(REF) as tx:
         tx.state.current_node = "b"
-        tx.state.skips["x"] = {"via": "declaration"}
+        tx.state.skips["x"] = Skip("declaration")
         tx.log("graph.advanced", {"to": "b"})
         raise RuntimeError("boom")
     state = store.load(REF)
@@ -242,8 +241,8 @@ def test_refs_and_load_all_are_sorted_by_reference(store: Any) -> None:
             state = tx.create("loop")
             state.current_node = f"n{i}"
             state.nodes[f"n{i}"] = NodeRecord(attempts=i)
-            state.skips[f"s{i}"] = {"via": "declaration", "i": i}
-            state.forced.append({"from": "x", "to": f"n{i}"})
+            state.skips[f"s{i}"] = Skip.from_json({"via": "declaration", "i": i})
+            state.forced.append(ForcedMove.from_json({"from": "x", "to": f"n{i}"}))
     expected = sorted(refs)
     assert store.refs() == expected
     states = list(store.load_all())
@@ -472,3 +471,90 @@ def test_the_active_items_are_the_same_on_both_databases(store: Any) -> None:
     assert store.active_items() == [
         WorkItemRef("acme", "gadgets", 7), WorkItemRef("acme", "widgets", 2),
         WorkItemRef("acme", "widgets", 10), WorkItemRef("zeta", "app", 1)]
+
+
+# -- records written before the state held typed records (issue 20 §1) ------------------
+def _rows_before_typed_records() -> dict[str, Any]:
+    # The rows loopgate wrote (f138096, before ItemState held Skip/OptIn) for an item whose
+    # phase selection skipped brainstorming and the explainer set and ticked an opt-in, with
+    # a `loopgate skip`, an operator skip confirmed by alice, a completion and a force.
+    return json.loads((Path(__file__).parent / "data" / "state_rows_before_typed_records.json")
+                      .read_text("utf-8"))
+
+
+_ENTRY_ROWS = (("skips", "skips"), ("opt_ins", "optIns"), ("completions", "completions"))
+
+
+def _old_record_document(rows: dict[str, Any]) -> dict[str, Any]:
+    parked, surface = rows["items"][0]
+    doc: dict[str, Any] = {"workItem": rows["item"], "parked": json.loads(parked),
+                           "surface": json.loads(surface),
+                           "forced": [json.loads(d) for (d,) in rows["forced_moves"]]}
+    for table, key in _ENTRY_ROWS:
+        doc[key] = {node: json.loads(data) for node, data in rows[table]}
+    return doc
+
+
+def _assert_typed_records(state: ItemState) -> None:
+    assert list(state.skips) == ["brainstorming", "spec-explainer", "spec-quiz",
+                                 "code-explainer", "code-quiz", "test-planning",
+                                 "requirements-approval"]
+    confirmed = state.skips["requirements-approval"]
+    assert (confirmed.via, confirmed.by, confirmed.reason, confirmed.confirmed_by,
+            confirmed.confirmed_via) == ("declaration", "cli", "already approved in the RFC",
+                                         "alice", "reply")
+    assert len(confirmed.request) == 8 and confirmed.extra == () and confirmed.layout is None
+    assert state.skips["spec-quiz"] == Skip("selection", "explainer", "@alice", "",
+                                            "2026-12-02T06:35:06Z")
+    assert state.opt_ins == {"design-critic-review": OptIn("selection", "@alice",
+                                                           "2026-12-02T06:35:06Z")}
+    assert state.completions == {"requirements-definition": Completion(
+        "cli", "2026-12-02T06:35:06Z")}
+    assert state.forced == [ForcedMove("requirements-definition", "design",
+                                       "straight to design — ünïcode", "cli",
+                                       "2026-12-02T06:35:06Z")]
+    assert state.parked == Parked("design", "waiting for design to be claimed complete",
+                                  "2026-12-02T06:35:06Z")
+
+
+def test_records_written_before_they_were_typed_load_and_write_back_byte_for_byte(
+        store: Any) -> None:
+    rows = _rows_before_typed_records()
+    if isinstance(store, MemoryStore):  # the memory store keeps the document
+        doc = _old_record_document(rows)
+        state = ItemState.from_document(doc)
+        _assert_typed_records(state)
+        again = state.to_document()
+        for key in ("skips", "optIns", "completions", "forced", "parked"):
+            assert json.dumps(again[key]) == json.dumps(doc[key])
+        return
+    item = rows["item"]
+    with store.transaction(REF) as tx:
+        tx.create("pdlc-work-item-loop")
+    with store.writing() as db:
+        db.execute("UPDATE items SET parked = ?, surface = ? WHERE item = ?",
+                   (*rows["items"][0], item))
+        for table, _key in _ENTRY_ROWS:
+            for i, (node, data) in enumerate(rows[table]):
+                db.execute(f"INSERT INTO {table} (item, node, ord, data) VALUES (?,?,?,?)",
+                           (item, node, i, data))
+        for i, (data,) in enumerate(rows["forced_moves"]):
+            db.execute("INSERT INTO forced_moves (item, ord, data) VALUES (?,?,?)",
+                       (item, i, data))
+    _assert_typed_records(store.load(REF))
+    _assert_typed_records(next(iter(store.load_all())))
+    with store.transaction(REF) as tx:  # written back by this loopgate
+        tx.state.surface["touched"] = True
+    with store.writing() as db:
+        for table, _key in _ENTRY_ROWS:
+            stored = [list(r) for r in db.execute(
+                f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord", (item,))]
+            assert stored == rows[table], table
+        assert [list(r) for r in db.execute(
+            "SELECT data FROM forced_moves WHERE item = ? ORDER BY ord", (item,))] == rows[
+                "forced_moves"]
+        assert [r[0] for r in db.execute("SELECT parked FROM items WHERE item = ?",
+                                         (item,))] == [rows["items"][0][0]]
+        assert [list(r) for r in db.execute(
+            "SELECT node, via FROM skips WHERE item = ? ORDER BY ord", (item,))][-1] == [
+                "requirements-approval", "declaration"]
