@@ -48,7 +48,7 @@ def test_a_re_tick_of_an_earlier_visits_quiz_comment_reaches_the_gate_and_is_tol
     assert state.current_node == "spec-quiz"
     why = (f"comment {old.id} is the spec-quiz quiz comment of an earlier visit; a tick "
            "there does not count for visit 2: tick the new quiz comment")
-    assert str(state.parked["reason"]).startswith(why)
+    assert state.parked.reason.startswith(why)
     told = [c for c in world.fake.comments_on(REPO, ref.number) if "Not counted" in c.body]
     assert len(told) == 1 and why in told[0].body
 

@@ -74,7 +74,7 @@ def test_a_forced_move_onto_a_quiz_posts_its_comment_at_once(world: World) -> No
     stored = world.store.load(REF)  # the performer recorded the posted comment
     assert stored is not None and stored.surface["quiz"]["spec-quiz"]["visit"] == 1
     assert [c["id"] for c in stored.surface["quiz"]["spec-quiz"]["comments"]] == [quiz.id]
-    assert state.forced[-1]["to"] == "spec-quiz" and state.forced[-1]["by"] == "ops"
+    assert state.forced[-1].to_node == "spec-quiz" and state.forced[-1].by == "ops"
     assert world.events("graph.forced")[-1]["to"] == "spec-quiz"
     # No exit chain ran: nothing is decided, the gate waits for its tick.
     assert state.nodes["spec-quiz"].outcome == "" and "spec-quiz" not in state.decisions
