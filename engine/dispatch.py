@@ -354,14 +354,17 @@ class Authorship:
 
 def walk_signals(graph: Graph, state: Any) -> list[str]:
     """What the walk says: an agent node claimed complete (not forced, not skipped)."""
+    visits = getattr(state, "visits", None)
+    if not isinstance(visits, Mapping):  # a state-like object without its visits mapping
+        visits = {node_id: state.history(node_id) for node_id in _roles(graph).agents}
+    # Most agent nodes of an item were never entered: a membership test, not a call each.
     claimed = [node_id for node_id in _roles(graph).agents
-               if _claimed(state.history(node_id))]
+               if node_id in visits and _claimed(visits[node_id])]
     return ["an agent claimed " + ", ".join(claimed) + " complete"] if claimed else []
 
 
 def _claimed(visits: Sequence[Any]) -> bool:
-    # Most agent nodes of an item were never entered: an empty history costs no generator.
-    return bool(visits) and any(v.outcome == PASS and not v.forced for v in visits)
+    return any(v.outcome == PASS and not v.forced for v in visits)
 
 
 def commit_signals(pull: str, commits: Sequence[PullCommit], config: AgentConfig
