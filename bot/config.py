@@ -17,13 +17,13 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import yaml
 
 from bot.config_errors import Problem, describe, positions, render, yaml_error
 from engine.approvals import ApprovalRule
 from engine.dispatch import AgentConfig
 from engine.errors import ConfigError
+from engine.graph.fastcheck import Check, compile_check
 from engine.settings import EngineSettings
 
 __all__ = ["Config", "load_config", "config_schema", "default_db_path", "database_choice",
@@ -41,6 +41,14 @@ def config_schema() -> dict[str, Any]:
     text = resources.files("bot").joinpath("config.schema.json").read_text("utf-8")
     schema: dict[str, Any] = json.loads(text)
     return schema
+
+
+@lru_cache(maxsize=1)
+def _fast_check() -> Check | None:
+    # The compiled yes/no check of the schema (engine.graph.fastcheck, as graph files
+    # have): a valid file is accepted without importing jsonschema, which was a tenth of a
+    # CLI command's start-up (issue 21 §3); jsonschema words every refusal.
+    return compile_check(config_schema())
 
 
 def _defaults(schema: dict[str, Any]) -> dict[str, Any]:
@@ -165,12 +173,24 @@ def validate_mapping(raw: Any, source: str = "loopgate.yaml",
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError(f"{source}: the top level must be a mapping of keys")
-    validator = jsonschema.Draft202012Validator(config_schema())
-    problems = [p for e in validator.iter_errors(raw) for p in describe(e)]
+    problems = _schema_problems(raw)
     problems += _app_bot_login_problems(raw.get("github") or {})
     if problems:
         raise ConfigError(render(problems, source, lines or {}))
     return Config(_merge(_defaults(config_schema()), raw), None, frozenset(raw))
+
+
+def _schema_problems(raw: dict[str, Any]) -> list[Problem]:
+    """What the schema refuses in ``raw``, worded (:func:`bot.config_errors.describe`);
+    [] when the compiled check accepts it, which it does only for what jsonschema
+    accepts (``tests/test_config_fastcheck.py``)."""
+    fast = _fast_check()
+    if fast is not None and fast(raw):
+        return []
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(config_schema())
+    return [p for e in validator.iter_errors(raw) for p in describe(e)]
 
 
 def _app_bot_login_problems(github: Any) -> list[Problem]:

@@ -13,10 +13,12 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
 import yaml
+
+if TYPE_CHECKING:  # imported by bot.config only when a file is refused (issue 21 §3)
+    import jsonschema
 
 __all__ = ["Problem", "positions", "describe", "render", "yaml_error", "did_you_mean"]
 

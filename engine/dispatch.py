@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from engine.errors import ConfigError
 from engine.graph.model import Graph
@@ -58,17 +58,42 @@ def dispatcher(graph: Graph, state: Any) -> str:
         graph: the compiled graph.
         state: the item's :class:`~engine.state.ItemState`.
     """
-    for node in graph.ordered():
-        if SELECTION_HOOK not in (h.name for h in node.exit):
-            continue
-        decision = state.decision(node.id)
+    for node_id in _roles(graph).selections:
+        decision = state.decision(node_id)
         by = getattr(decision, "by", "") if decision is not None else ""
         if not by:
-            legacy = (getattr(state, "decisions", {}) or {}).get(node.id) or {}
+            legacy = (getattr(state, "decisions", {}) or {}).get(node_id) or {}
             by = legacy.get("by", "") if isinstance(legacy, dict) else ""
         if by:
             return normalize_login(str(by))
     return ""
+
+
+class _Roles(NamedTuple):
+    """What :func:`dispatcher` and :func:`walk_signals` look for in a graph, found once per
+    graph: ``check --all`` asks for every item, and walking every node of the graph for
+    each cost 0.1 s of 10,000 items (issue 21 §3)."""
+
+    graph: Graph
+    agents: tuple[str, ...]  # the agent nodes' ids, in graph order
+    selections: tuple[str, ...]  # the ids of the nodes whose exit runs SELECTION_HOOK
+
+
+#: id(graph) -> its roles (the graph is held, so a reused id is told apart).
+_ROLES: dict[int, _Roles] = {}
+
+
+def _roles(graph: Graph) -> _Roles:
+    found = _ROLES.get(id(graph))
+    if found is None or found.graph is not graph:
+        if len(_ROLES) >= 16:  # a long-lived process that compiles graphs anew
+            _ROLES.clear()
+        ordered = graph.ordered()
+        found = _Roles(graph, tuple(n.id for n in ordered if n.actor == "agent"),
+                       tuple(n.id for n in ordered
+                             if SELECTION_HOOK in (h.name for h in n.exit)))
+        _ROLES[id(graph)] = found
+    return found
 
 
 def agent_authored(graph: Graph, state: Any, pull_authors: Iterable[str] = (),
@@ -329,9 +354,17 @@ class Authorship:
 
 def walk_signals(graph: Graph, state: Any) -> list[str]:
     """What the walk says: an agent node claimed complete (not forced, not skipped)."""
-    claimed = [node.id for node in graph.ordered() if node.actor == "agent" and any(
-        v.outcome == PASS and not v.forced for v in state.history(node.id))]
+    visits = getattr(state, "visits", None)
+    if not isinstance(visits, Mapping):  # a state-like object without its visits mapping
+        visits = {node_id: state.history(node_id) for node_id in _roles(graph).agents}
+    # Most agent nodes of an item were never entered: a membership test, not a call each.
+    claimed = [node_id for node_id in _roles(graph).agents
+               if node_id in visits and _claimed(visits[node_id])]
     return ["an agent claimed " + ", ".join(claimed) + " complete"] if claimed else []
+
+
+def _claimed(visits: Sequence[Any]) -> bool:
+    return any(v.outcome == PASS and not v.forced for v in visits)
 
 
 def commit_signals(pull: str, commits: Sequence[PullCommit], config: AgentConfig

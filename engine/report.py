@@ -364,7 +364,7 @@ def _node_lines(graph: Graph, state: ItemState, reader: _Reader, compact: bool =
     item, where a graph has dozens of nodes). ``compact``: each line as
     :func:`compact_line` makes it."""
     blank = _blank(graph)
-    nodes = [line.copy() for line in (blank.compact if compact else blank.lines)]
+    nodes = list(map(dict.copy, blank.compact if compact else blank.lines))  # no Python loop
     unmet = list(blank.unmet)
     index = blank.position
     ordered = graph.ordered()

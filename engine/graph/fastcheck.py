@@ -11,8 +11,10 @@ Implemented (JSON Schema 2020-12 semantics, as ``jsonschema``'s Draft 2020-12 va
 applies them): ``type``, ``properties``, ``additionalProperties``, ``required``, ``items``
 (no ``prefixItems``), ``minItems``, ``minLength``, ``minimum``, ``enum``, ``pattern``
 (``re.search``), ``oneOf``, ``propertyNames``, ``uniqueItems`` and local ``$ref``
-(``#/$defs/...``); annotations (``title``, ``description``, ``$id``, ``$schema``,
-``$defs``) are ignored.
+(``#/$defs/...``), ``maximum`` and ``exclusiveMinimum`` (loopgate.yaml's schema, whose
+check uses it too: ``bot.config``); annotations (``title``, ``description``, ``$id``,
+``$schema``, ``$defs``, ``$comment``, ``default``, and extension keys named ``x-...``, which
+JSON Schema validators ignore) are ignored.
 """
 
 from __future__ import annotations
@@ -26,7 +28,14 @@ __all__ = ["Check", "compile_check"]
 #: A compiled check: the document in, whether it is valid out.
 Check = Callable[[Any], bool]
 
-_ANNOTATIONS = frozenset({"title", "description", "$id", "$schema", "$defs", "$comment"})
+_ANNOTATIONS = frozenset({"title", "description", "$id", "$schema", "$defs", "$comment",
+                          "default"})
+
+
+def _annotation(key: str) -> bool:
+    """True for a key no validator checks: a known annotation, or an extension ``x-...``
+    (``jsonschema`` ignores every keyword its draft does not define)."""
+    return key in _ANNOTATIONS or key.startswith("x-")
 
 
 class _Unsupported(Exception):
@@ -110,7 +119,7 @@ class _Compiler:
             return self._object(schema)
         checks: list[Check] = []
         for key, value in schema.items():
-            if key in _ANNOTATIONS:
+            if _annotation(key):
                 continue
             build = getattr(self, "_" + key.replace("$", "dollar_"), None)
             if build is None:
@@ -212,6 +221,12 @@ class _Compiler:
     def _minimum(self, value: float, _schema: Mapping[str, Any]) -> Check:
         return lambda v: type(v) is bool or not isinstance(v, int | float) or v >= value
 
+    def _maximum(self, value: float, _schema: Mapping[str, Any]) -> Check:
+        return lambda v: type(v) is bool or not isinstance(v, int | float) or v <= value
+
+    def _exclusiveMinimum(self, value: float, _schema: Mapping[str, Any]) -> Check:
+        return lambda v: type(v) is bool or not isinstance(v, int | float) or v > value
+
     def _enum(self, value: list[Any], _schema: Mapping[str, Any]) -> Check:
         choices = list(value)
         if all(type(c) is str for c in choices):
@@ -270,7 +285,7 @@ class _Compiler:
 
 def _string_check(schema: Mapping[str, Any]) -> Check | None:
     """One closure for the common ``{type: string, minLength?, pattern?}`` (or None)."""
-    keys = {k for k in schema if k not in _ANNOTATIONS}
+    keys = {k for k in schema if not _annotation(k)}
     if schema.get("type") != "string" or not keys <= {"type", "minLength", "pattern"}:
         return None
     least = int(schema.get("minLength", 0))
@@ -286,7 +301,7 @@ _OBJECT_KEYS = frozenset({"type", "properties", "additionalProperties", "require
 def _is_plain_object(schema: Mapping[str, Any]) -> bool:
     """True for a ``type: object`` schema using only the keywords :meth:`_Compiler._object`
     fuses (and annotations)."""
-    keys = {k for k in schema if k not in _ANNOTATIONS}
+    keys = {k for k in schema if not _annotation(k)}
     return (schema.get("type") == "object" and keys <= _OBJECT_KEYS
             and isinstance(schema.get("properties", {}), Mapping)
             and isinstance(schema.get("required", []), list))

@@ -192,6 +192,8 @@ class Graph:
     _routes: Mapping[tuple[str, str], Edge] = field(
         default_factory=lambda: MappingProxyType({}), repr=False, compare=False
     )
+    #: :meth:`opt_in_nodes`, found once: ``check --all`` asks for every item (issue 21 §3).
+    _opt_ins: tuple[Node, ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
         index = {n.id: n for n in self.nodes}
@@ -200,6 +202,7 @@ class Graph:
             routes.setdefault((edge.source, edge.outcome), edge)  # first edge wins
         object.__setattr__(self, "_index", MappingProxyType(index))
         object.__setattr__(self, "_routes", MappingProxyType(routes))
+        object.__setattr__(self, "_opt_ins", tuple(n for n in self.nodes if n.opt_in))
 
     # -- reads -------------------------------------------------------------------------
     def node(self, node_id: str) -> Node:
@@ -233,7 +236,7 @@ class Graph:
 
     def opt_in_nodes(self) -> tuple[Node, ...]:
         """Opt-in nodes in declaration order."""
-        return tuple(n for n in self.nodes if n.opt_in)
+        return self._opt_ins
 
     def has_skip_set(self, name: str) -> bool:
         """True when the graph declares the skip set ``name``."""
