@@ -149,6 +149,10 @@ def test_a_quiz_comment_posted_for_an_earlier_visit_never_answers_a_forced_one(
     from tests.engine import test_hooks_support as support
 
     _spec_written(world)
+    # A reply offered to loopgate: visits now begin after it (after_comment), and a
+    # comment loopgate posts later has a larger id whichever visit it was posted for.
+    hello = world.tracker.add_comment_as(REF, "bob", "looking at it")
+    world.runtime.advance(REF, {"comments": [hello]})
     world.tracker.failing.add("add_comment")
     world.runtime.force(REF, "spec-quiz", "the explainer was written by hand", "ops")
     [row] = [r for r in world.store.effects.rows(REF, statuses=["pending"])
@@ -161,6 +165,9 @@ def test_a_quiz_comment_posted_for_an_earlier_visit_never_answers_a_forced_one(
 
     state = world.runtime.force(REF, "spec-quiz", "the quiz looked stuck", "ops")
     assert state.visit("spec-quiz").number == 2  # type: ignore[union-attr]
+    # The entry posts its own comment: the old one carries an earlier visit's row marker.
+    assert state.surface["quiz"]["spec-quiz"]["comments"] == []
+    assert state.surface["quiz"]["spec-quiz"]["earlierPosting"] == [row.key]
     monkeypatch.setattr(support, "NOW", support.NOW + timedelta(minutes=5))  # rows due
     assert world.runtime.on_commit.drain(REF) == 4  # type: ignore[attr-defined]
 
