@@ -306,7 +306,9 @@ def apply_result(surface: dict[str, Any], row: EffectRow, outcome: Outcome) -> N
     """Record a posted comment (or why it failed) where its effect said, in ``surface``
     (mutated): ``phaseSelection = {commentId, url}`` for the checklist; for a quiz, the
     comment joins ``quiz[node].comments`` and leaves ``posting``, or ``postFailed`` says
-    why it could not be posted."""
+    why it could not be posted (``failedKeys``: the failed rows, which an operator may
+    re-queue). A quiz comment whose row the entry did not ask for (an earlier visit's row,
+    performed late) joins ``quiz[node].earlier`` instead (issue 19 §2)."""
     effect = row.effect
     if isinstance(effect, RequestReviews):
         record_reviews(surface, effect, outcome.result, outcome.error)
@@ -323,13 +325,39 @@ def apply_result(surface: dict[str, Any], row: EffectRow, outcome: Outcome) -> N
     if kind != "quiz" or not node:
         return
     entry = _quiz_entry(surface, node)
+    ours = _asked_by(entry, row.key)
     entry["posting"] = [k for k in entry.get("posting") or () if k != row.key]
-    if outcome.kind == DONE_OUTCOME:
+    if outcome.kind == DONE_OUTCOME and not ours:
+        _record_earlier(entry, outcome.result["id"])
+    elif outcome.kind == DONE_OUTCOME:
         comments = [c for c in entry.get("comments") or () if c.get("id") != outcome.result["id"]]
         entry["comments"] = [*comments, dict(outcome.result)]
         entry.pop("postFailed", None)
-    else:
+        entry.pop("failedKeys", None)
+    elif ours:
         entry["postFailed"] = outcome.error
+        entry["failedKeys"] = [*(entry.get("failedKeys") or ()), row.key]
+
+
+def _asked_by(entry: Mapping[str, Any], key: str) -> bool:
+    # Issue 19 §2: a quiz comment answers only the visit whose entry asked for it (its row
+    # in ``posting``, or a failed one an operator re-queued: ``failedKeys``). A row of an
+    # earlier visit still pending when the node was entered again (a timed-out post that
+    # GitHub did create, found by its marker on retry) must not become this visit's
+    # comment: a tick made on it during the earlier visit would pass this one. Entries
+    # written before ``posting`` (or ``failedKeys``) existed keep the old reading.
+    if "posting" not in entry or key in (entry.get("posting") or ()):
+        return True
+    failed = entry.get("failedKeys")
+    return key in failed if failed is not None else bool(entry.get("postFailed"))
+
+
+def _record_earlier(entry: dict[str, Any], comment_id: Any) -> None:
+    # An earlier visit's quiz comment, posted late: named with the earlier ones, so a tick
+    # on it is told it does not count (engine.hooks.quiz_visits.earlier_quiz_ids).
+    earlier = list(entry.get("earlier") or ())
+    if comment_id not in earlier:
+        entry["earlier"] = [*earlier, comment_id]
 
 
 def notice_data(effect: Notify, surface: Mapping[str, Any]) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
-from urllib.parse import urlencode, urljoin, urlsplit
+from urllib.parse import unquote, urlencode, urljoin, urlsplit
 
 import requests
 from cryptography.fernet import Fernet, InvalidToken
@@ -383,7 +383,8 @@ class GitHubUsers:
         target = urlsplit(urljoin(self._signin.api_url + "/", location)) if location else None
         prefix = base.path.rstrip("/") + "/"
         if target is None or (target.scheme.lower(), target.netloc.lower()) != (
-                base.scheme.lower(), base.netloc.lower()) or not target.path.startswith(prefix):
+                base.scheme.lower(), base.netloc.lower()) or not target.path.startswith(prefix) \
+                or _dot_segments(target.path):
             raise GitHubUnavailable(f"GitHub answered {answer.status_code} with a redirect "
                                     "off its API: not followed")
         return target.geturl()
@@ -577,3 +578,11 @@ def safe_next(value: str | None) -> str | None:
     if parts.scheme or parts.netloc:
         return None
     return value
+
+
+def _dot_segments(path: str) -> bool:
+    """True when ``path`` has a ``.`` or ``..`` segment, percent-encoded or not: urljoin
+    removes the plain ones, but ``%2e%2e`` survives it, requests decodes it to ``..`` and
+    the server resolves it (RFC 3986 §5.2.4), so a Location under the API's prefix as
+    written could still reach a path off it."""
+    return any(unquote(part) in (".", "..") for part in path.split("/"))

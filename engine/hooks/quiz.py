@@ -21,7 +21,7 @@ from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
-from engine.effects import PostComment, quiz_record
+from engine.effects import PostComment, effect_marker, quiz_record
 from engine.hooks.artifacts import split_alternatives
 from engine.hooks.common import (
     at_login,
@@ -46,6 +46,7 @@ from engine.hooks.quiz_visits import (
     earlier_comment_reason,
     earlier_ids,
     earlier_line_reason,
+    earlier_posting,
     entry_is_current,
     visit_number,
     written_during,
@@ -312,12 +313,16 @@ def _targets(ctx: HookContext, on: str) -> list[WorkItemRef]:
 
 def _existing_quiz_comment(
     ctx: HookContext, comments: Sequence[Comment], node: str, digest: str,
-    skip: Sequence[int] = (),
+    skip: Sequence[int] = (), stale: Sequence[str] = (),
 ) -> Comment | None:
-    # An earlier visit's quiz comment (``skip``, or one posted before this visit began) is
-    # never reused (issue 19 §2).
+    # An earlier visit's quiz comment (``skip``, one carrying the effect marker of an
+    # earlier visit's post, ``stale``, or one posted before this visit began) is never
+    # reused (issue 19 §2).
+    markers = [effect_marker(key) for key in stale]
     for comment in comments:
         if comment.id in skip or not written_during(ctx, node, comment):
+            continue
+        if any(marker in (comment.body or "") for marker in markers):
             continue
         if has_quiz_marker(comment.body, node, digest) and posted_by_loopgate(
             comment, ctx.settings
@@ -328,13 +333,13 @@ def _existing_quiz_comment(
 
 def _post_on(
     ctx: HookContext, target: WorkItemRef, node: str, digest: str, body: str,
-    skip: Sequence[int] = (),
+    skip: Sequence[int] = (), stale: Sequence[str] = (),
 ) -> Comment | str:
-    """The quiz comment already on ``target`` (not one of ``skip``: earlier visits'), else
-    the key of the effect that posts it."""
+    """The quiz comment already on ``target`` (not one of ``skip`` nor one posted by a row
+    of ``stale``: earlier visits'), else the key of the effect that posts it."""
     try:
         existing = _existing_quiz_comment(
-            ctx, ctx.ports.tracker.list_comments(target), node, digest, skip)
+            ctx, ctx.ports.tracker.list_comments(target), node, digest, skip, stale)
     except TrackerError as exc:
         degrade(ctx, "post-quiz-attestation", f"could not scan {target} for the quiz: {exc}")
         existing = None
@@ -364,10 +369,11 @@ def post_quiz_attestation(ctx: HookContext) -> HookResult:
 
     Returns:
         pass with ``surface.quiz[node] = {digest, kind, record, comments: [{id, url,
-        target}], location, viewCommands, visit, earlier?}`` (``visit``: the node's visit
-        it was posted for; ``earlier``: ids of earlier visits' quiz comments, never reused,
-        issue 19 §2); block naming the record when it is missing or unreadable (or the
-        digest files cannot be read).
+        target}], location, viewCommands, visit, earlier?, earlierPosting?}`` (``visit``:
+        the node's visit it was posted for; ``earlier``: ids of earlier visits' quiz
+        comments, never reused, issue 19 §2; ``earlierPosting``: keys of earlier visits'
+        posts not recorded yet, whose comments are never reused either); block naming the
+        record when it is missing or unreadable (or the digest files cannot be read).
     """
     node = str(ctx.params.get("node") or ctx.node.id)
     record = str(ctx.params.get("record") or "")
@@ -391,8 +397,9 @@ def post_quiz_attestation(ctx: HookContext) -> HookResult:
     posted: list[dict[str, Any]] = []
     posting: list[str] = []
     earlier = earlier_ids(ctx, node, _posted(ctx, node))
+    stale = earlier_posting(_posted(ctx, node), visit_number(ctx, node))
     for target in _targets(ctx, on):
-        found = _post_on(ctx, target, node, digest, body, earlier)
+        found = _post_on(ctx, target, node, digest, body, earlier, stale)
         if isinstance(found, str):
             posting.append(found)
         else:
@@ -407,6 +414,7 @@ def post_quiz_attestation(ctx: HookContext) -> HookResult:
         "viewCommands": commands,
         "visit": visit_number(ctx, node),
         **({"earlier": earlier} if earlier else {}),
+        **({"earlierPosting": stale} if stale else {}),
     }
     return HookResult.passed(
         f"quiz comment on {len(posted) + len(posting)} thread(s), digest {digest}",

@@ -27,7 +27,7 @@ from engine.hooks.registry import HookContext
 from engine.ports import Comment
 
 __all__ = ["visit_number", "entry_is_current", "earlier_ids", "written_during",
-           "posted_for", "earlier_quiz_ids",
+           "posted_for", "earlier_quiz_ids", "earlier_posting",
            "earlier_comment_reason", "earlier_line_reason"]
 
 
@@ -80,6 +80,19 @@ def earlier_quiz_ids(entry: Mapping[str, Any], current: int) -> list[int]:
 def earlier_ids(ctx: HookContext, node: str, entry: Mapping[str, Any]) -> list[int]:
     """:func:`earlier_quiz_ids` for ``node``'s current visit."""
     return earlier_quiz_ids(entry, visit_number(ctx, node))
+
+
+def earlier_posting(entry: Mapping[str, Any], current: int) -> list[str]:
+    """The effect keys of quiz posts queued for visits before ``current`` and not recorded
+    as posted (a post whose answer was lost: GitHub may have created the comment, and its
+    row is retried). ``entry`` (``surface.quiz[node]``) names them as ``earlierPosting``,
+    plus its own ``posting`` when it is an earlier visit's. A comment carrying one of their
+    markers is an earlier visit's, whatever its id: the visit's ``after_comment`` counts
+    only the comments offered to loopgate, never its own."""
+    found = [str(k) for k in entry.get("earlierPosting") or ()]
+    if entry and not posted_for(entry, current):
+        found += [str(k) for k in entry.get("posting") or () if str(k) not in found]
+    return found
 
 
 def written_during(ctx: HookContext, node: str, comment: Comment) -> bool:

@@ -17,7 +17,13 @@ from typing import Any
 
 from engine.dispatch import dispatcher
 from engine.effects import RequestReviews
-from engine.hooks.common import code_owners_for, covers_pull_request, degrade, gate_rule
+from engine.hooks.common import (
+    agent_people,
+    code_owners_for,
+    covers_pull_request,
+    degrade,
+    gate_rule,
+)
 from engine.hooks.registry import HookContext
 from engine.ports import TrackerError, review_requests
 from engine.reviewers import SURFACE_KEY, ReviewPlan, plan
@@ -43,9 +49,25 @@ def _excluded(ctx: HookContext, pull_authors: dict[str, int], rule: Any) -> dict
         if who:
             out.setdefault(who, "dispatched the agent (the-loop execute; "
                                 "preventSelfApproval)")
+        for asked in _requesters(ctx, rule):
+            out.setdefault(asked, "asked the agent for its pull request "
+                                  "(agents.requesters; preventSelfApproval)")
     for login, number in pull_authors.items():
         out[login] = f"opened #{number}: GitHub does not ask a pull request's author"
     return out
+
+
+def _requesters(ctx: HookContext, rule: Any) -> tuple[str, ...]:
+    # Whoever asked an agent bot for its pull request is refused by the gate too
+    # (engine.approvals.self_approval, issue 24 §2, platform-facts F4), so is never asked
+    # to review. Only ``agents.requesters`` names them: without it nothing is read. The
+    # pull requests' commits are read; a failed read raises TrackerError (the callers
+    # send nothing and say why; the next pull request event asks again).
+    agents = ctx.settings.agents  # None: no ``agents`` section
+    if agents is None or not agents.requesters:
+        return ()
+    return agent_people(ctx.ports.tracker, ctx.ref, rule, ctx.settings, state=ctx.state,
+                        graph=ctx.graph).requesters
 
 
 def _plan(ctx: HookContext, pulls: list[Any]) -> ReviewPlan:

@@ -7,13 +7,17 @@ next event asks). Shipped graph over the in-memory ports."""
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from engine.effects import EffectRow, PostComment
 from engine.graph.compiler import shipped_graph
 from engine.local.checkout import CheckoutArtifactStore
 from engine.local.memory_tracker import MemoryTracker
+from engine.perform import DONE_OUTCOME, FAILED_OUTCOME, Outcome, apply_result
 from engine.ports import Ports
 from engine.refs import WorkItemRef
 from engine.runtime import Runtime
@@ -122,3 +126,100 @@ def test_a_pull_request_that_appears_later_is_asked_and_a_failed_read_asks_nothi
     assert entry["asked"] == [
         {"pull": PULL.number, "reviewers": ["alice", "bob"], "teams": []},
         {"pull": LATER.number, "reviewers": ["alice", "bob"], "teams": []}]
+
+
+def _spec_written(world: World) -> None:
+    for name, text in (("requirements.md", "r\n"), ("design.md", "d\n"),
+                       ("testing-plan.md", "t\n"), ("explainer/explainer.html", "<p>q</p>"),
+                       ("evidence/spec-explainer.md", RECORD)):
+        world.write(name, text)
+
+
+def test_a_quiz_comment_posted_for_an_earlier_visit_never_answers_a_forced_one(
+        world: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 19 §2 against a post whose answer was lost (a timeout: GitHub created the
+    comment, the performer did not hear it, so its row is retried and the visit records
+    no comment): alice ticks that comment during visit 1; an operator then forces the
+    item onto the quiz again (visit 2), which posts its own comment. When the old row is
+    retried, the performer finds the old comment by its marker: it must be named an
+    earlier visit's, not become visit 2's, so alice's visit-1 tick — offered late (the
+    poller's cycle after the webhook's) — does not pass visit 2."""
+    from engine import events as ev
+    from engine.perform import _with_key
+    from tests.engine import test_hooks_support as support
+
+    _spec_written(world)
+    # A reply offered to loopgate: visits now begin after it (after_comment), and a
+    # comment loopgate posts later has a larger id whichever visit it was posted for.
+    hello = world.tracker.add_comment_as(REF, "bob", "looking at it")
+    world.runtime.advance(REF, {"comments": [hello]})
+    world.tracker.failing.add("add_comment")
+    world.runtime.force(REF, "spec-quiz", "the explainer was written by hand", "ops")
+    [row] = [r for r in world.store.effects.rows(REF, statuses=["pending"])
+             if isinstance(r.effect, PostComment) and r.effect.record == "quiz:spec-quiz"]
+    assert isinstance(row.effect, PostComment)
+    body = _with_key(row.effect.body, row.key)
+    old = world.tracker.add_comment_as(REF, "loopgate-bot", body)  # GitHub did create it
+    world.tracker.edit_comment(old.id, old.body.replace("- [ ]", "- [x]", 1), "alice")
+    world.tracker.failing.discard("add_comment")
+
+    state = world.runtime.force(REF, "spec-quiz", "the quiz looked stuck", "ops")
+    assert state.visit("spec-quiz").number == 2  # type: ignore[union-attr]
+    # The entry posts its own comment: the old one carries an earlier visit's row marker.
+    assert state.surface["quiz"]["spec-quiz"]["comments"] == []
+    assert state.surface["quiz"]["spec-quiz"]["earlierPosting"] == [row.key]
+    monkeypatch.setattr(support, "NOW", support.NOW + timedelta(minutes=5))  # rows due
+    assert world.runtime.on_commit.drain(REF) == 4  # type: ignore[attr-defined]
+
+    stored = world.store.load(REF)
+    assert stored is not None
+    entry = stored.surface["quiz"]["spec-quiz"]
+    [new] = [c.id for c in world.tracker.comments_on(REF)
+             if "the-loop:quiz spec-quiz" in c.body and c.id != old.id]
+    assert [c["id"] for c in entry["comments"]] == [new]
+    assert entry["earlier"] == [old.id] and entry["posting"] == []
+
+    late = world.runtime.advance(REF, ev.Attestation(old.id, old.url, expected_node="spec-quiz"))
+    assert late.state.current_node == "spec-quiz"
+    assert late.state.parked["reason"] == (
+        f"comment {old.id} is the spec-quiz quiz comment of an earlier visit; a tick there "
+        "does not count for visit 2: tick the new quiz comment")
+
+    # Visit 2's own comment, ticked during visit 2, passes.
+    ticked = world.tracker.get_comment(new).body.replace("- [ ]", "- [x]", 1)
+    world.tracker.edit_comment(new, ticked, "bob")
+    passed = world.runtime.advance(REF, ev.Attestation(new, "", expected_node="spec-quiz"))
+    assert passed.state.nodes["spec-quiz"].outcome == "pass"
+
+
+def _row(key: str) -> EffectRow:
+    return EffectRow(1, key, REF, PostComment(REF, "quiz", record="quiz:spec-quiz"))
+
+
+def _done(comment_id: int) -> Outcome:
+    return Outcome(DONE_OUTCOME, {"id": comment_id, "url": "u", "target": str(REF)})
+
+
+def test_a_failed_quiz_post_re_queued_by_an_operator_is_still_the_visit_s_comment() -> None:
+    surface: dict[str, Any] = {"quiz": {"spec-quiz": {"visit": 1, "comments": [],
+                                                     "posting": ["k1"]}}}
+    apply_result(surface, _row("k1"), Outcome(FAILED_OUTCOME, error="422 Validation Failed"))
+    entry = surface["quiz"]["spec-quiz"]
+    assert (entry["posting"], entry["postFailed"], entry["failedKeys"]) == (
+        [], "422 Validation Failed", ["k1"])
+
+    apply_result(surface, _row("k1"), _done(5))  # `loopgate effects retry`: the same row
+    entry = surface["quiz"]["spec-quiz"]
+    assert [c["id"] for c in entry["comments"]] == [5]
+    assert "postFailed" not in entry and "failedKeys" not in entry and "earlier" not in entry
+
+
+@pytest.mark.parametrize("entry", [{"visit": 1, "comments": []},
+                                   {"visit": 1, "comments": [], "posting": [],
+                                    "postFailed": "a 502"}],
+                         ids=["before-posting", "failed-before-failedKeys"])
+def test_an_entry_stored_before_these_keys_records_its_post_as_before(
+        entry: dict[str, Any]) -> None:
+    surface: dict[str, Any] = {"quiz": {"spec-quiz": dict(entry)}}
+    apply_result(surface, _row("k1"), _done(5))
+    assert [c["id"] for c in surface["quiz"]["spec-quiz"]["comments"]] == [5]

@@ -831,6 +831,12 @@ class FakeGitHub(LoopbackServer):
         with self.lock:
             self._route_failures.setdefault((method, route), []).extend([entry] * times)
 
+    def clear_route_failures(self, method: str, route: str) -> None:
+        """Forget the refusals :meth:`fail_route` still holds for ``method route`` (GitHub
+        answering again after an outage)."""
+        with self.lock:
+            self._route_failures.pop((method, route), None)
+
     def graphql_rate_limit(self, times: int = 1, *, mode: str = "200") -> None:
         """Answer the next ``times`` GraphQL queries rate-limited: ``200`` + ``RATE_LIMITED``
         errors, or ``403``."""

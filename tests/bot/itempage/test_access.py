@@ -248,6 +248,10 @@ def test_a_renamed_repository_is_followed_once_and_the_rule_applied(fake: FakeGi
 @pytest.mark.parametrize("location", [
     "https://evil.example/repositories/1",  # another host: the token never goes there
     "/somewhere-else/repositories/1",  # the right host, off the API's path (GHES /api/v3)
+    # Under the API's prefix as written, off it once dot segments are removed (requests
+    # and RFC 3986 §5.2.4 remove them: /login/oauth/access_token is what would be asked).
+    "/api/v3/../../login/oauth/access_token",
+    "/api/v3/repos/%2e%2e/%2E%2E/%2e%2e/login",  # the same, percent-encoded
     "",  # no Location at all
 ])
 def test_a_redirect_off_the_api_is_not_followed_and_answers_503(
