@@ -181,7 +181,7 @@ def test_a_quiz_comment_posted_for_an_earlier_visit_never_answers_a_forced_one(
 
     late = world.runtime.advance(REF, ev.Attestation(old.id, old.url, expected_node="spec-quiz"))
     assert late.state.current_node == "spec-quiz"
-    assert late.state.parked["reason"] == (
+    assert late.state.parked.reason == (
         f"comment {old.id} is the spec-quiz quiz comment of an earlier visit; a tick there "
         "does not count for visit 2: tick the new quiz comment")
 
