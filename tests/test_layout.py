@@ -170,8 +170,7 @@ def test_the_github_bridge_imports_nothing_of_the_postgresql_backend() -> None:
 #: and what is read and written in them), and readiness's write probe of a SQLite file (it
 #: tests the file, not a table's rows). The notifier is not one: it queues through
 #: ``slack_tables.SlackOutbox``.
-BOT_SQL_MODULES = {"bot/slack/slack_tables.py", "bot/slack/slack_schema.py",
-                   "bot/ops/health.py"}
+BOT_SQL_MODULES = {"bot/slack/slack_tables.py", "bot/slack/slack_schema.py"}
 
 
 def test_sql_in_bot_lives_in_its_storage_modules_only() -> None:

@@ -30,8 +30,6 @@ metrics (:mod:`bot.ops.metrics`) read the same numbers.
 from __future__ import annotations
 
 import logging
-import os
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -40,6 +38,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from bot.slack.slack_tables import outbox_backlog
+from engine.store.sqlite_probe import probe_write
 
 if TYPE_CHECKING:  # types only: bot.services imports what it wires
     from bot.config import Config
@@ -149,24 +148,9 @@ def backlogs(store: DatabaseStore, config: Config, inbox: WebhookInbox | None = 
     return out
 
 
-def _write_probe(conn: sqlite3.Connection) -> None:
-    """One write inside the open transaction: the ``kv`` row ``health/probe``; a database
-    from before the ``kv`` table (an upgrade not migrated yet) rewrites its header's
-    ``user_version`` with the same value instead."""
-    try:
-        conn.execute("INSERT INTO kv (namespace, key, value, updated_at) VALUES "
-                     "('health', 'probe', '{}', ?) ON CONFLICT (namespace, key) DO UPDATE "
-                     "SET updated_at = excluded.updated_at",
-                     (datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),))
-    except sqlite3.OperationalError as exc:
-        if "no such table" not in str(exc):
-            raise
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        conn.execute(f"PRAGMA user_version = {version}")
-
-
 def probe_database(path: Any, deadline: float = DB_DEADLINE) -> Check:
-    """Write one row to the state database through a fresh connection.
+    """Write one row to the state database through a fresh connection
+    (:func:`engine.store.sqlite_probe.probe_write`, where the SQL lives).
 
     Args:
         path: the database file.
@@ -176,29 +160,8 @@ def probe_database(path: Any, deadline: float = DB_DEADLINE) -> Check:
         The ``database`` check (its detail names SQLite's error, e.g. "attempt to write a
         readonly database").
     """
-    started = time.monotonic()
-    # SQLite reuses a read-write descriptor this process still holds on the file, so a
-    # file made read-only since is seen by asking the kernel, then by writing.
-    for name in (str(path), f"{path}-wal"):
-        if os.path.exists(name) and not os.access(name, os.W_OK):
-            return Check("database", False, f"{name} is read-only")
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=rw", uri=True, timeout=deadline,
-                               isolation_level=None)
-    except sqlite3.Error as exc:
-        return Check("database", False, f"cannot open {path}: {exc}")
-    try:
-        conn.execute("BEGIN IMMEDIATE")
-        _write_probe(conn)
-        conn.execute("COMMIT")
-    except sqlite3.Error as exc:
-        return Check("database", False, f"{path} is not writable: {exc}")
-    finally:
-        conn.close()
-    took = time.monotonic() - started
-    if took > deadline:
-        return Check("database", False, f"a write took {took:.2f} s (limit {deadline:.0f} s)")
-    return Check("database", True, f"writable ({took * 1000:.0f} ms)")
+    ok, detail = probe_write(path, deadline)
+    return Check("database", ok, detail)
 
 
 @dataclass
