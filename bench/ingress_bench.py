@@ -7,7 +7,9 @@ then four ``issue_comment.created``) are sent by 8 concurrent senders; the figur
 request's time from send to ack (signing is done before; the senders are a process
 of their own, as GitHub's are other machines). Targets: every ack 2xx, p99 ≤ 50 ms,
 max ≤ 500 ms on a loaded 2-core machine. Then every acknowledged delivery is looked up in the
-inbox file (a 2xx means durable).
+inbox file (a 2xx means durable), and the time from the first send until the inbox owes
+nothing (every delivery decided by the dispatcher) is printed: acks must not be bought by
+deciding slower.
 
 Usage: ``.venv/bin/python bench/ingress_bench.py [--items 200] [--per-item 5]`` (about a
 minute; bounded: every request has a 30 s timeout).
