@@ -23,7 +23,7 @@ Why this and not a receiver process of its own: with the dispatcher and the effe
 held off for a whole burst (what a separate receiver would give the acks), the acks were
 no faster on the heavily shared machine; most of an ack's time there is its own inbox
 commit's thread hand-overs, which a second process keeps (docs/benchmarks.md). Measured
-with two busy loops, this brings the ack p99 from 52–60 ms to 42–52 ms and the burst is
+with two busy loops, this brings the ack p99 from 52–73 ms to 39–52 ms and the burst is
 decided in a comparable time; ``serve`` stays one process to supervise.
 """
 
