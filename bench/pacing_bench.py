@@ -107,6 +107,7 @@ def run(starts: int, ticks: int, items: int = 20) -> dict[str, float]:
         supervisor = Supervisor()
         supervisor.add_loop("github-effects", worker.run, timeout=30)
         dispatcher = Dispatcher(services)
+        worker.before_row = dispatcher.acks.pause  # as serve wires it (acks first, issue 21 §1)
         finished: dict[str, tuple[float, float]] = {}
         handle = dispatcher.handle
 

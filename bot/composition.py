@@ -131,10 +131,13 @@ def _add_socket_mode(supervisor: Supervisor, services: Services,
     return member
 
 
-def _add_effects_worker(supervisor: Supervisor, services: Services) -> dict[str, Callable[[], int]]:
+def _add_effects_worker(supervisor: Supervisor, services: Services,
+                        acks: Any = None) -> dict[str, Callable[[], int]]:
     """With GitHub, effects are carried out by one paced worker thread (issue 10 §1), not
     by the thread that committed them: the dispatcher goes on with the next delivery while
-    GitHub's one-write-per-second pacing runs in the worker."""
+    GitHub's one-write-per-second pacing runs in the worker. With ``acks`` (the
+    dispatcher's :class:`~bridges.ingress.ack_first.AckFirst`) the worker pauses before
+    each row while an ack is answered (issue 21 §1)."""
     if not services.config.has("github"):
         return {}  # the offline thread is SQLite: carried out right after each commit
     from bridges.github.effects_worker import EffectWorker
@@ -142,6 +145,8 @@ def _add_effects_worker(supervisor: Supervisor, services: Services) -> dict[str,
 
     worker = EffectWorker(services.store, services.ports, services.settings,
                           budget=shared_write_budget(services.store))
+    if acks is not None:
+        worker.before_row = acks.pause
     services.perform_with(worker.wake)
     supervisor.add_loop("github-effects", worker.run, timeout=30)
     return {"github_effects": lambda: worker.performed}
@@ -202,12 +207,14 @@ def build_serve(supervisor: Supervisor, services: Services, secret: str | None,
     """Add every member of ``serve`` to ``supervisor``, in start order; returns the HTTP
     server (its URL is known once started)."""
     from bot.web.server import Server, build_wsgi_app, inbox_replay
+    from bridges.ingress.ack_first import shorter_switch_interval
     from bridges.ingress.dispatcher import Dispatcher
 
+    supervisor.on_close("switch-interval", shorter_switch_interval())  # issue 21 §1
     dispatcher = Dispatcher(services)
     supervisor.on_close("inbox", dispatcher.close)
     supervisor.add("dispatcher", dispatcher)
-    progress = _add_effects_worker(supervisor, services)
+    progress = _add_effects_worker(supervisor, services, dispatcher.acks)
     progress["inbox"] = lambda: dispatcher.handled
     listeners = _add_slack(supervisor, services, dispatcher, progress)
     poller = _poller(services, dispatcher)

@@ -116,6 +116,9 @@ def build_wsgi_app(services: Services, dispatcher: Any, *, webhook_secret: str |
 
     app = Flask("loopgate", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    acks = getattr(dispatcher, "acks", None)
+    if acks is not None:  # the dispatcher steps aside while an ack is answered (issue 21 §1)
+        app.wsgi_app = acks.wsgi(app.wsgi_app)  # type: ignore[method-assign]
     app.register_blueprint(health_blueprint(dispatcher))
     from bot.ops import health as ops
 

@@ -95,6 +95,8 @@ class EffectWorker:
 
     Attributes:
         performed: rows finished (done or failed for good) since start (tests, metrics).
+        before_row: called before each row is claimed (``serve``: the dispatcher's
+            :meth:`~bridges.ingress.ack_first.AckFirst.pause`, so acks go first), or None.
     """
 
     def __init__(self, store: Any, ports: Ports, settings: EngineSettings, *,
@@ -110,6 +112,7 @@ class EffectWorker:
         self.owner = f"{platform.node()}:{os.getpid()}:effects"
         self.performed = 0
         self._wake = threading.Event()
+        self.before_row: Callable[[], object] | None = None
 
     def wake(self, ref: WorkItemRef | None = None) -> None:
         """Look at the outbox now (the runtime's ``on_commit``)."""
@@ -190,6 +193,8 @@ class EffectWorker:
                     self._resting = True
                     return finished
                 self._resting = False
+                if self.before_row is not None:
+                    self.before_row()
                 now = self.ports.clock.now()
                 if not claim_row(self.store, row, self.owner, now):
                     continue  # another performer took it

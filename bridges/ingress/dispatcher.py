@@ -68,6 +68,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from bridges import telemetry
+from bridges.ingress.ack_first import AckFirst
 from bridges.ingress.bridge_state import BridgeState, bridge_state
 from bridges.ingress.delivery import Delivery
 from bridges.ingress.inbox import InboxError, WebhookInbox, webhook_inbox
@@ -194,6 +195,8 @@ class Dispatcher:
         comment_observers: callables ``(ref, Comment)`` told about every human comment.
         handled: deliveries handled since start, whatever their result (the readiness
             check of the inbox: a moving count is a queue being worked on).
+        acks: the acking requests in hand (:class:`~bridges.ingress.ack_first.AckFirst`):
+            the worker pauses before each queued delivery while one is (issue 21 §1).
     """
 
     def __init__(self, services: IngressServices, *, state: BridgeState | None = None,
@@ -218,6 +221,7 @@ class Dispatcher:
         self._pending_lock = threading.Lock()
         self._thread: threading.Thread | None = None
         self._stopping = threading.Event()
+        self.acks = AckFirst()
 
     def learn_installation(self, repo: str, installation_id: int) -> None:
         """Tell the GitHub credentials (an App's installations) which installation a
@@ -365,6 +369,7 @@ class Dispatcher:
                 self._queue.put(None)  # drain what came before the stop marker first
                 continue
             delivery, future = item
+            self.acks.pause()  # acks first: a delivery waits for the acks in hand (bounded)
             try:
                 if future.set_running_or_notify_cancel():
                     result = self.handle(delivery)

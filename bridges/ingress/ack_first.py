@@ -1,0 +1,182 @@
+"""Acks first (issue 21 §1): background work steps aside while an ack is being written.
+
+``loopgate serve`` answers GitHub's webhooks (and Slack's requests) on waitress' threads,
+and decides the same burst on the dispatcher's thread, in one process. CPython runs one
+thread at a time (the GIL, handed over every 5 ms), so on a loaded 2-core machine an ack
+waited, once per hand-over, behind the dispatcher and the effects worker deciding and
+carrying out the deliveries it had just acknowledged: ack p99 117–504 ms where a WSGI app
+doing nothing measured 22 ms on the same machine (docs/benchmarks.md).
+
+:class:`AckFirst` counts the acking requests in hand (:meth:`AckFirst.receiving`, or the
+WSGI wrapper :meth:`AckFirst.wsgi`); the dispatcher calls :meth:`AckFirst.pause` before
+each delivery it takes and the effects worker before each row, so neither starts work
+while an ack is being answered. The pause is bounded (:data:`PAUSE_S` by default): an
+endless stream of requests slows the background down, never stops it. A delivery is
+durable before it is counted out (the inbox's commit is inside the request), so pausing
+changes only when work is done, never whether an acknowledged delivery is kept.
+
+``serve`` also lowers CPython's switch interval to :data:`SWITCH_INTERVAL_S`
+(:func:`shorter_switch_interval`): a thread woken by I/O waits at most that long for the
+GIL, where the default is 5 ms.
+
+Why this and not a receiver process of its own: with the dispatcher and the effects worker
+held off for a whole burst (what a separate receiver would give the acks), the acks were
+no faster on the heavily shared machine; most of an ack's time there is its own inbox
+commit's thread hand-overs, which a second process keeps (docs/benchmarks.md). Measured
+with two busy loops, this brings the ack p99 from 52–73 ms to 39–52 ms and the burst is
+decided in a comparable time; ``serve`` stays one process to supervise.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["AckFirst", "PAUSE_S", "ACK_PATHS", "SWITCH_INTERVAL_S", "shorter_switch_interval"]
+
+#: The longest one pause waits for the acks in hand to end (seconds): long enough to
+#: cover a burst's requests, short enough that a stream of them never stops the work.
+PAUSE_S = 0.25
+
+#: Requests answered as acks: GitHub's webhook and Slack's events (both POST).
+ACK_PATHS = frozenset({"/github/webhook", "/slack/events"})
+
+#: CPython's thread switch interval in ``serve`` (seconds; CPython's default is 0.005): a
+#: thread woken by I/O (an ack's commit, its socket) waits at most this long for a thread
+#: running Python to hand the GIL over.
+SWITCH_INTERVAL_S = 0.001
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
+
+
+class AckFirst:
+    """The count of acking requests in hand, and a bounded wait for it to reach zero.
+
+    Args:
+        pause_s: the longest one :meth:`pause` waits (seconds; 0 turns pausing off).
+
+    Attributes:
+        pauses: pauses that waited for at least one request (tests, metrics).
+        overruns: pauses that gave up at ``pause_s`` with requests still in hand.
+    """
+
+    def __init__(self, pause_s: float = PAUSE_S) -> None:
+        self.pause_s = pause_s
+        self._cond = threading.Condition()
+        self._in_hand = 0
+        self._waiting = 0
+        self.pauses = 0
+        self.overruns = 0
+
+    @property
+    def in_hand(self) -> int:
+        """Acking requests being answered now."""
+        with self._cond:
+            return self._in_hand
+
+    @property
+    def waiting(self) -> int:
+        """Threads inside :meth:`pause` now (tests: the dispatcher is stepping aside)."""
+        with self._cond:
+            return self._waiting
+
+    def enter(self) -> None:
+        """Count one acking request in."""
+        with self._cond:
+            self._in_hand += 1
+
+    def leave(self) -> None:
+        """Count one acking request out; at zero, wake every pause."""
+        with self._cond:
+            self._in_hand = max(0, self._in_hand - 1)
+            if not self._in_hand:
+                self._cond.notify_all()
+
+    @contextmanager
+    def receiving(self) -> Iterator[None]:
+        """``with acks.receiving():`` around one acking request."""
+        self.enter()
+        try:
+            yield
+        finally:
+            self.leave()
+
+    def pause(self) -> float:
+        """Wait until no acking request is in hand, at most :attr:`pause_s` seconds.
+
+        Returns:
+            Seconds waited (0.0 when none was in hand).
+        """
+        with self._cond:
+            if not self._in_hand or self.pause_s <= 0:
+                return 0.0
+            started = time.monotonic()
+            self._waiting += 1
+            try:
+                if not self._cond.wait_for(lambda: not self._in_hand, self.pause_s):
+                    self.overruns += 1
+            finally:
+                self._waiting -= 1
+            self.pauses += 1
+            return time.monotonic() - started
+
+    def wsgi(self, app: WsgiApp, paths: frozenset[str] = ACK_PATHS) -> WsgiApp:
+        """Wrap a WSGI app so each POST to one of ``paths`` is counted in while the app
+        answers it (until its response body is closed).
+
+        Args:
+            app: the WSGI app (``flask_app.wsgi_app``).
+            paths: the request paths that are acks.
+
+        Returns:
+            The wrapped WSGI app.
+        """
+        def counted(environ: dict[str, Any], start_response: Callable[..., Any]
+                    ) -> Iterable[bytes]:
+            if environ.get("REQUEST_METHOD") != "POST" or environ.get("PATH_INFO") not in paths:
+                return app(environ, start_response)
+            self.enter()
+            try:
+                return _Closing(app(environ, start_response), self.leave)
+            except BaseException:
+                self.leave()
+                raise
+
+        return counted
+
+
+def shorter_switch_interval(seconds: float = SWITCH_INTERVAL_S) -> Callable[[], None]:
+    """Lower CPython's switch interval to ``seconds`` (never raise it).
+
+    Returns:
+        A callable that puts the previous interval back (``serve``'s supervisor calls it
+        on close, so a test process running ``serve`` in-process gets its own back).
+    """
+    previous = sys.getswitchinterval()
+    sys.setswitchinterval(min(previous, seconds))
+    return lambda: sys.setswitchinterval(previous)
+
+
+class _Closing:
+    """A WSGI response body that calls ``done`` once when the server closes it."""
+
+    def __init__(self, body: Iterable[bytes], done: Callable[[], None]) -> None:
+        self._body = body
+        self._done: Callable[[], None] | None = done
+
+    def __iter__(self) -> Iterator[bytes]:
+        return iter(self._body)
+
+    def close(self) -> None:
+        try:
+            close = getattr(self._body, "close", None)
+            if close is not None:
+                close()
+        finally:
+            done, self._done = self._done, None
+            if done is not None:
+                done()
