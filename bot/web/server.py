@@ -24,6 +24,7 @@ from engine.errors import ConfigError
 
 if TYPE_CHECKING:  # types only: bot.services imports what it wires
     from bot.services import Services
+    from bridges.ingress.dispatcher import Dispatcher
 
 __all__ = ["build_wsgi_app", "inbox_replay", "Server", "MAX_BODY_BYTES", "HTTP_SETTINGS"]
 
@@ -81,7 +82,7 @@ def _router_config(services: Services) -> Any:
                               services.settings.bot)
 
 
-def build_wsgi_app(services: Services, dispatcher: Any, *, webhook_secret: str | None,
+def build_wsgi_app(services: Services, dispatcher: Dispatcher, *, webhook_secret: str | None,
                    insecure_webhooks: bool = False,
                    slack_routes: Callable[[Flask, Any], Any] | bool | None = None,
                    slack_executor: Executor | None = None, health: Any = None,
@@ -116,9 +117,8 @@ def build_wsgi_app(services: Services, dispatcher: Any, *, webhook_secret: str |
 
     app = Flask("loopgate", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
-    acks = getattr(dispatcher, "acks", None)
-    if acks is not None:  # the dispatcher steps aside while an ack is answered (issue 21 §1)
-        app.wsgi_app = acks.wsgi(app.wsgi_app)  # type: ignore[method-assign]
+    # The dispatcher steps aside while an ack is answered (issue 21 §1).
+    app.wsgi_app = dispatcher.acks.wsgi(app.wsgi_app)  # type: ignore[method-assign,assignment]
     app.register_blueprint(health_blueprint(dispatcher))
     from bot.ops import health as ops
 
@@ -146,7 +146,7 @@ def build_wsgi_app(services: Services, dispatcher: Any, *, webhook_secret: str |
     return app
 
 
-def inbox_replay(services: Services, dispatcher: Any, *,
+def inbox_replay(services: Services, dispatcher: Dispatcher, *,
                  every: float | None = None) -> Callable[[threading.Event], None] | None:
     """The body of the ``inbox-replay`` loop: replay the webhook inbox at once (what a
     previous process acknowledged and did not handle), then every ``every`` seconds (what
