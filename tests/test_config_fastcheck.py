@@ -4,7 +4,6 @@ jsonschema's, worded as before."""
 
 from __future__ import annotations
 
-import copy
 import random
 import subprocess
 import sys
@@ -17,6 +16,7 @@ import pytest
 from bot.config import _defaults, config_schema, validate_mapping
 from engine.errors import ConfigError
 from engine.graph.fastcheck import compile_check
+from tests.schema_mutations import mutate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -38,32 +38,8 @@ def _full() -> dict[str, Any]:
     return doc
 
 
-def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [path]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _paths(v, (*path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _paths(v, (*path, i))
-    return out
-
-
 def _mutate(doc: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    doc = copy.deepcopy(doc)
-    path = rng.choice(_paths(doc)[1:])
-    parent = doc
-    for part in path[:-1]:
-        parent = parent[part]
-    last = path[-1]
-    move = rng.randrange(3)
-    if move == 0 and isinstance(parent, dict):
-        del parent[last]
-    elif move == 1 and isinstance(parent, dict):
-        parent[f"{last}Extra"] = parent[last]
-    else:
-        parent[last] = rng.choice(ODD_VALUES)
-    return doc
+    return mutate(doc, rng, ODD_VALUES, "Extra")
 
 
 def test_the_config_schema_compiles_to_a_fast_check() -> None:

@@ -15,38 +15,15 @@ from engine.graph import loader
 from engine.graph.compiler import shipped_graph_names, shipped_graph_path
 from engine.graph.fastcheck import compile_check
 from engine.graph.loader import GraphLoader, graph_schema, load_file, load_yaml
+from tests.schema_mutations import mutate, paths
 
 #: Values a mutation puts in place of another (wrong types, empty, look-alikes).
 ODD_VALUES: tuple[Any, ...] = ("", "Not Kebab", "x", 0, -1, 1.5, True, None, [], {}, ["a"],
                                {"x": 1}, "pass", "human", 2.0)
 
 
-def _paths(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    out = [path]
-    if isinstance(value, dict):
-        for k, v in value.items():
-            out += _paths(v, (*path, k))
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            out += _paths(v, (*path, i))
-    return out
-
-
 def _mutate(doc: dict[str, Any], rng: random.Random) -> dict[str, Any]:
-    doc = copy.deepcopy(doc)
-    path = rng.choice(_paths(doc)[1:])
-    parent = doc
-    for part in path[:-1]:
-        parent = parent[part]
-    last = path[-1]
-    move = rng.randrange(3)
-    if move == 0 and isinstance(parent, dict):
-        del parent[last]
-    elif move == 1 and isinstance(parent, dict):
-        parent[f"{last}-extra"] = parent[last]
-    else:
-        parent[last] = rng.choice(ODD_VALUES)
-    return doc
+    return mutate(doc, rng, ODD_VALUES, "-extra")
 
 
 @pytest.mark.parametrize("name", shipped_graph_names())
@@ -132,7 +109,7 @@ def test_has_bool_keys_says_when_undo_bool_keys_changes_a_document(name: str) ->
     rng = random.Random(4)
     for _ in range(100):  # a True/False key, or a tuple, somewhere in the document
         doc = copy.deepcopy(base)
-        path = rng.choice([p for p in _paths(doc)[1:] if isinstance(p[-1], str)])
+        path = rng.choice([p for p in paths(doc)[1:] if isinstance(p[-1], str)])
         parent = doc
         for part in path[:-1]:
             parent = parent[part]
