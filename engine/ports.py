@@ -382,14 +382,6 @@ class CodeOwnersReader(Protocol):
 class MergeQueue(Protocol):
     """The tracker's merge-queue calls (issue 19 §4; ``TrackerCapabilities.merge_queue``)."""
 
-    def merge_group_commits(self, owner: str, repo: str, base: str, head: str) -> list[str]:
-        """The commit messages of a merge group (``base..head``), oldest first.
-
-        Raises:
-            TrackerError: the comparison could not be read.
-        """
-        ...
-
     def merge_group_commit_list(self, owner: str, repo: str, base: str, head: str
                                 ) -> list[GroupCommit]:
         """Every commit of a merge group (``base..head``), oldest first, with parents and

@@ -47,7 +47,7 @@ SIMULATED_VIA = "slack"
 #: Tracker methods that only read; every other call is recorded and not sent.
 _READS = frozenset({
     "list_comments", "labels", "delivering_pull_requests", "issue_info", "comment_edits",
-    "team_membership", "items_for_pull_request", "merge_group_commits", "codeowners_file",
+    "team_membership", "items_for_pull_request", "codeowners_file",
     "merge_group_commit_list", "pull_request_commits", "merge_queue_pulls",
     "changed_files", "comment", "get_comment", "pull_commits",
 })

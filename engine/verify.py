@@ -49,7 +49,6 @@ from engine.mergegate import (
     GateCheck,
     bind_to_head,
     combine,
-    group_check,
     uncovered,
     why_uncovered,
 )
@@ -722,20 +721,18 @@ def pull_check(found: Sequence[tuple[ItemState | None, Verification | None]],
     return combine(checks)
 
 
-def group_finding(sha: str, per_pull: Sequence[tuple[int, GateCheck]] | GateCheck,
+def group_finding(sha: str, expected: GateCheck,
                   published: PublishedCheck | None) -> CheckFinding:
     """The ``loopgate`` check of a merge group commit ``sha`` as re-derived, against what
     GitHub shows on ``sha``.
 
     Args:
         sha: the group's head commit.
-        per_pull: the re-derived group verdict (:func:`engine.queuegroup.group_verdict`
+        expected: the re-derived group verdict (:func:`engine.queuegroup.group_verdict`
             over each pull request's :func:`pull_check`: the performer's own rule, every
-            commit accounted for); or, as before, ``[(number, pull_check)]`` alone, judged
-            by :func:`~engine.mergegate.group_check` (no commit accounting).
+            commit accounted for).
         published: what GitHub shows on ``sha`` (None: no ``loopgate`` check).
     """
-    expected = per_pull if isinstance(per_pull, GateCheck) else group_check(per_pull)
     shown = published.state if published is not None else ""
     diffs: tuple[str, ...] = ()
     if shown != expected.state:

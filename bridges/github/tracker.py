@@ -518,18 +518,6 @@ class GitHubTracker:
         return self._guarded(f"loopgate check on {where.owner}/{where.repo}@{sha[:7]}",
                              lambda: self._write_check(where, sha, check))
 
-    def merge_group_commits(self, owner: str, repo: str, base: str, head: str) -> list[str]:
-        """The commit messages of a merge group (``base..head``), oldest first (issue 19
-        §4: which pull requests the group holds).
-
-        Raises:
-            TrackerError: the comparison could not be read.
-        """
-        with repository_scope(f"{owner}/{repo}"):
-            commits = self._guarded(f"commits of the merge group {head[:7]} in {owner}/{repo}",
-                                    lambda: self.client.compare_commits(owner, repo, base, head))
-        return [str((c.get("commit") or {}).get("message") or "") for c in commits]
-
     def merge_group_commit_list(self, owner: str, repo: str, base: str, head: str
                                 ) -> list[GroupCommit]:
         """The commits of a merge group (``base..head``, ``compare``), oldest first, with

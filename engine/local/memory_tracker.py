@@ -192,12 +192,6 @@ class MemoryTracker:
             self.commit_checks.setdefault(sha, []).append(check)
         return {"sha": sha, "kind": "memory"}
 
-    def merge_group_commits(self, owner: str, repo: str, base: str, head: str) -> list[str]:
-        """The commit messages set with :meth:`set_merge_group` for ``head`` (issue 19 §4)."""
-        with self._lock:
-            self._enter("merge_group_commits", owner, repo, base, head)
-            return list(self.group_messages.get(head, []))
-
     def merge_group_commit_list(self, owner: str, repo: str, base: str, head: str
                                 ) -> list[GroupCommit]:
         """:attr:`group_commits` for ``head``; else :attr:`group_messages` as parentless
