@@ -418,10 +418,7 @@ class Runtime:
         hook_ref = next((h for h in node.entry if h.name == "request-review"), None)
         if hook_ref is None:
             return False
-        ctx = HookContext(ref=w.state.ref, graph=self.graph, node=node,
-                          params=hook_ref.params, state=w.state, event={}, ports=self.ports,
-                          settings=self.settings, chain="entry", log=w.log, emit=w.emit)
-        surface = ask_on_new_pulls(ctx)
+        surface = ask_on_new_pulls(self._hook_context(w, node, hook_ref, "entry", {}))
         w.state.surface.update(_jsonable(surface))
         entry = (surface.get(REVIEWS_KEY) or {}).get(node_id) or {}
         return entry.get("status") == "queued"  # not a recorded failure or "nobody"
@@ -1410,6 +1407,15 @@ class Runtime:
             _merge_pass(merged, result.data)
         return HookResult(PASS, "", merged)
 
+    def _hook_context(self, w: _Walk, node: Node, ref: HookRef, chain: str,
+                      event: Mapping[str, Any]) -> HookContext:
+        """What hook ``ref`` of ``node``'s ``chain`` sees: this walk's state, log and emit."""
+        return HookContext(
+            ref=w.state.ref, graph=self.graph, node=node, params=ref.params, state=w.state,
+            event=event, ports=self.ports, settings=self.settings, chain=chain, log=w.log,
+            emit=w.emit,
+        )
+
     def _call(
         self, w: _Walk, node: Node, ref: HookRef, chain: str, event: Mapping[str, Any]
     ) -> HookResult:
@@ -1417,11 +1423,7 @@ class Runtime:
         if ref.name not in self.registry:
             logger.error("hook %s at %s is not registered", ref.name, node.id)
             return failed
-        ctx = HookContext(
-            ref=w.state.ref, graph=self.graph, node=node, params=ref.params, state=w.state,
-            event=event, ports=self.ports, settings=self.settings, chain=chain, log=w.log,
-            emit=w.emit,
-        )
+        ctx = self._hook_context(w, node, ref, chain, event)
         try:
             result = self.registry.get(ref.name).fn(ctx)
         except Exception as exc:  # noqa: BLE001 -- a hook failure is a block, never a crash
