@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from flask import Flask
 
+from bridges.github.webhook import MAX_BODY_BYTES
 from engine.errors import ConfigError
 
 if TYPE_CHECKING:  # types only: bot.services imports what it wires
@@ -30,8 +31,6 @@ __all__ = ["build_wsgi_app", "inbox_replay", "Server", "MAX_BODY_BYTES", "HTTP_S
 
 logger = logging.getLogger(__name__)
 
-#: GitHub caps webhook payloads at 25 MB; anything larger is refused before reading.
-MAX_BODY_BYTES = 25 * 1024 * 1024 + 1024
 
 #: waitress settings that keep the front answering while slow clients hold connections
 #: (issue 19 §6). waitress reads every request in its event loop and hands a worker thread
@@ -113,12 +112,10 @@ def build_wsgi_app(services: Services, dispatcher: Dispatcher, *, webhook_secret
             is False (the message names the variable); or ``server.signIn`` is set and
             a secret's variable is unset or too short, or ``server.publicUrl`` is unset.
     """
-    from bridges.github.receiver import health_blueprint, webhook_blueprint
+    from bridges.github.receiver import WebhookEndpoint, health_blueprint, webhook_blueprint
 
     app = Flask("loopgate", static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
-    # The dispatcher steps aside while an ack is answered (issue 21 §1).
-    app.wsgi_app = dispatcher.acks.wsgi(app.wsgi_app)  # type: ignore[method-assign,assignment]
     app.register_blueprint(health_blueprint(dispatcher))
     from bot.ops import health as ops
 
@@ -134,6 +131,11 @@ def build_wsgi_app(services: Services, dispatcher: Dispatcher, *, webhook_secret
         router = _router_config(services)
         app.register_blueprint(webhook_blueprint(dispatcher, router, secret=webhook_secret,
                                                  insecure=insecure_webhooks))
+        # The same endpoint answers POST /github/webhook before Flask sees it (issue 21 §1:
+        # an ack is what a burst waits on; see WebhookEndpoint).
+        endpoint = WebhookEndpoint(dispatcher, router, secret=webhook_secret,
+                                   insecure=insecure_webhooks)
+        app.wsgi_app = endpoint.wsgi(app.wsgi_app)  # type: ignore[method-assign,assignment]
     # Issue 22 §2 / 24 §4: the details page, sign-in and POST /api/simulate (when
     # server.publicUrl or server.signIn is set; a missing sign-in secret is a ConfigError).
     from bot.itempage.routes import register_item_pages
@@ -143,6 +145,8 @@ def build_wsgi_app(services: Services, dispatcher: Dispatcher, *, webhook_secret
         slack_routes(app, services)
     elif slack_routes is None and _slack_http_mode(services):
         _auto_slack_routes(app, services, slack_executor)
+    # The dispatcher steps aside while an ack is answered (issue 21 §1).
+    app.wsgi_app = dispatcher.acks.wsgi(app.wsgi_app)  # type: ignore[method-assign,assignment]
     return app
 
 

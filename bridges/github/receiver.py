@@ -23,27 +23,38 @@ ended ``retry``.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from http import HTTPStatus
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
 
 from bridges.github.errors import PayloadError, SignatureError
 from bridges.github.router import Dropped, RouterConfig, route
-from bridges.github.webhook import MAX_DELIVERY_ID, parse_delivery, verify_signature
+from bridges.github.webhook import (
+    MAX_BODY_BYTES,
+    MAX_DELIVERY_ID,
+    HeaderItems,
+    header,
+    parse_delivery,
+    verify_signature,
+)
 from bridges.ingress.dispatcher import Dispatcher
 from bridges.ingress.inbox import HANDLED, HELD, OWED, InboxError, adopt_legacy_inbox
 from engine.errors import LoopgateError
 
-__all__ = ["webhook_blueprint", "health_blueprint", "replay_inbox", "replay_loop",
-           "WEBHOOK_PATH", "HEALTH_PATH", "REPLAY_SECONDS"]
+__all__ = ["WebhookEndpoint", "EnvironHeaders", "webhook_blueprint", "health_blueprint",
+           "replay_inbox", "replay_loop", "WEBHOOK_PATH", "HEALTH_PATH", "REPLAY_SECONDS"]
 
 logger = logging.getLogger(__name__)
 
 WEBHOOK_PATH = "/github/webhook"
 HEALTH_PATH = "/healthz"
+
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 #: Seconds between replays of the deliveries still owed (e.g. a rate-limited lookup): with
 #: the poller off nothing else would retry them.
@@ -68,9 +79,93 @@ def health_blueprint(dispatcher: Dispatcher | None = None) -> Blueprint:
     return bp
 
 
+class WebhookEndpoint:
+    """``POST /github/webhook`` as a plain function of headers and body, free of any web
+    framework, so ``serve`` answers it straight from WSGI (:meth:`wsgi`).
+
+    Why not a Flask route: an ack is what a burst of deliveries waits on, and Flask's
+    request machinery (context, URL map, ``jsonify``) was about half of an ack's CPU time;
+    on a loaded 2-core machine every such millisecond queues the next sender (issue 21
+    §1, docs/benchmarks.md). The Flask route (:func:`webhook_blueprint`) answers with the
+    same function.
+
+    Args:
+        dispatcher: where routed deliveries are queued (its worker must be running).
+        router_config: watched repositories, start label, bot login.
+        secret: the webhook secret; None only together with ``insecure``.
+        insecure: accept unsigned deliveries (``--insecure-webhooks``; development only).
+        max_body: the largest body read (bytes); a larger one is answered ``413`` unread.
+
+    Raises:
+        SignatureError: no secret and not ``insecure`` (the receiver refuses to start).
+    """
+
+    def __init__(self, dispatcher: Dispatcher, router_config: RouterConfig, *,
+                 secret: str | None, insecure: bool = False,
+                 max_body: int = MAX_BODY_BYTES) -> None:
+        if not secret and not insecure:
+            raise SignatureError("no webhook secret: refusing to start the receiver "
+                                 "(set the secret's variable or pass --insecure-webhooks)")
+        self.dispatcher = dispatcher
+        self.router_config = router_config
+        self.secret = secret or None
+        self.max_body = max_body
+
+    def answer(self, headers: HeaderItems, body: bytes) -> tuple[int, dict[str, Any]]:
+        """Answer one delivery (the steps of this module's docstring).
+
+        Args:
+            headers: the request headers (any case).
+            body: the raw body, exactly as received.
+
+        Returns:
+            ``(HTTP status, JSON body)``: 401 bad signature, 400 bad delivery, 200
+            ignored/duplicate/ping, 202 queued, 503 not stored.
+        """
+        if self.secret:
+            try:
+                verify_signature(headers, body, self.secret)
+            except SignatureError as exc:
+                logger.warning("webhook refused delivery=%s: %s",
+                               header(headers, "X-GitHub-Delivery")[:MAX_DELIVERY_ID], exc)
+                return 401, {"error": "invalid signature"}
+        return _receive(self.dispatcher, self.router_config, headers, body,
+                        signed=bool(self.secret))
+
+    def wsgi(self, app: WsgiApp) -> WsgiApp:
+        """Wrap a WSGI app so ``POST`` :data:`WEBHOOK_PATH` is answered here; every other
+        request (a ``GET`` of the path too: Flask's 405) goes to ``app``.
+
+        Args:
+            app: the WSGI app (``flask_app.wsgi_app``).
+
+        Returns:
+            The wrapped WSGI app.
+        """
+        def serve(environ: dict[str, Any], start_response: Callable[..., Any]
+                  ) -> Iterable[bytes]:
+            if environ.get("PATH_INFO") != WEBHOOK_PATH or environ.get("REQUEST_METHOD") != "POST":
+                return app(environ, start_response)
+            length = _content_length(environ)
+            if length is None or length > self.max_body:
+                code, doc = ((400, {"error": "the Content-Length is not a number"})
+                             if length is None
+                             else (413, {"error": "the body is larger than GitHub sends"}))
+            else:
+                code, doc = self.answer(EnvironHeaders(environ),
+                                        environ["wsgi.input"].read(length))
+            payload = _json_body(doc)
+            start_response(f"{code} {HTTPStatus(code).phrase}",
+                           [("Content-Type", "application/json"),
+                            ("Content-Length", str(len(payload)))])
+            return [payload]
+
+        return serve
+
+
 def webhook_blueprint(dispatcher: Dispatcher, router_config: RouterConfig, *,
                       secret: str | None, insecure: bool = False) -> Blueprint:
-    """The GitHub webhook endpoint.
+    """The GitHub webhook endpoint as a Flask route (the same :class:`WebhookEndpoint`).
 
     Args:
         dispatcher: where routed deliveries are queued (its worker must be running).
@@ -84,34 +179,58 @@ def webhook_blueprint(dispatcher: Dispatcher, router_config: RouterConfig, *,
     Raises:
         SignatureError: no secret and not ``insecure`` (the receiver refuses to start).
     """
-    if not secret and not insecure:
-        raise SignatureError("no webhook secret: refusing to start the receiver "
-                             "(set the secret's variable or pass --insecure-webhooks)")
+    endpoint = WebhookEndpoint(dispatcher, router_config, secret=secret, insecure=insecure)
     bp = Blueprint("loopgate_github", __name__)
 
     @bp.post(WEBHOOK_PATH)
     def github_webhook() -> Response:
-        body = request.get_data(cache=False)
-        if secret:
-            try:
-                verify_signature(request.headers, body, secret)
-            except SignatureError as exc:
-                logger.warning("webhook refused delivery=%s: %s",
-                               request.headers.get("X-GitHub-Delivery", "-")[:MAX_DELIVERY_ID],
-                               exc)
-                return _answer(401, error="invalid signature")
-        return _receive(dispatcher, router_config, body, signed=bool(secret))
+        code, doc = endpoint.answer(request.headers, request.get_data(cache=False))
+        return _answer(code, **doc)
 
     return bp
 
 
-def _receive(dispatcher: Dispatcher, router_config: RouterConfig, body: bytes, *,
-             signed: bool) -> Response:
+class EnvironHeaders:
+    """A WSGI environ's request headers as ``(name, value)`` pairs (``HTTP_X_GITHUB_EVENT``
+    → ``X-Github-Event``; names compare case-insensitively, RFC 9110 §5.1)."""
+
+    __slots__ = ("_environ",)
+
+    def __init__(self, environ: Mapping[str, Any]) -> None:
+        self._environ = environ
+
+    def items(self) -> Iterator[tuple[str, str]]:
+        """Every request header of the environ."""
+        for key, value in self._environ.items():
+            if key.startswith("HTTP_"):
+                yield key[5:].replace("_", "-").title(), value
+            elif key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
+                yield key.replace("_", "-").title(), value
+
+
+def _content_length(environ: Mapping[str, Any]) -> int | None:
+    """The body's length in bytes (waitress sets it after de-chunking too): 0 when absent
+    (a request with neither a length nor chunking has no body, RFC 9112 §6.3); None when
+    it is not a number."""
     try:
-        delivery = parse_delivery(request.headers, body)
+        length = int(environ.get("CONTENT_LENGTH") or "0")
+    except ValueError:
+        return None
+    return length if length >= 0 else None
+
+
+def _json_body(doc: Mapping[str, Any]) -> bytes:
+    """The bytes Flask's ``jsonify`` writes (sorted keys, compact, a final newline)."""
+    return (json.dumps(doc, separators=(",", ":"), sort_keys=True) + "\n").encode("utf-8")
+
+
+def _receive(dispatcher: Dispatcher, router_config: RouterConfig, headers: HeaderItems,
+             body: bytes, *, signed: bool) -> tuple[int, dict[str, Any]]:
+    try:
+        delivery = parse_delivery(headers, body)
     except PayloadError as exc:
         logger.warning("webhook bad delivery: %s", exc)
-        return _answer(400, error=str(exc))
+        return 400, {"error": str(exc)}
     try:
         if signed:  # only GitHub can sign: its installation id saves a lookup (issue 9 §2)
             _learn_installation(dispatcher, delivery.data)
@@ -120,27 +239,27 @@ def _receive(dispatcher: Dispatcher, router_config: RouterConfig, body: bytes, *
         # Signed but malformed (e.g. a comment id that is not a number): the sender's fault.
         logger.warning("delivery=%s source=github kind=%s result=refused reason=bad-payload "
                        "error=%s", delivery.delivery_id, delivery.route_key, type(exc).__name__)
-        return _answer(400, error=f"malformed {delivery.route_key} payload")
+        return 400, {"error": f"malformed {delivery.route_key} payload"}
     if isinstance(routed, Dropped):
         logger.info("delivery=%s source=github kind=%s result=dropped reason=%s",
                     delivery.delivery_id, delivery.route_key, routed.reason)
-        return _answer(200, status="ignored", reason=routed.reason)
+        return 200, {"status": "ignored", "reason": routed.reason}
     try:
         kept = dispatcher.inbox.put(delivery.delivery_id, delivery.event, body)
     except InboxError as exc:  # not kept, so no 2xx: GitHub marks it failed, to redeliver
         logger.error("delivery=%s source=github kind=%s result=refused reason=inbox-error "
                      "error=%s", delivery.delivery_id, routed.event, exc)
-        return _answer(503, error="the delivery could not be stored")
+        return 503, {"error": "the delivery could not be stored"}
     if kept in (HANDLED, HELD) or (kept == OWED and dispatcher.in_flight(delivery.delivery_id)):
         logger.info("delivery=%s source=github kind=%s result=duplicate reason=delivery-id",
                     delivery.delivery_id, delivery.route_key)
-        return _answer(200, status="duplicate")
+        return 200, {"status": "duplicate"}
     if not dispatcher.offer(routed):
         # Kept in the inbox all the same: the replay queues it once there is room.
         logger.warning("delivery=%s source=github kind=%s kept for the replay: the "
                        "dispatcher's queue is full or stopping", delivery.delivery_id,
                        routed.event)
-    return _answer(202, status="queued", kind=routed.event)
+    return 202, {"status": "queued", "kind": routed.event}
 
 
 def _learn_installation(dispatcher: Dispatcher, payload: Mapping[str, Any]) -> None:

@@ -18,7 +18,7 @@ from bridges.github.errors import PayloadError, SignatureError
 from bridges.ingress.delivery import Delivery
 
 __all__ = ["Delivery", "header", "sign", "verify_signature", "parse_delivery", "SIGNATURE_HEADER",
-           "MAX_DEPTH", "MAX_DELIVERY_ID"]
+           "MAX_DEPTH", "MAX_DELIVERY_ID", "MAX_BODY_BYTES"]
 
 SIGNATURE_HEADER = "X-Hub-Signature-256"
 _PREFIX = "sha256="
@@ -28,6 +28,8 @@ _HEX_LEN = 64
 #: payload); 64 leaves room for any event GitHub adds and refuses a body built to exhaust
 #: the parser's recursion before anything walks it.
 MAX_DEPTH = 64
+#: GitHub caps webhook payloads at 25 MB; a larger body is refused before it is read.
+MAX_BODY_BYTES = 25 * 1024 * 1024 + 1024
 #: The longest ``X-GitHub-Delivery`` accepted (issue 19 §6): GitHub's is a 36-character
 #: GUID; the id becomes a database key and a log field, so a longer one is refused.
 MAX_DELIVERY_ID = 100
