@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -52,6 +53,35 @@ def test_a_pause_lasts_until_the_last_ack_in_hand_is_answered() -> None:
     assert not thread.is_alive()
     assert waited and waited[0] > 0
     assert (acks.pauses, acks.overruns, acks.waiting) == (1, 0, 0)
+
+
+def test_a_pause_ends_only_once_no_ack_was_in_hand_for_the_quiet_gap() -> None:
+    """Between two requests of a burst none is in hand for a moment: that moment does not
+    end the pause; the quiet gap after the LAST ack does (measured from its leave)."""
+    acks = AckFirst(pause_s=30.0, quiet_s=1.0)
+    acks.enter()
+    thread, waited = _pausing(acks)
+    wait_until(lambda: acks.waiting == 1, "the pause to start")
+    acks.leave()  # none in hand for a moment ...
+    acks.enter()  # ... and the next request of the burst arrives
+    assert acks.waiting == 1
+    acks.leave()
+    last_leave = time.monotonic()
+    thread.join(10)
+    assert not thread.is_alive()
+    assert time.monotonic() - last_leave >= 1.0
+    assert waited[0] >= 1.0
+    assert (acks.pauses, acks.overruns) == (1, 0)
+
+
+def test_a_pause_just_after_an_ack_waits_for_the_quiet_gap() -> None:
+    acks = AckFirst(pause_s=30.0, quiet_s=0.2)
+    acks.enter()
+    before_leave = time.monotonic()
+    acks.leave()
+    acks.pause()
+    assert time.monotonic() - before_leave >= 0.2  # the gap counts from the leave
+    assert acks.pause() == 0.0  # quiet since: no wait
 
 
 def test_a_pause_is_bounded_so_a_stream_of_acks_never_stops_the_work() -> None:
