@@ -11,6 +11,11 @@ inbox file (a 2xx means durable), and the time from the first send until the inb
 nothing (every delivery decided by the dispatcher) is printed: acks must not be bought by
 deciding slower.
 
+The machine's floor is measured right before, under the same load: the same burst against
+``serve``'s HTTP server around an app that only reads the body (``bench/_null_server.py``).
+On this 2-core VM the load and the VM's own speed drift from minute to minute; the floor
+says how much of a run's figure was the machine's.
+
 Usage: ``.venv/bin/python bench/ingress_bench.py [--items 200] [--per-item 5]`` (about a
 minute; bounded: every request has a 30 s timeout).
 """
@@ -74,6 +79,21 @@ def send_burst(url: str, deliveries: list[tuple[dict[str, str], bytes]], senders
     return [(float(s), int(c), str(d)) for s, c, d in map(json.loads, done.stdout.split("\n")[:-1])]
 
 
+def floor(deliveries: list[tuple[dict[str, str], bytes]], senders: int) -> list[float]:
+    """The same burst against serve's HTTP server around a do-nothing app; the latencies
+    (seconds)."""
+    with subprocess.Popen([sys.executable, str(Path(__file__).with_name("_null_server.py"))],
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) as null:
+        assert null.stdout is not None and null.stdin is not None
+        url = null.stdout.readline().strip()
+        try:
+            acks = send_burst(url, deliveries, senders)
+        finally:
+            null.stdin.close()
+            null.wait(30)
+    return [a for a, _, _ in acks]
+
+
 def _kept(db: Path) -> set[str]:
     conn = sqlite3.connect(f"file:{db.with_name(db.name + '.inbox.db')}?mode=ro", uri=True)
     try:
@@ -100,11 +120,12 @@ def _decided_after(db: Path, started: float, limit_s: float = 600.0) -> float:
     return time.monotonic() - started
 
 
-def run(items: int, per_item: int, senders: int) -> dict[str, float]:
-    """Send the burst; returns the figures (milliseconds, counts)."""
+def run(items: int, per_item: int, senders: int, with_floor: bool = True) -> dict[str, float]:
+    """Send the burst (the floor's first); returns the figures (milliseconds, counts)."""
     with FakeGitHub() as gh, FakeSlack() as slack, tempfile.TemporaryDirectory() as tmp:
         gh.create_repo(REPO)
         deliveries = _deliveries(gh, items, per_item)
+        base = floor(deliveries, senders) if with_floor else [0.0]
         home = PacedHome(Path(tmp), gh, slack, poll_interval=0).write()
         server = ServeProcess(home).start(timeout=60)
         try:
@@ -120,7 +141,8 @@ def run(items: int, per_item: int, senders: int) -> dict[str, float]:
     return {"n": len(acks), "p50": statistics.median(latencies) * 1000,
             "p99": pct(latencies, 0.99) * 1000, "max": max(latencies) * 1000,
             "non_2xx": len(acks) - len(acked), "lost": len(acked - kept),
-            "burst_s": burst, "decided_s": decided}
+            "burst_s": burst, "decided_s": decided, "floor_p50": statistics.median(base) * 1000,
+            "floor_p99": pct(base, 0.99) * 1000, "floor_max": max(base) * 1000}
 
 
 def main() -> None:
@@ -128,12 +150,19 @@ def main() -> None:
     parser.add_argument("--items", type=int, default=200)
     parser.add_argument("--per-item", type=int, default=5)
     parser.add_argument("--senders", type=int, default=8)
+    parser.add_argument("--no-floor", action="store_true",
+                        help="skip the machine's floor (the do-nothing app first)")
     parser.add_argument("--no-header", action="store_true")
     args = parser.parse_args()
     os.environ.pop("LOOPGATE_GITHUB_WRITE_INTERVAL", None)
-    r = run(args.items, args.per_item, args.senders)
+    r = run(args.items, args.per_item, args.senders, with_floor=not args.no_floor)
     if not args.no_header:
         header()
+    if not args.no_floor:
+        row("#21 the machine's floor: the same burst against serve's HTTP server around an "
+            "app that only reads the body (`bench/_null_server.py`), just before", "—",
+            f"p50 {r['floor_p50']:.1f} ms, p99 {r['floor_p99']:.1f} ms, "
+            f"max {r['floor_max']:.1f} ms", None)
     row(f"#21 webhook ack, {r['n']:.0f} signed deliveries over {args.items} items from "
         f"{args.senders} senders, `serve` with write pacing on (`bench/ingress_bench.py`)",
         "all 2xx, p99 ≤ 50 ms, max ≤ 500 ms",
