@@ -14,11 +14,11 @@ while an ack is being answered. Between two requests of a burst none is in hand 
 moment, so a pause ends only once none has been in hand for :data:`QUIET_S` (the burst
 is over): ending it at the first such moment let the dispatcher take a delivery in each
 gap, and an ack arriving then waited behind it (21 of a 1,000-delivery burst were decided
-during it, 10–12 with the quiet gap: the
-0.25 s bound still ends a pause about four times a second). The pause is bounded (:data:`PAUSE_S` by
-default): an endless stream of requests slows the background down, never stops it. A delivery is
-durable before it is counted out (the inbox's commit is inside the request), so pausing
-changes only when work is done, never whether an acknowledged delivery is kept.
+during it; 10-12 with the quiet gap, the 0.25 s bound ending a pause about four times a
+second). The pause is bounded (:data:`PAUSE_S` by default): an endless stream of
+requests slows the background down, never stops it. A delivery is durable before it is
+counted out (the inbox's commit is inside the request), so pausing changes only when
+work is done, never whether an acknowledged delivery is kept.
 
 ``serve`` also lowers CPython's switch interval to :data:`SWITCH_INTERVAL_S`
 (:func:`shorter_switch_interval`): a thread woken by I/O waits at most that long for the
