@@ -42,6 +42,7 @@ from bridges.github.webhook import (
     parse_delivery,
     verify_signature,
 )
+from bridges.ingress.ack_first import WsgiApp
 from bridges.ingress.dispatcher import Dispatcher
 from bridges.ingress.inbox import HANDLED, HELD, OWED, InboxError, adopt_legacy_inbox
 from engine.errors import LoopgateError
@@ -53,8 +54,6 @@ logger = logging.getLogger(__name__)
 
 WEBHOOK_PATH = "/github/webhook"
 HEALTH_PATH = "/healthz"
-
-WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 #: Seconds between replays of the deliveries still owed (e.g. a rate-limited lookup): with
 #: the poller off nothing else would retry them.
