@@ -49,10 +49,27 @@ def compile_check(schema: Mapping[str, Any]) -> Check | None:
         schema: a JSON Schema (Draft 2020-12) whose ``$ref`` s point into its own ``$defs``.
     """
     try:
-        return _Compiler(schema).compile(schema)
+        compiler = _Compiler(schema)
+        root = compiler.compile(schema)
     except _Unsupported:
         return None
+    memos = tuple(compiler.memos)
+    if not memos:
+        return root
 
+    def check(v: Any) -> bool:
+        # Each call starts with empty memos: what one document repeats (a node id named by
+        # its edges and skip sets), not what earlier documents held (issue 21 §4).
+        for memo in memos:
+            memo.clear()
+        return root(v)
+
+    return check
+
+
+#: JSON types no value has two of, by the Python type a parsed document gives for each.
+_DISJOINT: dict[str, type] = {"string": str, "object": dict, "array": list,
+                              "boolean": bool, "null": type(None)}
 
 #: Types whose check is one isinstance (a bool is not an int here only via _is_type).
 _PLAIN: dict[str, type | tuple[type, ...]] = {"string": str, "object": dict, "array": list}
@@ -104,6 +121,8 @@ class _Compiler:
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
         self.refs: dict[str, Check] = {}
+        #: per-call sets of strings a pattern check accepted (emptied by each top call)
+        self.memos: list[set[str]] = []
 
     def compile(self, schema: Any) -> Check:
         if schema is True:
@@ -112,7 +131,7 @@ class _Compiler:
             return lambda _v: False
         if not isinstance(schema, Mapping):
             raise _Unsupported("schema")
-        string = _string_check(schema)
+        string = _string_check(schema, self.memos)
         if string is not None:
             return string
         if _is_plain_object(schema):
@@ -250,7 +269,36 @@ class _Compiler:
                         return False
             return passed == 1
 
-        return check
+        kinds = [_DISJOINT.get(self._type_of(s) or "") for s in value]
+        if None in kinds or len(set(kinds)) != len(kinds):
+            return check
+        # Each option requires a different one of the disjoint types (a graph's hook is a
+        # string or an object, its artifacts a string or an array): a value of exactly one
+        # of those types can pass only the option of its type, so oneOf is that option.
+        # Any other value (a str subclass, say) takes the general loop.
+        by_type = dict(zip(kinds, options, strict=True))
+        pick = by_type.get
+
+        def dispatch(v: Any) -> bool:
+            option = pick(type(v))
+            return option(v) if option is not None else check(v)
+
+        return dispatch
+
+    def _type_of(self, schema: Any) -> str | None:
+        """The one type name ``schema`` requires (its ``type``, or its local ``$ref``'s),
+        or None."""
+        for _ in range(8):  # a chain of $refs, bounded
+            if not isinstance(schema, Mapping):
+                return None
+            kind = schema.get("type")
+            if isinstance(kind, str):
+                return kind
+            ref = schema.get("$ref")
+            if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
+                return None
+            schema = (self.root.get("$defs") or {}).get(ref[len("#/$defs/"):])
+        return None
 
     def _propertyNames(self, value: Any, _schema: Mapping[str, Any]) -> Check:
         name = self.compile(value)
@@ -283,8 +331,12 @@ class _Compiler:
         return self.refs[value]
 
 
-def _string_check(schema: Mapping[str, Any]) -> Check | None:
-    """One closure for the common ``{type: string, minLength?, pattern?}`` (or None)."""
+def _string_check(schema: Mapping[str, Any], memos: list[set[str]]) -> Check | None:
+    """One closure for the common ``{type: string, minLength?, pattern?}`` (or None).
+
+    With a pattern, the strings it accepted are kept in a set appended to ``memos``
+    (the caller empties it per document): a graph names each node id in its edges and
+    skip sets again, and a set lookup is a fraction of a regex search (issue 21 §4)."""
     keys = {k for k in schema if not _annotation(k)}
     if schema.get("type") != "string" or not keys <= {"type", "minLength", "pattern"}:
         return None
@@ -292,7 +344,22 @@ def _string_check(schema: Mapping[str, Any]) -> Check | None:
     if "pattern" not in schema:
         return lambda v: isinstance(v, str) and len(v) >= least
     search = re.compile(schema["pattern"]).search
-    return lambda v: isinstance(v, str) and len(v) >= least and search(v) is not None
+    accepted: set[str] = set()
+    memos.append(accepted)
+    seen = accepted.__contains__
+    remember = accepted.add
+
+    def check(v: Any) -> bool:
+        if type(v) is str:
+            if seen(v):
+                return True
+            if len(v) >= least and search(v) is not None:
+                remember(v)
+                return True
+            return False
+        return isinstance(v, str) and len(v) >= least and search(v) is not None
+
+    return check
 
 
 _OBJECT_KEYS = frozenset({"type", "properties", "additionalProperties", "required"})
