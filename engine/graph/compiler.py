@@ -66,6 +66,9 @@ class _Doc:
     source: str
     registry: HookRegistry
     warnings: list[str] = field(default_factory=list)
+    #: each ``produces``/``validates`` entry met by :func:`_check_artifact_names` -> its
+    #: alternatives, so the build splits no entry a second time
+    alternatives: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     # Read once per compile, not once per check (issue 21 §4); no check changes them.
     @functools.cached_property
@@ -134,36 +137,54 @@ def _check_required_not_skippable(doc: _Doc) -> None:
 
 
 def _check_artifact_names(doc: _Doc) -> None:
+    split = doc.alternatives
     for node in doc.nodes:
         for key in ("produces", "validates"):
-            for entry in _as_list(node.get(key)):
-                if _split_alternatives(entry) is None:
+            if key not in node:
+                continue
+            for entry in _as_list(node[key]):
+                if entry in split:
+                    continue
+                names = _split_alternatives(entry)
+                if names is None:
                     doc.refuse(
                         f"node {node['id']!r}: {key} {entry!r} is malformed: give one name "
                         "or exactly two different alternatives 'a.md|b.md'"
                     )
+                split[entry] = names
 
 
-def _check_hooks_registered(doc: _Doc) -> None:
-    for node, chain, name, _ in _hook_uses(doc):
-        if name not in doc.registry:
-            known = ", ".join(doc.registry.names()) or "none"
-            doc.refuse(
-                f"node {node['id']!r}: {chain} hook {name!r} is not registered "
-                f"(registered hooks: {known})"
-            )
+def _check_hooks(doc: _Doc) -> None:
+    """Every hook is registered, then every ``with:`` key is one its hook accepts.
 
-
-def _check_hook_params(doc: _Doc) -> None:
+    One pass over the hook uses (issue 21 §4): an unregistered hook is refused where it is
+    met; the first unknown parameter is refused only after the pass, since any unregistered
+    hook, even a later one, is refused before it (the order of the two checks this was)."""
+    accepts: dict[str, frozenset[str]] = {}  # hook name -> its parameters, looked up once
+    bad_param: tuple[Mapping[str, Any], str, str, str] | None = None
     for node, chain, name, params in _hook_uses(doc):
-        accepted = doc.registry.get(name).params
-        for key in params:
-            if key not in accepted:
-                takes = ", ".join(sorted(accepted)) if accepted else "no parameters"
+        accepted = accepts.get(name)
+        if accepted is None:
+            if name not in doc.registry:
+                known = ", ".join(doc.registry.names()) or "none"
                 doc.refuse(
-                    f"node {node['id']!r}: {chain} hook {name!r} has no parameter "
-                    f"{key!r} (it accepts: {takes})"
+                    f"node {node['id']!r}: {chain} hook {name!r} is not registered "
+                    f"(registered hooks: {known})"
                 )
+            accepted = accepts[name] = doc.registry.get(name).params
+        if bad_param is None:
+            for key in params:
+                if key not in accepted:
+                    bad_param = (node, chain, name, key)
+                    break
+    if bad_param is not None:
+        node, chain, name, key = bad_param
+        accepted = accepts[name]
+        takes = ", ".join(sorted(accepted)) if accepted else "no parameters"
+        doc.refuse(
+            f"node {node['id']!r}: {chain} hook {name!r} has no parameter "
+            f"{key!r} (it accepts: {takes})"
+        )
 
 
 def _check_edges_declared(doc: _Doc) -> None:
@@ -291,8 +312,7 @@ _CHECKS: tuple[Callable[[_Doc], None], ...] = (
     _check_required_not_skippable,
     _check_artifact_names,
     _check_approval_rules,
-    _check_hooks_registered,
-    _check_hook_params,
+    _check_hooks,
     _check_edges_declared,
     _check_known_outcomes,
     _check_skipped_edges,
@@ -313,21 +333,29 @@ def _as_list(value: Any) -> list[Any]:
 
 def _split_alternatives(entry: str) -> tuple[str, ...] | None:
     """``"a.md"`` -> ``("a.md",)``; ``"a.md|b.md"`` -> both; None when malformed."""
+    if "|" not in entry:  # one name, the common case
+        name = entry.strip()
+        return (name,) if name else None
     names = tuple(part.strip() for part in entry.split("|"))
     if not all(names) or len(names) > 2 or len(set(names)) != len(names):
         return None
     return names
 
 
+_NO_PARAMS: Mapping[str, Any] = MappingProxyType({})
+
+
 def _hook_uses(doc: _Doc) -> Iterable[tuple[Mapping[str, Any], str, str, Mapping[str, Any]]]:
     """Every hook use: (node, chain, hook name, ``with:`` mapping)."""
     for node in doc.nodes:
         for chain in _CHAINS:
-            for item in node.get(chain) or []:
+            if chain not in node:
+                continue
+            for item in node[chain] or ():
                 if isinstance(item, str):
-                    yield node, chain, item, {}
+                    yield node, chain, item, _NO_PARAMS
                 else:
-                    yield node, chain, item["hook"], item.get("with") or {}
+                    yield node, chain, item["hook"], item.get("with") or _NO_PARAMS
 
 
 def _suggest_skip_target(doc: _Doc, node_id: str) -> str:
@@ -357,11 +385,24 @@ def _hook_ref(item: str | Mapping[str, Any]) -> HookRef:
             if len(_PLAIN_HOOKS) < 1024:  # bounded: names come from graph files
                 _PLAIN_HOOKS[item] = ref
         return ref
-    return HookRef(item["hook"], frozen_mapping(item.get("with") or {}))
+    ref = object.__new__(HookRef)  # as _new_node: without the frozen __init__'s setattrs
+    ref.__dict__.update(name=item["hook"], params=frozen_mapping(item.get("with") or {}))
+    return ref
 
 
-def _artifacts(value: Any) -> tuple[tuple[str, ...], ...]:
-    return tuple(_split_alternatives(entry) or () for entry in _as_list(value))
+def _hook_chain(items: Any) -> tuple[HookRef, ...]:
+    if not items:
+        return ()
+    return tuple([_hook_ref(h) for h in items])
+
+
+def _artifacts(value: Any, split: Mapping[str, tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
+    if value is None:
+        return ()
+    if type(value) is str:
+        return ((split.get(value) or _split_alternatives(value) or ()),)
+    return tuple([split.get(entry) or _split_alternatives(entry) or ()
+                  for entry in _as_list(value)])
 
 
 #: Node's fields: _new_node is given every one of them.
@@ -377,37 +418,49 @@ def _new_node(**values: Any) -> Node:
     return node
 
 
-def _build_node(data: Mapping[str, Any]) -> Node:
-    opt_in = bool(data.get("optIn", False))
+_EMPTY_APPROVAL: Mapping[str, Any] = MappingProxyType({})
+
+
+def _build_node(data: Mapping[str, Any], split: Mapping[str, tuple[str, ...]]) -> Node:
+    get = data.get
+    opt_in = bool(get("optIn", False))
+    approval = get("approval")
     return _new_node(
         id=data["id"],
-        phase=data.get("phase", ""),
-        actor=data.get("actor", "agent"),
-        session=data.get("session", "new"),
-        produces=_artifacts(data.get("produces")),
-        validates=_artifacts(data.get("validates")),
-        command=data.get("command", ""),
-        stage=data.get("stage", ""),
-        required=bool(data.get("required", False)),
-        optional=bool(data.get("optional", False)),
-        skippable=bool(data.get("skippable", False)) or opt_in,  # optIn implies skippable
+        phase=get("phase", ""),
+        actor=get("actor", "agent"),
+        session=get("session", "new"),
+        produces=_artifacts(get("produces"), split),
+        validates=_artifacts(get("validates"), split),
+        command=get("command", ""),
+        stage=get("stage", ""),
+        required=bool(get("required", False)),
+        optional=bool(get("optional", False)),
+        skippable=bool(get("skippable", False)) or opt_in,  # optIn implies skippable
         opt_in=opt_in,
-        description=" ".join(str(data.get("description", "")).split()),
-        max_attempts=int(data.get("maxAttempts", 3)),
-        terminal=bool(data.get("terminal", False)),
-        entry=tuple(_hook_ref(h) for h in data.get("entry") or []),
-        exit=tuple(_hook_ref(h) for h in data.get("exit") or []),
-        approval=frozen_mapping(data.get("approval") or {}),
+        description=" ".join(str(get("description", "")).split()),
+        max_attempts=int(get("maxAttempts", 3)),
+        terminal=bool(get("terminal", False)),
+        entry=_hook_chain(get("entry")),
+        exit=_hook_chain(get("exit")),
+        approval=frozen_mapping(approval) if approval else _EMPTY_APPROVAL,
     )
 
 
+def _new_edge(edge: Mapping[str, Any]) -> Edge:
+    made = object.__new__(Edge)  # as _new_node: without the frozen __init__'s setattrs
+    made.__dict__.update(source=edge["from"], target=edge["to"], outcome=edge["on"])
+    return made
+
+
 def _build(doc: _Doc) -> Graph:
+    split = doc.alternatives
     return Graph(
         version=int(doc.data["version"]),
         name=doc.data["name"],
         start=doc.data["start"],
-        nodes=tuple(_build_node(n) for n in doc.nodes),
-        edges=tuple(Edge(e["from"], e["to"], e["on"]) for e in doc.edges),
+        nodes=tuple([_build_node(n, split) for n in doc.nodes]),
+        edges=tuple([_new_edge(e) for e in doc.edges]),
         skip_sets=MappingProxyType({k: tuple(v) for k, v in doc.skip_sets.items()}),
         warnings=tuple(doc.warnings),
     )
