@@ -25,7 +25,7 @@ import dataclasses
 import functools
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -162,21 +162,29 @@ def _check_hooks(doc: _Doc) -> None:
     hook, even a later one, is refused before it (the order of the two checks this was)."""
     accepts: dict[str, frozenset[str]] = {}  # hook name -> its parameters, looked up once
     bad_param: tuple[Mapping[str, Any], str, str, str] | None = None
-    for node, chain, name, params in _hook_uses(doc):
-        accepted = accepts.get(name)
-        if accepted is None:
-            if name not in doc.registry:
-                known = ", ".join(doc.registry.names()) or "none"
-                doc.refuse(
-                    f"node {node['id']!r}: {chain} hook {name!r} is not registered "
-                    f"(registered hooks: {known})"
-                )
-            accepted = accepts[name] = doc.registry.get(name).params
-        if bad_param is None:
-            for key in params:
-                if key not in accepted:
-                    bad_param = (node, chain, name, key)
-                    break
+    for node in doc.nodes:
+        for chain in _CHAINS:
+            if chain not in node:
+                continue
+            for item in node[chain] or ():
+                if isinstance(item, str):
+                    name, params = item, _NO_PARAMS
+                else:
+                    name, params = item["hook"], item.get("with") or _NO_PARAMS
+                accepted = accepts.get(name)
+                if accepted is None:
+                    if name not in doc.registry:
+                        known = ", ".join(doc.registry.names()) or "none"
+                        doc.refuse(
+                            f"node {node['id']!r}: {chain} hook {name!r} is not registered "
+                            f"(registered hooks: {known})"
+                        )
+                    accepted = accepts[name] = doc.registry.get(name).params
+                if bad_param is None and params:
+                    for key in params:
+                        if key not in accepted:
+                            bad_param = (node, chain, name, key)
+                            break
     if bad_param is not None:
         node, chain, name, key = bad_param
         accepted = accepts[name]
@@ -345,19 +353,6 @@ def _split_alternatives(entry: str) -> tuple[str, ...] | None:
 _NO_PARAMS: Mapping[str, Any] = MappingProxyType({})
 
 
-def _hook_uses(doc: _Doc) -> Iterable[tuple[Mapping[str, Any], str, str, Mapping[str, Any]]]:
-    """Every hook use: (node, chain, hook name, ``with:`` mapping)."""
-    for node in doc.nodes:
-        for chain in _CHAINS:
-            if chain not in node:
-                continue
-            for item in node[chain] or ():
-                if isinstance(item, str):
-                    yield node, chain, item, _NO_PARAMS
-                else:
-                    yield node, chain, item["hook"], item.get("with") or _NO_PARAMS
-
-
 def _suggest_skip_target(doc: _Doc, node_id: str) -> str:
     """Where a skipped ``node_id`` should go: where its pass (or approval) edge goes."""
     leaving = [e for e in doc.edges if e["from"] == node_id]
@@ -393,7 +388,12 @@ def _hook_ref(item: str | Mapping[str, Any]) -> HookRef:
 def _hook_chain(items: Any) -> tuple[HookRef, ...]:
     if not items:
         return ()
-    return tuple([_hook_ref(h) for h in items])
+    plain = _PLAIN_HOOKS.get
+    refs = []
+    for item in items:
+        ref = plain(item) if type(item) is str else None
+        refs.append(ref if ref is not None else _hook_ref(item))
+    return tuple(refs)
 
 
 def _artifacts(value: Any, split: Mapping[str, tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:

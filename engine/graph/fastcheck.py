@@ -154,6 +154,10 @@ class _Compiler:
         extra = (self.compile(schema["additionalProperties"])
                  if "additionalProperties" in schema else None)
         required = tuple(schema.get("required") or ())
+        if not props and extra is None and not required:
+            return lambda v: isinstance(v, dict)  # {type: object}: a hook's with:
+        closed = schema.get("additionalProperties") is False  # no call to refuse a key
+        sub_of = props.get
 
         def check(v: Any) -> bool:
             if not isinstance(v, dict):
@@ -162,9 +166,9 @@ class _Compiler:
                 if name not in v:
                     return False
             for key, item in v.items():
-                sub = props.get(key)
+                sub = sub_of(key)
                 if sub is None:
-                    if extra is not None and not extra(item):
+                    if closed or (extra is not None and not extra(item)):
                         return False
                 elif not sub(item):
                     return False
@@ -311,6 +315,8 @@ class _Compiler:
         def check(v: Any) -> bool:
             if not isinstance(v, list):
                 return True
+            if all(type(x) is str for x in v):  # a skip set's members: == is JSON equality
+                return len(set(v)) == len(v)
             return not any(_equal(v[i], v[j]) for i in range(len(v))
                            for j in range(i + 1, len(v)))
 

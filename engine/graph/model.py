@@ -38,6 +38,8 @@ def _freeze(value: Any) -> Any:
     kind = type(value)
     if kind is str or kind is bool or kind is int or value is None:
         return value  # the common leaves, without the abstract-class checks below
+    if kind is list:  # what YAML gives, without the abstract-class checks below
+        return tuple([v if type(v) is str else _freeze(v) for v in value])
     if isinstance(value, Mapping):
         return MappingProxyType({k: _freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
