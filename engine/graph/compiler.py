@@ -380,7 +380,7 @@ def _hook_ref(item: str | Mapping[str, Any]) -> HookRef:
             if len(_PLAIN_HOOKS) < 1024:  # bounded: names come from graph files
                 _PLAIN_HOOKS[item] = ref
         return ref
-    ref = object.__new__(HookRef)  # as _new_node: without the frozen __init__'s setattrs
+    ref = object.__new__(HookRef)  # as _build_node: without the frozen __init__'s setattrs
     ref.__dict__.update(name=item["hook"], params=frozen_mapping(item.get("with") or {}))
     return ref
 
@@ -405,18 +405,8 @@ def _artifacts(value: Any, split: Mapping[str, tuple[str, ...]]) -> tuple[tuple[
                   for entry in _as_list(value)])
 
 
-#: Node's fields: _new_node is given every one of them.
+#: Node's fields: _build_node gives every one of them.
 _NODE_FIELDS = frozenset(f.name for f in dataclasses.fields(Node))
-
-
-def _new_node(**values: Any) -> Node:
-    # Node's generated __init__ sets each of its 18 fields through object.__setattr__ (the
-    # class is frozen): a fifth of compile-only (issue 21 §4). Given every field, filling
-    # the instance's dict makes the same object without those calls.
-    node = object.__new__(Node)
-    node.__dict__.update(values)
-    return node
-
 
 _EMPTY_APPROVAL: Mapping[str, Any] = MappingProxyType({})
 
@@ -425,7 +415,11 @@ def _build_node(data: Mapping[str, Any], split: Mapping[str, tuple[str, ...]]) -
     get = data.get
     opt_in = bool(get("optIn", False))
     approval = get("approval")
-    return _new_node(
+    # Node's generated __init__ sets each of its 18 fields through object.__setattr__ (the
+    # class is frozen): a fifth of compile-only (issue 21 §4). Given every field, filling
+    # the instance's dict makes the same object without those calls.
+    node = object.__new__(Node)
+    node.__dict__.update(
         id=data["id"],
         phase=get("phase", ""),
         actor=get("actor", "agent"),
@@ -445,10 +439,11 @@ def _build_node(data: Mapping[str, Any], split: Mapping[str, tuple[str, ...]]) -
         exit=_hook_chain(get("exit")),
         approval=frozen_mapping(approval) if approval else _EMPTY_APPROVAL,
     )
+    return node
 
 
 def _new_edge(edge: Mapping[str, Any]) -> Edge:
-    made = object.__new__(Edge)  # as _new_node: without the frozen __init__'s setattrs
+    made = object.__new__(Edge)  # as _build_node: without the frozen __init__'s setattrs
     made.__dict__.update(source=edge["from"], target=edge["to"], outcome=edge["on"])
     return made
 

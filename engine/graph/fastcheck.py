@@ -71,6 +71,20 @@ def compile_check(schema: Mapping[str, Any]) -> Check | None:
 _DISJOINT: dict[str, type] = {"string": str, "object": dict, "array": list,
                               "boolean": bool, "null": type(None)}
 
+#: Types whose check is one isinstance of one class (a bool has no subclasses).
+_LEAF: dict[str, type] = {"string": str, "object": dict, "array": list, "boolean": bool}
+
+
+def _leaf_type(schema: Any) -> str | None:
+    """The type name of a schema that is ``{type: <name>}`` and annotations only, or None."""
+    if not isinstance(schema, Mapping) or not isinstance(schema.get("type"), str):
+        return None
+    if any(not _annotation(k) for k in schema if k != "type"):
+        return None
+    kind: str = schema["type"]
+    return kind
+
+
 #: Types whose check is one isinstance (a bool is not an int here only via _is_type).
 _PLAIN: dict[str, type | tuple[type, ...]] = {"string": str, "object": dict, "array": list}
 
@@ -150,7 +164,12 @@ class _Compiler:
         """``{type: object, properties?, additionalProperties?, required?}`` in one pass
         over the value's own keys (most nodes set a few of their many properties), the
         same answer as the three keywords checked one by one."""
-        props = {k: self.compile(s) for k, s in (schema.get("properties") or {}).items()}
+        # A property whose schema is one plain type (a node's description, its booleans) is
+        # checked by its class in the loop below, without a call (issue 21 §4).
+        props: dict[str, Check | type] = {
+            k: _LEAF.get(_leaf_type(s) or "") or self.compile(s)
+            for k, s in (schema.get("properties") or {}).items()
+        }
         extra = (self.compile(schema["additionalProperties"])
                  if "additionalProperties" in schema else None)
         required = tuple(schema.get("required") or ())
@@ -169,6 +188,9 @@ class _Compiler:
                 sub = sub_of(key)
                 if sub is None:
                     if closed or (extra is not None and not extra(item)):
+                        return False
+                elif type(sub) is type:
+                    if not isinstance(item, sub):
                         return False
                 elif not sub(item):
                     return False
