@@ -150,6 +150,8 @@ class _Compiler:
             return string
         if _is_plain_object(schema):
             return self._object(schema)
+        if _is_plain_array(schema):
+            return self._array(schema)
         checks: list[Check] = []
         for key, value in schema.items():
             if _annotation(key):
@@ -194,6 +196,23 @@ class _Compiler:
                         return False
                 elif not sub(item):
                     return False
+            return True
+
+        return check
+
+    def _array(self, schema: Mapping[str, Any]) -> Check:
+        """``{type: array, items?, minItems?}`` (a hook chain, an artifact list) in one
+        closure, the same answer as the keywords checked one by one."""
+        item = self.compile(schema["items"]) if "items" in schema else None
+        least = schema.get("minItems", 0)
+
+        def check(v: Any) -> bool:
+            if not isinstance(v, list) or len(v) < least:
+                return False
+            if item is not None:
+                for x in v:
+                    if not item(x):
+                        return False
             return True
 
         return check
@@ -400,6 +419,18 @@ def _is_plain_object(schema: Mapping[str, Any]) -> bool:
     return (schema.get("type") == "object" and keys <= _OBJECT_KEYS
             and isinstance(schema.get("properties", {}), Mapping)
             and isinstance(schema.get("required", []), list))
+
+
+_ARRAY_KEYS = frozenset({"type", "items", "minItems"})
+
+
+def _is_plain_array(schema: Mapping[str, Any]) -> bool:
+    """True for a ``type: array`` schema using only the keywords :meth:`_Compiler._array`
+    fuses (and annotations), ``minItems`` an integer."""
+    keys = {k for k in schema if not _annotation(k)}
+    least = schema.get("minItems", 0)
+    return (schema.get("type") == "array" and keys <= _ARRAY_KEYS
+            and type(least) is int)
 
 
 def _all_of(checks: list[Check]) -> Check:
