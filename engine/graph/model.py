@@ -31,7 +31,11 @@ EXPLAINER_SET = "explainer"
 
 def frozen_mapping(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
     """Return a read-only, recursively frozen copy of ``data`` (lists become tuples)."""
-    return MappingProxyType({k: _freeze(v) for k, v in (data or {}).items()})
+    out: dict[str, Any] = {}
+    for key, value in (data or {}).items():
+        kind = type(value)  # a string, boolean or integer value is its own frozen copy
+        out[key] = value if kind is str or kind is bool or kind is int else _freeze(value)
+    return MappingProxyType(out)
 
 
 def _freeze(value: Any) -> Any:
