@@ -167,24 +167,17 @@ def _check_hooks(doc: _Doc) -> None:
             if chain not in node:
                 continue
             for item in node[chain] or ():
+                if type(item) is str and item in accepts:
+                    continue  # a plain use of a hook already looked up: nothing to check
                 if isinstance(item, str):
                     name, params = item, _NO_PARAMS
                 else:
                     name, params = item["hook"], item.get("with") or _NO_PARAMS
-                accepted = accepts.get(name)
-                if accepted is None:
-                    if name not in doc.registry:
-                        known = ", ".join(doc.registry.names()) or "none"
-                        doc.refuse(
-                            f"node {node['id']!r}: {chain} hook {name!r} is not registered "
-                            f"(registered hooks: {known})"
-                        )
-                    accepted = accepts[name] = doc.registry.get(name).params
-                if bad_param is None and params:
-                    for key in params:
-                        if key not in accepted:
-                            bad_param = (node, chain, name, key)
-                            break
+                accepted = _hook_params(doc, accepts, node, chain, name)
+                if bad_param is None:
+                    key = next((k for k in params if k not in accepted), None)
+                    if key is not None:
+                        bad_param = (node, chain, name, key)
     if bad_param is not None:
         node, chain, name, key = bad_param
         accepted = accepts[name]
@@ -193,6 +186,22 @@ def _check_hooks(doc: _Doc) -> None:
             f"node {node['id']!r}: {chain} hook {name!r} has no parameter "
             f"{key!r} (it accepts: {takes})"
         )
+
+
+def _hook_params(doc: _Doc, accepts: dict[str, frozenset[str]], node: Mapping[str, Any],
+                 chain: str, name: str) -> frozenset[str]:
+    """The ``with:`` keys hook ``name`` accepts, kept in ``accepts``; refuses an
+    unregistered hook, naming the node and chain that use it."""
+    accepted = accepts.get(name)
+    if accepted is None:
+        if name not in doc.registry:
+            known = ", ".join(doc.registry.names()) or "none"
+            doc.refuse(
+                f"node {node['id']!r}: {chain} hook {name!r} is not registered "
+                f"(registered hooks: {known})"
+            )
+        accepted = accepts[name] = doc.registry.get(name).params
+    return accepted
 
 
 def _check_edges_declared(doc: _Doc) -> None:
@@ -208,8 +217,8 @@ def _check_edges_declared(doc: _Doc) -> None:
 def _check_skipped_edges(doc: _Doc) -> None:
     sources = {e["from"] for e in doc.edges if e["on"] == outcomes.SKIPPED}
     for node in doc.nodes:
-        if not _is_skippable(node) or node["id"] in sources:
-            continue
+        if not (node.get("skippable") or node.get("optIn")) or node["id"] in sources:
+            continue  # (_is_skippable, inline: once per node per compile)
         kind = "opt-in (which implies skippable)" if node.get("optIn") else "skippable"
         target = _suggest_skip_target(doc, node["id"])
         doc.refuse(
