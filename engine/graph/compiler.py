@@ -173,11 +173,10 @@ def _check_hooks(doc: _Doc) -> None:
                     name, params = item, _NO_PARAMS
                 else:
                     name, params = item["hook"], item.get("with") or _NO_PARAMS
-                accepted = _hook_params(doc, accepts, node, chain, name)
-                if bad_param is None:
-                    key = next((k for k in params if k not in accepted), None)
-                    if key is not None:
-                        bad_param = (node, chain, name, key)
+                accepted = accepts.get(name) or _hook_params(doc, accepts, node, chain, name)
+                if bad_param is None and not accepted.issuperset(params):
+                    key = next(k for k in params if k not in accepted)
+                    bad_param = (node, chain, name, key)
     if bad_param is not None:
         node, chain, name, key = bad_param
         accepted = accepts[name]
