@@ -58,8 +58,10 @@ def compile_check(schema: Mapping[str, Any]) -> Check | None:
         return root
 
     def check(v: Any) -> bool:
-        # Each call starts with empty memos: what one document repeats (a node id named by
-        # its edges and skip sets), not what earlier documents held (issue 21 §4).
+        # Each call starts with empty memos, so they hold what one document repeats (a node
+        # id named again by its edges and skip sets; issue 21 §4) and no call profits from
+        # an earlier one. (A string's answer does not depend on the document: a memo shared
+        # by concurrent calls can lose entries to this clear, never hold a wrong one.)
         for memo in memos:
             memo.clear()
         return root(v)
