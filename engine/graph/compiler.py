@@ -25,7 +25,7 @@ import dataclasses
 import functools
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from importlib.resources.abc import Traversable
@@ -66,6 +66,9 @@ class _Doc:
     source: str
     registry: HookRegistry
     warnings: list[str] = field(default_factory=list)
+    #: each ``produces``/``validates`` entry met by :func:`_check_artifact_names` -> its
+    #: alternatives, so the build splits no entry a second time
+    alternatives: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     # Read once per compile, not once per check (issue 21 §4); no check changes them.
     @functools.cached_property
@@ -134,36 +137,70 @@ def _check_required_not_skippable(doc: _Doc) -> None:
 
 
 def _check_artifact_names(doc: _Doc) -> None:
+    split = doc.alternatives
     for node in doc.nodes:
         for key in ("produces", "validates"):
-            for entry in _as_list(node.get(key)):
-                if _split_alternatives(entry) is None:
+            if key not in node:
+                continue
+            for entry in _as_list(node[key]):
+                if entry in split:
+                    continue
+                names = _split_alternatives(entry)
+                if names is None:
                     doc.refuse(
                         f"node {node['id']!r}: {key} {entry!r} is malformed: give one name "
                         "or exactly two different alternatives 'a.md|b.md'"
                     )
+                split[entry] = names
 
 
-def _check_hooks_registered(doc: _Doc) -> None:
-    for node, chain, name, _ in _hook_uses(doc):
+def _check_hooks(doc: _Doc) -> None:
+    """Every hook is registered, then every ``with:`` key is one its hook accepts.
+
+    One pass over the hook uses (issue 21 §4): an unregistered hook is refused where it is
+    met; the first unknown parameter is refused only after the pass, since any unregistered
+    hook, even a later one, is refused before it (the order of the two checks this was)."""
+    accepts: dict[str, frozenset[str]] = {}  # hook name -> its parameters, looked up once
+    bad_param: tuple[Mapping[str, Any], str, str, str] | None = None
+    for node in doc.nodes:
+        for chain in _CHAINS:
+            if chain not in node:
+                continue
+            for item in node[chain] or ():
+                if type(item) is str and item in accepts:
+                    continue  # a plain use of a hook already looked up: nothing to check
+                if isinstance(item, str):
+                    name, params = item, _NO_PARAMS
+                else:
+                    name, params = item["hook"], item.get("with") or _NO_PARAMS
+                accepted = accepts.get(name) or _hook_params(doc, accepts, node, chain, name)
+                if bad_param is None and not accepted.issuperset(params):
+                    key = next(k for k in params if k not in accepted)
+                    bad_param = (node, chain, name, key)
+    if bad_param is not None:
+        node, chain, name, key = bad_param
+        accepted = accepts[name]
+        takes = ", ".join(sorted(accepted)) if accepted else "no parameters"
+        doc.refuse(
+            f"node {node['id']!r}: {chain} hook {name!r} has no parameter "
+            f"{key!r} (it accepts: {takes})"
+        )
+
+
+def _hook_params(doc: _Doc, accepts: dict[str, frozenset[str]], node: Mapping[str, Any],
+                 chain: str, name: str) -> frozenset[str]:
+    """The ``with:`` keys hook ``name`` accepts, kept in ``accepts``; refuses an
+    unregistered hook, naming the node and chain that use it."""
+    accepted = accepts.get(name)
+    if accepted is None:
         if name not in doc.registry:
             known = ", ".join(doc.registry.names()) or "none"
             doc.refuse(
                 f"node {node['id']!r}: {chain} hook {name!r} is not registered "
                 f"(registered hooks: {known})"
             )
-
-
-def _check_hook_params(doc: _Doc) -> None:
-    for node, chain, name, params in _hook_uses(doc):
-        accepted = doc.registry.get(name).params
-        for key in params:
-            if key not in accepted:
-                takes = ", ".join(sorted(accepted)) if accepted else "no parameters"
-                doc.refuse(
-                    f"node {node['id']!r}: {chain} hook {name!r} has no parameter "
-                    f"{key!r} (it accepts: {takes})"
-                )
+        accepted = accepts[name] = doc.registry.get(name).params
+    return accepted
 
 
 def _check_edges_declared(doc: _Doc) -> None:
@@ -179,8 +216,8 @@ def _check_edges_declared(doc: _Doc) -> None:
 def _check_skipped_edges(doc: _Doc) -> None:
     sources = {e["from"] for e in doc.edges if e["on"] == outcomes.SKIPPED}
     for node in doc.nodes:
-        if not _is_skippable(node) or node["id"] in sources:
-            continue
+        if not (node.get("skippable") or node.get("optIn")) or node["id"] in sources:
+            continue  # (_is_skippable, inline: once per node per compile)
         kind = "opt-in (which implies skippable)" if node.get("optIn") else "skippable"
         target = _suggest_skip_target(doc, node["id"])
         doc.refuse(
@@ -264,12 +301,14 @@ def _warn_set_shadows_node(doc: _Doc) -> None:
 
 def _check_approval_rules(doc: _Doc) -> None:
     # Issue 11 §2: a rule belongs to a human gate, and must read as one.
-    from engine.approvals import ApprovalRule, rule_problem
-    from engine.errors import ConfigError
-
     for node in doc.nodes:
         if "approval" not in node:
             continue
+        # imported here, and only for a node with a rule: two imports per compile were
+        # 1% of compile-only (issue 21 §4)
+        from engine.approvals import ApprovalRule, rule_problem
+        from engine.errors import ConfigError
+
         if node.get("actor", "agent") != "human":
             doc.refuse(f"node {node['id']!r}: approval rules belong to human gates "
                        f"(actor: human), not actor {node.get('actor', 'agent')!r}")
@@ -291,8 +330,7 @@ _CHECKS: tuple[Callable[[_Doc], None], ...] = (
     _check_required_not_skippable,
     _check_artifact_names,
     _check_approval_rules,
-    _check_hooks_registered,
-    _check_hook_params,
+    _check_hooks,
     _check_edges_declared,
     _check_known_outcomes,
     _check_skipped_edges,
@@ -313,21 +351,16 @@ def _as_list(value: Any) -> list[Any]:
 
 def _split_alternatives(entry: str) -> tuple[str, ...] | None:
     """``"a.md"`` -> ``("a.md",)``; ``"a.md|b.md"`` -> both; None when malformed."""
+    if "|" not in entry:  # one name, the common case
+        name = entry.strip()
+        return (name,) if name else None
     names = tuple(part.strip() for part in entry.split("|"))
     if not all(names) or len(names) > 2 or len(set(names)) != len(names):
         return None
     return names
 
 
-def _hook_uses(doc: _Doc) -> Iterable[tuple[Mapping[str, Any], str, str, Mapping[str, Any]]]:
-    """Every hook use: (node, chain, hook name, ``with:`` mapping)."""
-    for node in doc.nodes:
-        for chain in _CHAINS:
-            for item in node.get(chain) or []:
-                if isinstance(item, str):
-                    yield node, chain, item, {}
-                else:
-                    yield node, chain, item["hook"], item.get("with") or {}
+_NO_PARAMS: Mapping[str, Any] = MappingProxyType({})
 
 
 def _suggest_skip_target(doc: _Doc, node_id: str) -> str:
@@ -357,57 +390,85 @@ def _hook_ref(item: str | Mapping[str, Any]) -> HookRef:
             if len(_PLAIN_HOOKS) < 1024:  # bounded: names come from graph files
                 _PLAIN_HOOKS[item] = ref
         return ref
-    return HookRef(item["hook"], frozen_mapping(item.get("with") or {}))
+    ref = object.__new__(HookRef)  # as _build_node: without the frozen __init__'s setattrs
+    ref.__dict__.update(name=item["hook"], params=frozen_mapping(item.get("with") or {}))
+    return ref
 
 
-def _artifacts(value: Any) -> tuple[tuple[str, ...], ...]:
-    return tuple(_split_alternatives(entry) or () for entry in _as_list(value))
+def _hook_chain(items: Any) -> tuple[HookRef, ...]:
+    if not items:
+        return ()
+    plain = _PLAIN_HOOKS.get
+    refs = []
+    for item in items:
+        ref = plain(item) if type(item) is str else None
+        refs.append(ref if ref is not None else _hook_ref(item))
+    return tuple(refs)
 
 
-#: Node's fields: _new_node is given every one of them.
+def _artifacts(value: Any, split: Mapping[str, tuple[str, ...]]) -> tuple[tuple[str, ...], ...]:
+    if value is None:
+        return ()
+    if type(value) is str:
+        return ((split.get(value) or _split_alternatives(value) or ()),)
+    return tuple([split.get(entry) or _split_alternatives(entry) or ()
+                  for entry in _as_list(value)])
+
+
+#: Node's fields: _build_node gives every one of them.
 _NODE_FIELDS = frozenset(f.name for f in dataclasses.fields(Node))
 
+_EMPTY_APPROVAL: Mapping[str, Any] = MappingProxyType({})
 
-def _new_node(**values: Any) -> Node:
+
+def _build_node(data: Mapping[str, Any], split: Mapping[str, tuple[str, ...]]) -> Node:
+    get = data.get
+    opt_in = bool(get("optIn", False))
+    approval = get("approval")
     # Node's generated __init__ sets each of its 18 fields through object.__setattr__ (the
     # class is frozen): a fifth of compile-only (issue 21 §4). Given every field, filling
     # the instance's dict makes the same object without those calls.
     node = object.__new__(Node)
-    node.__dict__.update(values)
+    node.__dict__.update(
+        id=data["id"],
+        phase=get("phase", ""),
+        actor=get("actor", "agent"),
+        session=get("session", "new"),
+        produces=_artifacts(get("produces"), split),
+        validates=_artifacts(get("validates"), split),
+        command=get("command", ""),
+        stage=get("stage", ""),
+        required=bool(get("required", False)),
+        optional=bool(get("optional", False)),
+        skippable=bool(get("skippable", False)) or opt_in,  # optIn implies skippable
+        opt_in=opt_in,
+        description=" ".join(str(get("description", "")).split()),
+        max_attempts=int(get("maxAttempts", 3)),
+        terminal=bool(get("terminal", False)),
+        entry=_hook_chain(get("entry")),
+        exit=_hook_chain(get("exit")),
+        approval=frozen_mapping(approval) if approval else _EMPTY_APPROVAL,
+    )
     return node
 
 
-def _build_node(data: Mapping[str, Any]) -> Node:
-    opt_in = bool(data.get("optIn", False))
-    return _new_node(
-        id=data["id"],
-        phase=data.get("phase", ""),
-        actor=data.get("actor", "agent"),
-        session=data.get("session", "new"),
-        produces=_artifacts(data.get("produces")),
-        validates=_artifacts(data.get("validates")),
-        command=data.get("command", ""),
-        stage=data.get("stage", ""),
-        required=bool(data.get("required", False)),
-        optional=bool(data.get("optional", False)),
-        skippable=bool(data.get("skippable", False)) or opt_in,  # optIn implies skippable
-        opt_in=opt_in,
-        description=" ".join(str(data.get("description", "")).split()),
-        max_attempts=int(data.get("maxAttempts", 3)),
-        terminal=bool(data.get("terminal", False)),
-        entry=tuple(_hook_ref(h) for h in data.get("entry") or []),
-        exit=tuple(_hook_ref(h) for h in data.get("exit") or []),
-        approval=frozen_mapping(data.get("approval") or {}),
-    )
+def _new_edge(edge: Mapping[str, Any]) -> Edge:
+    made = object.__new__(Edge)  # as _build_node: without the frozen __init__'s setattrs
+    fields = made.__dict__  # item by item: a fifth less than update(**kwargs) for 3 fields
+    fields["source"] = edge["from"]
+    fields["target"] = edge["to"]
+    fields["outcome"] = edge["on"]
+    return made
 
 
 def _build(doc: _Doc) -> Graph:
+    split = doc.alternatives
     return Graph(
         version=int(doc.data["version"]),
         name=doc.data["name"],
         start=doc.data["start"],
-        nodes=tuple(_build_node(n) for n in doc.nodes),
-        edges=tuple(Edge(e["from"], e["to"], e["on"]) for e in doc.edges),
+        nodes=tuple([_build_node(n, split) for n in doc.nodes]),
+        edges=tuple([_new_edge(e) for e in doc.edges]),
         skip_sets=MappingProxyType({k: tuple(v) for k, v in doc.skip_sets.items()}),
         warnings=tuple(doc.warnings),
     )

@@ -49,9 +49,42 @@ def compile_check(schema: Mapping[str, Any]) -> Check | None:
         schema: a JSON Schema (Draft 2020-12) whose ``$ref`` s point into its own ``$defs``.
     """
     try:
-        return _Compiler(schema).compile(schema)
+        compiler = _Compiler(schema)
+        root = compiler.compile(schema)
     except _Unsupported:
         return None
+    memos = tuple(compiler.memos)
+    if not memos:
+        return root
+
+    def check(v: Any) -> bool:
+        # Each call starts with empty memos, so they hold what one document repeats (a node
+        # id named again by its edges and skip sets; issue 21 §4) and no call profits from
+        # an earlier one. (A string's answer does not depend on the document: a memo shared
+        # by concurrent calls can lose entries to this clear, never hold a wrong one.)
+        for memo in memos:
+            memo.clear()
+        return root(v)
+
+    return check
+
+
+#: JSON types no value has two of, by the Python type a parsed document gives for each.
+_DISJOINT: dict[str, type] = {"string": str, "object": dict, "array": list,
+                              "boolean": bool, "null": type(None)}
+
+#: Types whose check is one isinstance of one class (a bool has no subclasses).
+_LEAF: dict[str, type] = {"string": str, "object": dict, "array": list, "boolean": bool}
+
+
+def _leaf_type(schema: Any) -> str | None:
+    """The type name of a schema that is ``{type: <name>}`` and annotations only, or None."""
+    if not isinstance(schema, Mapping) or not isinstance(schema.get("type"), str):
+        return None
+    if any(not _annotation(k) for k in schema if k != "type"):
+        return None
+    kind: str = schema["type"]
+    return kind
 
 
 #: Types whose check is one isinstance (a bool is not an int here only via _is_type).
@@ -104,6 +137,8 @@ class _Compiler:
     def __init__(self, root: Mapping[str, Any]) -> None:
         self.root = root
         self.refs: dict[str, Check] = {}
+        #: per-call sets of strings a pattern check accepted (emptied by each top call)
+        self.memos: list[set[str]] = []
 
     def compile(self, schema: Any) -> Check:
         if schema is True:
@@ -112,11 +147,13 @@ class _Compiler:
             return lambda _v: False
         if not isinstance(schema, Mapping):
             raise _Unsupported("schema")
-        string = _string_check(schema)
+        string = _string_check(schema, self.memos)
         if string is not None:
             return string
         if _is_plain_object(schema):
             return self._object(schema)
+        if _is_plain_array(schema):
+            return self._array(schema)
         checks: list[Check] = []
         for key, value in schema.items():
             if _annotation(key):
@@ -131,10 +168,19 @@ class _Compiler:
         """``{type: object, properties?, additionalProperties?, required?}`` in one pass
         over the value's own keys (most nodes set a few of their many properties), the
         same answer as the three keywords checked one by one."""
-        props = {k: self.compile(s) for k, s in (schema.get("properties") or {}).items()}
+        # A property whose schema is one plain type (a node's description, its booleans) is
+        # checked by its class in the loop below, without a call (issue 21 §4).
+        props: dict[str, Check | type] = {
+            k: _LEAF.get(_leaf_type(s) or "") or self.compile(s)
+            for k, s in (schema.get("properties") or {}).items()
+        }
         extra = (self.compile(schema["additionalProperties"])
                  if "additionalProperties" in schema else None)
         required = tuple(schema.get("required") or ())
+        if not props and extra is None and not required:
+            return lambda v: isinstance(v, dict)  # {type: object}: a hook's with:
+        closed = schema.get("additionalProperties") is False  # no call to refuse a key
+        sub_of = props.get
 
         def check(v: Any) -> bool:
             if not isinstance(v, dict):
@@ -143,12 +189,32 @@ class _Compiler:
                 if name not in v:
                     return False
             for key, item in v.items():
-                sub = props.get(key)
+                sub = sub_of(key)
                 if sub is None:
-                    if extra is not None and not extra(item):
+                    if closed or (extra is not None and not extra(item)):
+                        return False
+                elif type(sub) is type:
+                    if not isinstance(item, sub):
                         return False
                 elif not sub(item):
                     return False
+            return True
+
+        return check
+
+    def _array(self, schema: Mapping[str, Any]) -> Check:
+        """``{type: array, items?, minItems?}`` (a hook chain, an artifact list) in one
+        closure, the same answer as the keywords checked one by one."""
+        item = self.compile(schema["items"]) if "items" in schema else None
+        least = schema.get("minItems", 0)
+
+        def check(v: Any) -> bool:
+            if not isinstance(v, list) or len(v) < least:
+                return False
+            if item is not None:
+                for x in v:
+                    if not item(x):
+                        return False
             return True
 
         return check
@@ -250,7 +316,36 @@ class _Compiler:
                         return False
             return passed == 1
 
-        return check
+        kinds = [_DISJOINT.get(self._type_of(s) or "") for s in value]
+        if None in kinds or len(set(kinds)) != len(kinds):
+            return check
+        # Each option requires a different one of the disjoint types (a graph's hook is a
+        # string or an object, its artifacts a string or an array): a value of exactly one
+        # of those types can pass only the option of its type, so oneOf is that option.
+        # Any other value (a str subclass, say) takes the general loop.
+        by_type = dict(zip(kinds, options, strict=True))
+        pick = by_type.get
+
+        def dispatch(v: Any) -> bool:
+            option = pick(type(v))
+            return option(v) if option is not None else check(v)
+
+        return dispatch
+
+    def _type_of(self, schema: Any) -> str | None:
+        """The one type name ``schema`` requires (its ``type``, or its local ``$ref``'s),
+        or None."""
+        for _ in range(8):  # a chain of $refs, bounded
+            if not isinstance(schema, Mapping):
+                return None
+            kind = schema.get("type")
+            if isinstance(kind, str):
+                return kind
+            ref = schema.get("$ref")
+            if not isinstance(ref, str) or not ref.startswith("#/$defs/"):
+                return None
+            schema = (self.root.get("$defs") or {}).get(ref[len("#/$defs/"):])
+        return None
 
     def _propertyNames(self, value: Any, _schema: Mapping[str, Any]) -> Check:
         name = self.compile(value)
@@ -263,6 +358,8 @@ class _Compiler:
         def check(v: Any) -> bool:
             if not isinstance(v, list):
                 return True
+            if all(type(x) is str for x in v):  # a skip set's members: == is JSON equality
+                return len(set(v)) == len(v)
             return not any(_equal(v[i], v[j]) for i in range(len(v))
                            for j in range(i + 1, len(v)))
 
@@ -283,8 +380,12 @@ class _Compiler:
         return self.refs[value]
 
 
-def _string_check(schema: Mapping[str, Any]) -> Check | None:
-    """One closure for the common ``{type: string, minLength?, pattern?}`` (or None)."""
+def _string_check(schema: Mapping[str, Any], memos: list[set[str]]) -> Check | None:
+    """One closure for the common ``{type: string, minLength?, pattern?}`` (or None).
+
+    With a pattern, the strings it accepted are kept in a set appended to ``memos``
+    (the caller empties it per document): a graph names each node id in its edges and
+    skip sets again, and a set lookup is a fraction of a regex search (issue 21 §4)."""
     keys = {k for k in schema if not _annotation(k)}
     if schema.get("type") != "string" or not keys <= {"type", "minLength", "pattern"}:
         return None
@@ -292,7 +393,22 @@ def _string_check(schema: Mapping[str, Any]) -> Check | None:
     if "pattern" not in schema:
         return lambda v: isinstance(v, str) and len(v) >= least
     search = re.compile(schema["pattern"]).search
-    return lambda v: isinstance(v, str) and len(v) >= least and search(v) is not None
+    accepted: set[str] = set()
+    memos.append(accepted)
+    seen = accepted.__contains__
+    remember = accepted.add
+
+    def check(v: Any) -> bool:
+        if type(v) is str:
+            if seen(v):
+                return True
+            if len(v) >= least and search(v) is not None:
+                remember(v)
+                return True
+            return False
+        return isinstance(v, str) and len(v) >= least and search(v) is not None
+
+    return check
 
 
 _OBJECT_KEYS = frozenset({"type", "properties", "additionalProperties", "required"})
@@ -305,6 +421,18 @@ def _is_plain_object(schema: Mapping[str, Any]) -> bool:
     return (schema.get("type") == "object" and keys <= _OBJECT_KEYS
             and isinstance(schema.get("properties", {}), Mapping)
             and isinstance(schema.get("required", []), list))
+
+
+_ARRAY_KEYS = frozenset({"type", "items", "minItems"})
+
+
+def _is_plain_array(schema: Mapping[str, Any]) -> bool:
+    """True for a ``type: array`` schema using only the keywords :meth:`_Compiler._array`
+    fuses (and annotations), ``minItems`` an integer."""
+    keys = {k for k in schema if not _annotation(k)}
+    least = schema.get("minItems", 0)
+    return (schema.get("type") == "array" and keys <= _ARRAY_KEYS
+            and type(least) is int)
 
 
 def _all_of(checks: list[Check]) -> Check:

@@ -216,10 +216,30 @@ def valid_as_given(document: Any) -> bool:
         return False
     for node in document["nodes"]:
         for chain in ("entry", "exit"):
-            for hook in node.get(chain) or ():
-                if type(hook) is dict and "with" in hook and has_bool_keys(hook["with"]):
+            if chain not in node:
+                continue
+            for hook in node[chain]:
+                if type(hook) is dict and "with" in hook and _with_has_bool_keys(hook["with"]):
                     return False
     return True
+
+
+def _with_has_bool_keys(params: Any) -> bool:
+    """:func:`has_bool_keys` of a hook's ``with:``, its string, boolean and integer values
+    read here without the general walk (issue 21 §4)."""
+    if type(params) is not dict:
+        return has_bool_keys(params)
+    for key, value in params.items():
+        if type(key) is bool:
+            return True
+        kind = type(value)
+        if kind is str or kind is bool or kind is int:
+            continue
+        if kind is list and all(type(x) is str for x in value):
+            continue
+        if has_bool_keys(value):
+            return True
+    return False
 
 
 def validate_structure(document: Any, source: str = "<graph>") -> None:

@@ -31,13 +31,19 @@ EXPLAINER_SET = "explainer"
 
 def frozen_mapping(data: Mapping[str, Any] | None) -> Mapping[str, Any]:
     """Return a read-only, recursively frozen copy of ``data`` (lists become tuples)."""
-    return MappingProxyType({k: _freeze(v) for k, v in (data or {}).items()})
+    out: dict[str, Any] = {}
+    for key, value in (data or {}).items():
+        kind = type(value)  # a string, boolean or integer value is its own frozen copy
+        out[key] = value if kind is str or kind is bool or kind is int else _freeze(value)
+    return MappingProxyType(out)
 
 
 def _freeze(value: Any) -> Any:
     kind = type(value)
     if kind is str or kind is bool or kind is int or value is None:
         return value  # the common leaves, without the abstract-class checks below
+    if kind is list:  # what YAML gives, without the abstract-class checks below
+        return tuple([v if type(v) is str else _freeze(v) for v in value])
     if isinstance(value, Mapping):
         return MappingProxyType({k: _freeze(v) for k, v in value.items()})
     if isinstance(value, list | tuple):
