@@ -28,6 +28,8 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from engine import fastjson
+
 __all__ = [
     "VisitDecision",
     "Visit",
@@ -35,6 +37,7 @@ __all__ = [
     "visits_to_json",
     "visits_from_json",
     "visits_from_document",
+    "visits_from_rows",
     "legacy_visits",
 ]
 
@@ -242,6 +245,19 @@ def visits_to_json(visits: Mapping[str, Iterable[Visit]]) -> dict[str, list[dict
 def visits_from_json(doc: Mapping[str, Any]) -> Visits:
     """Parse the stored ``visits`` shape (:func:`visits_to_json`)."""
     return {str(node): tuple(Visit.from_json(v) for v in seq or ()) for node, seq in doc.items()}
+
+
+def visits_from_rows(rows: Iterable[tuple[Any, str | bytes]]) -> Visits:
+    """:func:`visits_from_json` of ``{node: JSON text}`` rows (the SQL stores' ``visits``
+    table: ``(node, data)``, ``data`` a node's list of visits as JSON text), parsed
+    straight into the visits without the intermediate document (``check --all`` reads
+    every item's, issue 21 §3).
+
+    Raises:
+        ValueError: ``data`` is not JSON; TypeError: a visit is not a mapping.
+    """
+    return {str(node): tuple(map(Visit.from_json, fastjson.loads(data) or ()))
+            for node, data in rows}
 
 
 def visits_from_document(doc: Mapping[str, Any]) -> Visits:

@@ -408,12 +408,16 @@ def _emit_json(reports: Iterable[dict[str, Any]], many: bool, fail_on: str | Non
         return failed
     # Streamed one item per line, so 100,000 items never sit in memory as one string;
     # encoded straight to bytes (issue 21 §3: the encoding was a third of the time).
+    # The separator is written on its own: joining it to the line copied every line's
+    # bytes once more (10 kB per item).
     write = _byte_writer(sys.stdout)
-    write(b"[")
-    for i, report in enumerate(reports):
-        write((b"\n" if i == 0 else b",\n") + _json_line(shape(check_document(report))))
+    separator = b"[\n"
+    for report in reports:
+        write(separator)
+        write(_json_line(shape(check_document(report))))
+        separator = b",\n"
         failed = fails(report, fail_on) or failed
-    write(b"\n]\n")
+    write(b"[\n]\n" if separator == b"[\n" else b"\n]\n")
     sys.stdout.flush()
     return failed
 

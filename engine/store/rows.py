@@ -17,7 +17,7 @@ from engine.records import Completion, ForcedMove, OptIn, Parked, Skip
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
-from engine.visits import visits_from_document, visits_to_json
+from engine.visits import visits_from_document, visits_from_rows, visits_to_json
 
 __all__ = [
     "ENTRY_TABLES", "CHILD_TABLES", "ITEM_COLUMNS", "Query", "read_state", "write_statements",
@@ -122,9 +122,9 @@ def event_counts(query: Query, kinds: Sequence[str],
 # -- row <-> state -----------------------------------------------------------------------
 def state_from_row(row: tuple[Any, ...]) -> ItemState:
     """An :class:`ItemState` (no child rows yet) from an ``items`` row (ITEM_COLUMNS order)."""
-    item, _o, _r, _n, loop, current, status, parked, surface, started, revision, _u = row
+    item, owner, repo, number, loop, current, status, parked, surface, started, revision, _u = row
     state = ItemState(
-        ref=WorkItemRef.parse(item),
+        ref=WorkItemRef.parse_stored(item, owner, repo, number),
         loop=loop or "",
         current_node=current or "",
         status=status or "running",
@@ -178,7 +178,7 @@ def _visits(state: ItemState, visit_rows: list[tuple[Any, ...]],
     were kept (none), rebuilt from its ``decisions`` rows and node records — through the
     one deserialiser, :func:`engine.visits.visits_from_document`."""
     if visit_rows:
-        return visits_from_document({"visits": {n: fastjson.loads(d) for n, d in visit_rows}})
+        return visits_from_rows(visit_rows)
     return visits_from_document({
         "nodes": {k: v.to_mapping() for k, v in state.nodes.items()},
         "decisions": {n: fastjson.loads(d) for n, d in decision_rows},
@@ -244,10 +244,16 @@ class _Rows:
         self._head = next(self._rows, None)
 
     def take(self, item: str) -> list[tuple[Any, ...]]:
+        """The rows of ``item`` (the next run), each less its first column."""
+        head = self._head
+        if head is None or head[0] != item:
+            return []
         run = []
-        while self._head is not None and self._head[0] == item:
-            run.append(tuple(self._head[1:]))
-            self._head = next(self._rows, None)
+        rows = self._rows
+        while head is not None and head[0] == item:
+            run.append(head[1:])
+            head = next(rows, None)
+        self._head = head
         return run
 
 
@@ -276,8 +282,8 @@ def stream_states(query: Query) -> Iterator[ItemState]:
     for row in items:
         state = state_from_row(tuple(row))
         item = row[0]
-        for node, *rest in records.take(item):
-            state.nodes[node] = record_from_row(tuple(rest))
+        for record in records.take(item):
+            state.nodes[record[0]] = record_from_row(record[1:])
         for attr, (rows, typed) in entries.items():
             target = getattr(state, attr)
             for node, data in rows.take(item):
