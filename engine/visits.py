@@ -100,7 +100,12 @@ class VisitDecision:
     def to_json(self) -> dict[str, Any]:
         """The record exactly as the gate wrote it: a fresh top-level dict (nested values
         shared, see :attr:`document`)."""
-        return dict(self.document)
+        doc = self.document
+        if type(doc) is MappingProxyType:  # what from_json makes: the copy in C, a tenth
+            made = doc.copy()              # of dict(proxy)'s time (issue 21 §3)
+            if type(made) is dict:
+                return made
+        return dict(doc)
 
 
 def _int(value: Any) -> int:

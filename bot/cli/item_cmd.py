@@ -375,12 +375,12 @@ def _reports(services: Services, item: WorkItemRef | None, recompute: bool,
         if state is None:
             _refused(f"{item} is not started (not-started)")
         yield build_report(graph, state, recompute=recompute, effects=owed.get(item, ()),
-                           compact=compact)
+                           compact=compact, shared=True)
         return
     for state in services.store.load_all():
         if matches(state, node, status):
             yield build_report(graph, state, recompute=recompute,
-                               effects=owed.get(state.ref, ()), compact=compact)
+                               effects=owed.get(state.ref, ()), compact=compact, shared=True)
 
 
 def _with_history(reports: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from engine.errors import WorkItemRefError
 from engine.local.checkout import CheckoutArtifactStore
 from engine.local.sqlite_tracker import LocalTracker
-from engine.errors import WorkItemRefError
 from engine.ports import ArtifactStore, Tracker
 from engine.refs import WorkItemRef
 from engine.store.sqlite import SqliteStore
