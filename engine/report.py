@@ -91,9 +91,15 @@ class _Line(NamedTuple):
     satisfied: bool = False
 
 
+#: The lines that never vary, made once (a line is an immutable tuple).
+_NOT_SELECTED = _Line("not selected", NOT_SELECTED_LINE, True)
+_CURRENT = _Line("current")
+_NOT_REACHED = _Line("not reached")
+
+
 def _skip_line(skip: Skip) -> _Line:
     if skip.via == NOT_SELECTED:
-        return _Line("not selected", NOT_SELECTED_LINE, True)
+        return _NOT_SELECTED
     return _Line("skipped", skip_provenance(skip), True)
 
 
@@ -127,7 +133,7 @@ class _Reader:
         if node.id == state.current_node:
             return self._current(node)
         if node.opt_in and not is_selected(self.graph, state, node.id):
-            return _Line("not selected", NOT_SELECTED_LINE, True)
+            return _NOT_SELECTED
         record = state.nodes.get(node.id)
         skip = self.declared.get(node.id)
         if self.recompute and skip is not None:
@@ -146,7 +152,7 @@ class _Reader:
             return _Line("forced past", "moved past by force: never passed")
         if skip is not None:
             return _skip_line(skip)  # planned: the walk will route around it
-        return _Line("not reached")
+        return _NOT_REACHED
 
     def _current(self, node: Node) -> _Line:
         state = self.state
@@ -162,7 +168,7 @@ class _Reader:
             return _Line("blocked", reason)
         if state.status == ItemStatus.PARKED:
             return _Line("waiting", reason)
-        return _Line("current")
+        return _CURRENT
 
 
 def _invalid_skips(graph: Graph, state: ItemState) -> list[dict[str, Any]]:
@@ -456,7 +462,7 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
     status = state.status if state.current_node else NOT_STARTED
     document = document_view(state)
     return {
-        "workItem": str(state.ref),
+        "workItem": document["workItem"],
         "loop": state.loop or graph.name,
         "currentNode": state.current_node,
         "status": status,

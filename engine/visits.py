@@ -83,7 +83,7 @@ class VisitDecision:
         Raises:
             TypeError: ``doc`` is not a mapping.
         """
-        if not isinstance(doc, Mapping):
+        if type(doc) is not dict and not isinstance(doc, Mapping):  # a dict: no ABC check
             raise TypeError(f"a decision record must be a mapping, not {type(doc).__name__}")
         via = doc.get("via")
         return _built(cls, {
@@ -222,7 +222,7 @@ class Visit:
         Raises:
             TypeError: ``doc`` (or its ``decision``) is not a mapping.
         """
-        if not isinstance(doc, Mapping):
+        if type(doc) is not dict and not isinstance(doc, Mapping):  # a dict: no ABC check
             raise TypeError(f"a visit must be a mapping, not {type(doc).__name__}")
         decision = doc.get("decision")
         return _built(cls, {

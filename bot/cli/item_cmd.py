@@ -379,8 +379,10 @@ def _reports(services: Services, item: WorkItemRef | None, recompute: bool,
         return
     for state in services.store.load_all():
         if matches(state, node, status):
+            # No owed effects (the usual case): no ref hashed per item.
             yield build_report(graph, state, recompute=recompute,
-                               effects=owed.get(state.ref, ()), compact=compact, shared=True)
+                               effects=owed.get(state.ref, ()) if owed else (),
+                               compact=compact, shared=True)
 
 
 def _with_history(reports: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:

@@ -237,15 +237,16 @@ def _text(entry: Any, key: str) -> str:
 
 # -- load_all: one ordered query per table, merged item by item --------------------------
 class _Rows:
-    """Ordered rows taken in runs sharing their first column (the item)."""
+    """Ordered rows taken in runs sharing their first column (the item). ``head`` is the
+    next row not taken (None once every row is): a table without rows costs no call."""
 
     def __init__(self, rows: Iterable[tuple[Any, ...]]) -> None:
         self._rows = iter(rows)
-        self._head = next(self._rows, None)
+        self.head: tuple[Any, ...] | None = next(self._rows, None)
 
     def take(self, item: str) -> list[tuple[Any, ...]]:
         """The rows of ``item`` (the next run), each less its first column."""
-        head = self._head
+        head = self.head
         if head is None or head[0] != item:
             return []
         run = []
@@ -253,7 +254,7 @@ class _Rows:
         while head is not None and head[0] == item:
             run.append(head[1:])
             head = next(rows, None)
-        self._head = head
+        self.head = head
         return run
 
 
@@ -274,20 +275,27 @@ def stream_states(query: Query) -> Iterator[ItemState]:
     records = _ordered(query, "node_records",
                        "c.node, c.attempts, c.outcome, c.entered_at, c.exited_at, "
                        "c.last_block, c.forced")
-    entries = {attr: (_ordered(query, table, "c.node, c.data"), _ENTRY_TYPES[table])
-               for table, attr in ENTRY_TABLES}
+    entries = [(attr, _ordered(query, table, "c.node, c.data"), _ENTRY_TYPES[table])
+               for table, attr in ENTRY_TABLES]
     visits = _ordered(query, "visits", "c.node, c.data")
     decisions = _ordered(query, "decisions", "c.node, c.data")
     forced = _ordered(query, "forced_moves", "c.data")
+    # Most items have no rows in most child tables: a table whose rows are all taken is
+    # passed over without a call (check --all reads every item, issue 21 §3).
     for row in items:
         state = state_from_row(tuple(row))
         item = row[0]
+        nodes = state.nodes
         for record in records.take(item):
-            state.nodes[record[0]] = record_from_row(record[1:])
-        for attr, (rows, typed) in entries.items():
-            target = getattr(state, attr)
-            for node, data in rows.take(item):
-                target[node] = typed(fastjson.loads(data))
-        state.visits = _visits(state, visits.take(item), decisions.take(item))
-        state.forced = [ForcedMove.from_json(fastjson.loads(d)) for (d,) in forced.take(item)]
+            nodes[record[0]] = record_from_row(record[1:])
+        for attr, rows, typed in entries:
+            if rows.head is not None:
+                target = getattr(state, attr)
+                for node, data in rows.take(item):
+                    target[node] = typed(fastjson.loads(data))
+        state.visits = _visits(state, visits.take(item),
+                               decisions.take(item) if decisions.head is not None else [])
+        if forced.head is not None:
+            state.forced = [ForcedMove.from_json(fastjson.loads(d))
+                            for (d,) in forced.take(item)]
         yield state
