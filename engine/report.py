@@ -421,7 +421,7 @@ def _node_lines(graph: Graph, state: ItemState, reader: _Reader, compact: bool =
         unmet[i] = (None if node.terminal or line.satisfied
                     else {"node": node.id, "status": line.status})
     if shared:
-        return nodes, [u for u in unmet if u is not None]
+        return nodes, [*filter(None, unmet)]  # the entries are never empty: None goes
     return nodes, [u if i in asked else u.copy() for i, u in enumerate(unmet) if u is not None]
 
 
