@@ -77,6 +77,7 @@ class _Roles(NamedTuple):
     graph: Graph
     agents: tuple[str, ...]  # the agent nodes' ids, in graph order
     selections: tuple[str, ...]  # the ids of the nodes whose exit runs SELECTION_HOOK
+    agent_rank: dict[str, int]  # agent node id -> its place in ``agents``
 
 
 #: id(graph) -> its roles (the graph is held, so a reused id is told apart).
@@ -89,9 +90,11 @@ def _roles(graph: Graph) -> _Roles:
         if len(_ROLES) >= 16:  # a long-lived process that compiles graphs anew
             _ROLES.clear()
         ordered = graph.ordered()
-        found = _Roles(graph, tuple(n.id for n in ordered if n.actor == "agent"),
+        agents = tuple(n.id for n in ordered if n.actor == "agent")
+        found = _Roles(graph, agents,
                        tuple(n.id for n in ordered
-                             if SELECTION_HOOK in (h.name for h in n.exit)))
+                             if SELECTION_HOOK in (h.name for h in n.exit)),
+                       {node_id: i for i, node_id in enumerate(agents)})
         _ROLES[id(graph)] = found
     return found
 
@@ -357,9 +360,16 @@ def walk_signals(graph: Graph, state: Any) -> list[str]:
     visits = getattr(state, "visits", None)
     if not isinstance(visits, Mapping):  # a state-like object without its visits mapping
         visits = {node_id: state.history(node_id) for node_id in _roles(graph).agents}
-    # Most agent nodes of an item were never entered: a membership test, not a call each.
-    claimed = [node_id for node_id in _roles(graph).agents
-               if node_id in visits and _claimed(visits[node_id])]
+    # Most agent nodes of an item were never entered: the item's few visited nodes are
+    # looked up among the agents (then put in graph order), not every agent node tested.
+    roles = _roles(graph)
+    rank = roles.agent_rank
+    if len(visits) < len(roles.agents) and len(rank) == len(roles.agents):  # ids unique
+        claimed = sorted((node_id for node_id in visits
+                          if node_id in rank and _claimed(visits[node_id])), key=rank.__getitem__)
+    else:
+        claimed = [node_id for node_id in roles.agents
+                   if node_id in visits and _claimed(visits[node_id])]
     return ["an agent claimed " + ", ".join(claimed) + " complete"] if claimed else []
 
 

@@ -395,8 +395,14 @@ def _usual_parked(doc: Mapping[str, Any]) -> Parked:
     return made
 
 
+#: The one value type of a document all of whose values are text.
+_TEXT = frozenset((str,))
+
+
 def _all_text(doc: Mapping[str, Any]) -> bool:
-    return all(type(v) is str for v in doc.values())
+    # Every value is exactly a str (True for none): the types collected in C, a third
+    # faster than a generator over the values (issue 21 §3).
+    return {*map(type, doc.values())} <= _TEXT
 
 
 def _split(doc: Mapping[str, Any], names: frozenset[str],

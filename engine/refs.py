@@ -60,6 +60,24 @@ class WorkItemRef:
         return cls(match["owner"], match["repo"], int(match["number"]))
 
     @classmethod
+    def parse_stored(cls, text: str, owner: object, repo: object, number: object
+                     ) -> WorkItemRef:
+        """:meth:`parse` of a stored key ``text`` whose row also holds the ref's parts
+        (the ``items`` table: ``item, owner, repo, number``): the same ref, built from the
+        parts when ``text`` is of the form and is exactly what they spell, a third of the
+        time (``check --all`` reads every item, issue 21 §3); parsed otherwise.
+
+        Raises:
+            WorkItemRefError: as :meth:`parse`.
+        """
+        if (type(owner) is str and type(repo) is str and type(number) is int
+                and _REF.match(text) is not None):
+            ref = cls(owner, repo, number)
+            if str(ref) == text:
+                return ref
+        return cls.parse(text)
+
+    @classmethod
     def parse_any(cls, text: str) -> WorkItemRef:
         """Parse ``owner/repo#N`` or the URL of an issue or pull request on github.com
         (``https://github.com/owner/repo/issues/N``, a trailing ``#…``/``?…`` ignored): what

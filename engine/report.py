@@ -29,9 +29,15 @@ from engine.graph.model import Graph, Node
 from engine.outcomes import CHANGES_REQUESTED, SKIPPED, STALE
 from engine.records import Skip
 from engine.reviewers import summary_lines
-from engine.runtime import ESCALATED_NODE, NOT_SELECTED, declared_skips, is_selected
+from engine.runtime import (
+    ESCALATED_NODE,
+    NOT_SELECTED,
+    NOT_SELECTED_SKIP,
+    declared_skips,
+    is_selected,
+)
 from engine.state import STATE_VERSION, ItemState, ItemStatus
-from engine.visits import Visit, visits_to_json
+from engine.visits import Visit
 
 __all__ = [
     "NOT_SELECTED_LINE",
@@ -85,9 +91,15 @@ class _Line(NamedTuple):
     satisfied: bool = False
 
 
+#: The lines that never vary, made once (a line is an immutable tuple).
+_NOT_SELECTED = _Line("not selected", NOT_SELECTED_LINE, True)
+_CURRENT = _Line("current")
+_NOT_REACHED = _Line("not reached")
+
+
 def _skip_line(skip: Skip) -> _Line:
     if skip.via == NOT_SELECTED:
-        return _Line("not selected", NOT_SELECTED_LINE, True)
+        return _NOT_SELECTED
     return _Line("skipped", skip_provenance(skip), True)
 
 
@@ -121,7 +133,7 @@ class _Reader:
         if node.id == state.current_node:
             return self._current(node)
         if node.opt_in and not is_selected(self.graph, state, node.id):
-            return _Line("not selected", NOT_SELECTED_LINE, True)
+            return _NOT_SELECTED
         record = state.nodes.get(node.id)
         skip = self.declared.get(node.id)
         if self.recompute and skip is not None:
@@ -140,7 +152,7 @@ class _Reader:
             return _Line("forced past", "moved past by force: never passed")
         if skip is not None:
             return _skip_line(skip)  # planned: the walk will route around it
-        return _Line("not reached")
+        return _NOT_REACHED
 
     def _current(self, node: Node) -> _Line:
         state = self.state
@@ -156,7 +168,7 @@ class _Reader:
             return _Line("blocked", reason)
         if state.status == ItemStatus.PARKED:
             return _Line("waiting", reason)
-        return _Line("current")
+        return _CURRENT
 
 
 def _invalid_skips(graph: Graph, state: ItemState) -> list[dict[str, Any]]:
@@ -279,6 +291,14 @@ def document_view(state: ItemState) -> dict[str, Any]:
     ``decisions`` is each node's CURRENT visit's decision (the key's meaning is kept so
     consumers do not break); ``visits`` holds every visit (issue 19 §2).
     """
+    # visits_to_json and current_decisions in one pass: each node's current decision is
+    # the one dict its last visit's document holds (the same JSON, made once).
+    visits: dict[str, list[dict[str, Any]]] = {}
+    decisions: dict[str, dict[str, Any]] = {}
+    for node, seq in state.visits.items():
+        docs = visits[node] = [v.to_json() for v in seq]
+        if seq and seq[-1].decision is not None:
+            decisions[node] = docs[-1]["decision"]
     return {
         "version": STATE_VERSION,
         "workItem": str(state.ref),
@@ -286,8 +306,8 @@ def document_view(state: ItemState) -> dict[str, Any]:
         "status": state.status,
         "startedAt": state.started_at,
         "nodes": {k: v.to_mapping() for k, v in state.nodes.items()},
-        "decisions": state.current_decisions(),
-        "visits": visits_to_json(state.visits),
+        "decisions": decisions,
+        "visits": visits,
         "forced": [m.to_json() for m in state.forced],
         "parked": state.parked.to_json(),
         "completions": {k: v.to_json() for k, v in state.completions.items()},
@@ -296,6 +316,20 @@ def document_view(state: ItemState) -> dict[str, Any]:
         "surface": state.surface,
         "loop": state.loop,
     }
+
+
+#: The report's view of :data:`~engine.runtime.NOT_SELECTED_SKIP` (every unticked opt-in
+#: node of every item has it): made once, copied per report.
+_NOT_SELECTED_VIEW = {**NOT_SELECTED_SKIP.to_json(),
+                      "provenance": skip_provenance(NOT_SELECTED_SKIP)}
+
+
+def _skip_view(skip: Skip) -> dict[str, Any]:
+    """A trusted skip's entry under the report's ``skips``: its document plus its
+    ``provenance`` line."""
+    if skip is NOT_SELECTED_SKIP:
+        return _NOT_SELECTED_VIEW.copy()
+    return {**skip.to_json(), "provenance": skip_provenance(skip)}
 
 
 def effect_lines(rows: Sequence[EffectRow]) -> list[dict[str, Any]]:
@@ -356,15 +390,17 @@ def compact_line(line: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _node_lines(graph: Graph, state: ItemState, reader: _Reader, compact: bool = False
-                ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def _node_lines(graph: Graph, state: ItemState, reader: _Reader, compact: bool = False,
+                shared: bool = False) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The report's ``nodes`` and ``unmet``. A node never entered, not current, without a
     declared skip and not opt-in reads "not reached" (the reader's last line): its line is
-    copied from the graph's blank ones; the reader decides only the others (a few per
-    item, where a graph has dozens of nodes). ``compact``: each line as
-    :func:`compact_line` makes it."""
+    copied from the graph's blank ones (``shared``: is the graph's blank one, the same
+    dict for every item); the reader decides only the others (a few per item, where a
+    graph has dozens of nodes). ``compact``: each line as :func:`compact_line` makes
+    it."""
     blank = _blank(graph)
-    nodes = list(map(dict.copy, blank.compact if compact else blank.lines))  # no Python loop
+    lines = blank.compact if compact else blank.lines
+    nodes = list(lines) if shared else list(map(dict.copy, lines))  # no Python loop
     unmet = list(blank.unmet)
     index = blank.position
     ordered = graph.ordered()
@@ -384,11 +420,14 @@ def _node_lines(graph: Graph, state: ItemState, reader: _Reader, compact: bool =
             nodes[i] = compact_line(nodes[i])
         unmet[i] = (None if node.terminal or line.satisfied
                     else {"node": node.id, "status": line.status})
+    if shared:
+        return nodes, [*filter(None, unmet)]  # the entries are never empty: None goes
     return nodes, [u if i in asked else u.copy() for i, u in enumerate(unmet) if u is not None]
 
 
 def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
-                 effects: Sequence[EffectRow] = (), compact: bool = False) -> dict[str, Any]:
+                 effects: Sequence[EffectRow] = (), compact: bool = False,
+                 shared: bool = False) -> dict[str, Any]:
     """The ``check`` report of one item.
 
     Args:
@@ -401,6 +440,10 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
         compact: each ``nodes`` line leaves out the keys holding their defaults
             (:func:`compact_line`; ``check --compact``, issue 21 §3): for JSON only, as
             :func:`render_table` reads every key.
+        shared: the ``nodes`` and ``unmet`` entries of nodes the item never reached are
+            the graph's own dicts, the same objects in every report of the graph, not
+            copies (``check``, which only prints its reports; issue 21 §3: the copies
+            were a tenth of building a report): never change such a report.
 
     Returns:
         ``{workItem, loop, currentNode, status, ok, recompute, unmet, nodes, decisions,
@@ -415,11 +458,11 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
         the state's containers (see :func:`document_view`): treat it as read-only.
     """
     reader = _Reader(graph, state, recompute)
-    nodes, unmet = _node_lines(graph, state, reader, compact)
+    nodes, unmet = _node_lines(graph, state, reader, compact, shared)
     status = state.status if state.current_node else NOT_STARTED
     document = document_view(state)
     return {
-        "workItem": str(state.ref),
+        "workItem": document["workItem"],
         "loop": state.loop or graph.name,
         "currentNode": state.current_node,
         "status": status,
@@ -430,8 +473,7 @@ def build_report(graph: Graph, state: ItemState, *, recompute: bool = False,
         "decisions": document["decisions"],
         "parked": document["parked"],
         "forced": document["forced"],
-        "skips": {k: {**v.to_json(), "provenance": skip_provenance(v)}
-                  for k, v in reader.declared.items()},
+        "skips": {k: _skip_view(v) for k, v in reader.declared.items()},
         "optIns": {k: v.to_json() for k, v in state.opt_ins.items()
                    if is_selected(graph, state, k)},
         "invalidSkips": _invalid_skips(graph, state),

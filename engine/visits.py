@@ -28,6 +28,8 @@ from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import Any, TypeVar
 
+from engine import fastjson
+
 __all__ = [
     "VisitDecision",
     "Visit",
@@ -35,6 +37,7 @@ __all__ = [
     "visits_to_json",
     "visits_from_json",
     "visits_from_document",
+    "visits_from_rows",
     "legacy_visits",
 ]
 
@@ -80,7 +83,7 @@ class VisitDecision:
         Raises:
             TypeError: ``doc`` is not a mapping.
         """
-        if not isinstance(doc, Mapping):
+        if type(doc) is not dict and not isinstance(doc, Mapping):  # a dict: no ABC check
             raise TypeError(f"a decision record must be a mapping, not {type(doc).__name__}")
         via = doc.get("via")
         return _built(cls, {
@@ -97,7 +100,12 @@ class VisitDecision:
     def to_json(self) -> dict[str, Any]:
         """The record exactly as the gate wrote it: a fresh top-level dict (nested values
         shared, see :attr:`document`)."""
-        return dict(self.document)
+        doc = self.document
+        if type(doc) is MappingProxyType:  # what from_json makes: the copy in C, a tenth
+            made = doc.copy()              # of dict(proxy)'s time (issue 21 §3)
+            if type(made) is dict:
+                return made
+        return dict(doc)
 
 
 def _int(value: Any) -> int:
@@ -214,7 +222,7 @@ class Visit:
         Raises:
             TypeError: ``doc`` (or its ``decision``) is not a mapping.
         """
-        if not isinstance(doc, Mapping):
+        if type(doc) is not dict and not isinstance(doc, Mapping):  # a dict: no ABC check
             raise TypeError(f"a visit must be a mapping, not {type(doc).__name__}")
         decision = doc.get("decision")
         return _built(cls, {
@@ -242,6 +250,19 @@ def visits_to_json(visits: Mapping[str, Iterable[Visit]]) -> dict[str, list[dict
 def visits_from_json(doc: Mapping[str, Any]) -> Visits:
     """Parse the stored ``visits`` shape (:func:`visits_to_json`)."""
     return {str(node): tuple(Visit.from_json(v) for v in seq or ()) for node, seq in doc.items()}
+
+
+def visits_from_rows(rows: Iterable[tuple[Any, str | bytes]]) -> Visits:
+    """:func:`visits_from_json` of ``{node: JSON text}`` rows (the SQL stores' ``visits``
+    table: ``(node, data)``, ``data`` a node's list of visits as JSON text), parsed
+    straight into the visits without the intermediate document (``check --all`` reads
+    every item's, issue 21 §3).
+
+    Raises:
+        ValueError: ``data`` is not JSON; TypeError: a visit is not a mapping.
+    """
+    return {str(node): tuple(map(Visit.from_json, fastjson.loads(data) or ()))
+            for node, data in rows}
 
 
 def visits_from_document(doc: Mapping[str, Any]) -> Visits:

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from sqlite_utils import Database, Migrations
 
-__all__ = ["MIGRATIONS", "MIGRATION_SET"]
+from engine.store.schema import MIGRATION_NAMES, MIGRATION_SET
 
-MIGRATION_SET = "loopgate-engine"
+__all__ = ["MIGRATIONS", "MIGRATION_SET", "MIGRATION_NAMES"]
+
 MIGRATIONS = Migrations(MIGRATION_SET)
 
 # Child tables keyed by (item, node) holding one JSON entry; ``ord`` keeps insertion order.

@@ -17,7 +17,7 @@ from engine.records import Completion, ForcedMove, OptIn, Parked, Skip
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
-from engine.visits import visits_from_document, visits_to_json
+from engine.visits import visits_from_document, visits_from_rows, visits_to_json
 
 __all__ = [
     "ENTRY_TABLES", "CHILD_TABLES", "ITEM_COLUMNS", "Query", "read_state", "write_statements",
@@ -122,9 +122,9 @@ def event_counts(query: Query, kinds: Sequence[str],
 # -- row <-> state -----------------------------------------------------------------------
 def state_from_row(row: tuple[Any, ...]) -> ItemState:
     """An :class:`ItemState` (no child rows yet) from an ``items`` row (ITEM_COLUMNS order)."""
-    item, _o, _r, _n, loop, current, status, parked, surface, started, revision, _u = row
+    item, owner, repo, number, loop, current, status, parked, surface, started, revision, _u = row
     state = ItemState(
-        ref=WorkItemRef.parse(item),
+        ref=WorkItemRef.parse_stored(item, owner, repo, number),
         loop=loop or "",
         current_node=current or "",
         status=status or "running",
@@ -178,7 +178,7 @@ def _visits(state: ItemState, visit_rows: list[tuple[Any, ...]],
     were kept (none), rebuilt from its ``decisions`` rows and node records — through the
     one deserialiser, :func:`engine.visits.visits_from_document`."""
     if visit_rows:
-        return visits_from_document({"visits": {n: fastjson.loads(d) for n, d in visit_rows}})
+        return visits_from_rows(visit_rows)
     return visits_from_document({
         "nodes": {k: v.to_mapping() for k, v in state.nodes.items()},
         "decisions": {n: fastjson.loads(d) for n, d in decision_rows},
@@ -237,17 +237,24 @@ def _text(entry: Any, key: str) -> str:
 
 # -- load_all: one ordered query per table, merged item by item --------------------------
 class _Rows:
-    """Ordered rows taken in runs sharing their first column (the item)."""
+    """Ordered rows taken in runs sharing their first column (the item). ``head`` is the
+    next row not taken (None once every row is): a table without rows costs no call."""
 
     def __init__(self, rows: Iterable[tuple[Any, ...]]) -> None:
         self._rows = iter(rows)
-        self._head = next(self._rows, None)
+        self.head: tuple[Any, ...] | None = next(self._rows, None)
 
     def take(self, item: str) -> list[tuple[Any, ...]]:
+        """The rows of ``item`` (the next run), each less its first column."""
+        head = self.head
+        if head is None or head[0] != item:
+            return []
         run = []
-        while self._head is not None and self._head[0] == item:
-            run.append(tuple(self._head[1:]))
-            self._head = next(self._rows, None)
+        rows = self._rows
+        while head is not None and head[0] == item:
+            run.append(head[1:])
+            head = next(rows, None)
+        self.head = head
         return run
 
 
@@ -268,20 +275,27 @@ def stream_states(query: Query) -> Iterator[ItemState]:
     records = _ordered(query, "node_records",
                        "c.node, c.attempts, c.outcome, c.entered_at, c.exited_at, "
                        "c.last_block, c.forced")
-    entries = {attr: (_ordered(query, table, "c.node, c.data"), _ENTRY_TYPES[table])
-               for table, attr in ENTRY_TABLES}
+    entries = [(attr, _ordered(query, table, "c.node, c.data"), _ENTRY_TYPES[table])
+               for table, attr in ENTRY_TABLES]
     visits = _ordered(query, "visits", "c.node, c.data")
     decisions = _ordered(query, "decisions", "c.node, c.data")
     forced = _ordered(query, "forced_moves", "c.data")
+    # Most items have no rows in most child tables: a table whose rows are all taken is
+    # passed over without a call (check --all reads every item, issue 21 §3).
     for row in items:
         state = state_from_row(tuple(row))
         item = row[0]
-        for node, *rest in records.take(item):
-            state.nodes[node] = record_from_row(tuple(rest))
-        for attr, (rows, typed) in entries.items():
-            target = getattr(state, attr)
-            for node, data in rows.take(item):
-                target[node] = typed(fastjson.loads(data))
-        state.visits = _visits(state, visits.take(item), decisions.take(item))
-        state.forced = [ForcedMove.from_json(fastjson.loads(d)) for (d,) in forced.take(item)]
+        nodes = state.nodes
+        for record in records.take(item):
+            nodes[record[0]] = record_from_row(record[1:])
+        for attr, rows, typed in entries:
+            if rows.head is not None:
+                target = getattr(state, attr)
+                for node, data in rows.take(item):
+                    target[node] = typed(fastjson.loads(data))
+        state.visits = _visits(state, visits.take(item),
+                               decisions.take(item) if decisions.head is not None else [])
+        if forced.head is not None:
+            state.forced = [ForcedMove.from_json(fastjson.loads(d))
+                            for (d,) in forced.take(item)]
         yield state

@@ -24,16 +24,13 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
-
-from sqlite_utils import Database
+from typing import TYPE_CHECKING, Any
 
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
 from engine.state import ItemState
 from engine.store.base import StoreCapabilities
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
-from engine.store.migrations import MIGRATIONS
 from engine.store.rows import (
     KV_DELETE,
     KV_GET,
@@ -50,7 +47,11 @@ from engine.store.rows import (
     stream_states,
     write_statements,
 )
+from engine.store.schema import up_to_date
 from engine.store.sqlite_effects import SqliteEffectQueue, finish_rows, insert_rows
+
+if TYPE_CHECKING:  # imported when first written through: a reader never loads it
+    from sqlite_utils import Database
 
 __all__ = ["SqliteStore"]
 
@@ -67,6 +68,7 @@ class _Local(threading.local):
     """Per-thread connection bookkeeping."""
 
     pid: int = 0
+    conn: sqlite3.Connection | None = None
     db: Database | None = None
     open_refs: set[WorkItemRef]
 
@@ -127,7 +129,7 @@ class SqliteStore:
             raise StoreError(f"cannot open {self.path}: {exc} (is it a loopgate "
                              "database?)") from None
         #: The outbox of effects (:class:`~engine.store.effect_queue.EffectQueue`).
-        self.effects = SqliteEffectQueue(lambda: self.db().conn, self.writing)
+        self.effects = SqliteEffectQueue(self._conn, self.writing)
 
     # -- connections -------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -146,22 +148,35 @@ class SqliteStore:
         conn.execute("PRAGMA synchronous = NORMAL")
         return conn
 
-    def db(self) -> Database:
-        """The current thread's ``sqlite_utils.Database``.
-
-        Inside a transaction this is the transaction's connection, so writes made through
-        it (the local tracker, kv) join that transaction.
-        """
+    def _conn(self) -> sqlite3.Connection:
+        """The current thread's connection (what :meth:`db` wraps): the read paths use it
+        directly, so a process that only reads never imports sqlite-utils (0.06 s of
+        ``check``'s start, issue 21 §3)."""
         local = self._local
         pid = os.getpid()
-        if local.db is None or local.pid != pid:
+        if local.conn is None or local.pid != pid:
             # A connection inherited through fork belongs to the parent: leave it alone.
             conn = self._connect()
-            local.db = Database(conn, execute_plugins=False)
+            local.conn = conn
+            local.db = None
             local.pid = pid
             local.open_refs = set()
             with self._conns_lock:
                 self._conns.append((pid, conn))
+        return local.conn
+
+    def db(self) -> Database:
+        """The current thread's ``sqlite_utils.Database`` (over :meth:`_conn`'s connection).
+
+        Inside a transaction this is the transaction's connection, so writes made through
+        it (the local tracker, kv) join that transaction.
+        """
+        conn = self._conn()
+        local = self._local
+        if local.db is None:
+            from sqlite_utils import Database
+
+            local.db = Database(conn, execute_plugins=False)
         return local.db
 
     def close(self) -> None:
@@ -178,8 +193,12 @@ class SqliteStore:
         self._local = _Local()
 
     def _migrate(self) -> None:
-        conn = self.db().conn
+        conn = self._conn()
         self._retry_locked(lambda: conn.execute("PRAGMA journal_mode = WAL"))
+        if up_to_date(conn):  # every migration applied and committed: nothing to take
+            return
+        from engine.store.migrations import MIGRATIONS
+
         with self.writing() as db:  # under the write lock: concurrent openers migrate once
             MIGRATIONS.apply(db)
 
@@ -244,7 +263,7 @@ class SqliteStore:
             StoreError: the lock could not be taken, or a transaction on the same item is
                 already open in this thread.
         """
-        self.db()  # binds this thread's (and process's) connection and bookkeeping
+        self._conn()  # binds this thread's (and process's) connection and bookkeeping
         local = self._local
         if ref in local.open_refs:
             raise StoreError(f"a transaction on {ref} is already open in this thread")
@@ -261,11 +280,11 @@ class SqliteStore:
 
     def load(self, ref: WorkItemRef) -> ItemState | None:
         """A copy of the item's committed state, or None."""
-        return read_state(_query(self.db().conn), ref)
+        return read_state(_query(self._conn()), ref)
 
     def refs(self) -> list[WorkItemRef]:
         """Every stored work item, sorted."""
-        rows = self.db().conn.execute(SELECT_REFS)
+        rows = self._conn().execute(SELECT_REFS)
         return [WorkItemRef(o, r, n) for o, r, n in rows]
 
     def load_all(self) -> Iterator[ItemState]:
@@ -284,31 +303,31 @@ class SqliteStore:
 
     def events(self, ref: WorkItemRef) -> list[dict[str, Any]]:
         """The item's event log, oldest first: ``[{seq, at, kind, data}]``."""
-        rows = self.db().conn.execute(SELECT_EVENTS, (str(ref),))
+        rows = self._conn().execute(SELECT_EVENTS, (str(ref),))
         return [{"seq": s, "at": a, "kind": k, "data": json.loads(d)} for s, a, k, d in rows]
 
     # -- what /metrics reads (DatabaseStore) ---------------------------------------------
     def item_counts(self) -> list[tuple[str, str, int]]:
         """``(current node, status, count)`` of the work items, sorted."""
-        return item_counts(_query(self.db().conn))
+        return item_counts(_query(self._conn()))
 
     def open_waits(self) -> list[tuple[str, str]]:
         """``(node, entered_at)`` of every item neither complete nor escalated."""
-        return open_waits(_query(self.db().conn))
+        return open_waits(_query(self._conn()))
 
     def event_counts(self, kinds: Sequence[str]) -> dict[tuple[str, str], int]:
         """``{(kind, node): count}`` of the logged events of ``kinds``."""
-        return event_counts(_query(self.db().conn), kinds, "json_extract(data, '$.node')")
+        return event_counts(_query(self._conn()), kinds, "json_extract(data, '$.node')")
 
     # -- what serve's self-audit reads (DatabaseStore) -----------------------------------
     def active_items(self) -> list[WorkItemRef]:
         """The work items still walking (``running`` or ``parked``), sorted."""
-        return active_items(_query(self.db().conn))
+        return active_items(_query(self._conn()))
 
     # -- kv (bridges) ------------------------------------------------------------------
     def kv_get(self, namespace: str, key: str, default: Any = None) -> Any:
         """The JSON value stored under ``(namespace, key)``, or ``default``."""
-        row = self.db().conn.execute(KV_GET, (namespace, key)).fetchone()
+        row = self._conn().execute(KV_GET, (namespace, key)).fetchone()
         return default if row is None else json.loads(row[0])
 
     def kv_set(self, namespace: str, key: str, value: Any) -> None:
@@ -324,7 +343,7 @@ class SqliteStore:
 
     def kv_items(self, namespace: str) -> dict[str, Any]:
         """Every ``key -> value`` of ``namespace``, sorted by key."""
-        rows = self.db().conn.execute(KV_ITEMS, (namespace,))
+        rows = self._conn().execute(KV_ITEMS, (namespace,))
         return {k: json.loads(v) for k, v in rows}
 
 

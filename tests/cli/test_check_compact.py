@@ -90,6 +90,24 @@ def test_the_streamed_bytes_are_each_items_json_on_varied_states(home: Path) -> 
                                                   separators=(",", ":")), (ref, extra)
 
 
+def test_the_stream_is_the_same_bytes_whatever_its_chunk(home: Path,  # noqa: F811
+                                                         monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    # check --all gathers its lines and writes them every _CHUNK bytes (issue 21 §3: a
+    # write per item was a system call per item): a chunk smaller than one line (a write
+    # per item) and one larger than the whole output (one write) give the same bytes.
+    from bot.cli import item_cmd
+
+    _walked(home)
+    outputs = []
+    for chunk in (1, 1 << 30):
+        monkeypatch.setattr(item_cmd, "_CHUNK", chunk)
+        outputs.append(run(home, "check", "--all", "--format", "json").output)
+    assert outputs[0] == outputs[1]
+    assert [doc["workItem"] for doc in json.loads(outputs[0])] == [
+        f"acme/widgets#{n}" for n in (1, 2, 3, 4, 5)]
+
+
 def test_compact_leaves_decisions_out_of_a_selected_item(home: Path) -> None:  # noqa: F811
     # The phase selection's decision carries the frozen graph: the full form has it under
     # `decisions` and under `visits`; the compact form only under `visits` (issue 21 §3).

@@ -122,3 +122,25 @@ def test_the_rule_reads_back() -> None:
     assert rule.agent_approvals == 2
     assert ApprovalRule.from_json(rule.to_json()) == rule
 
+
+
+def test_claimed_agent_nodes_are_named_in_graph_order_however_visits_are_ordered() -> None:
+    # walk_signals looks the item's few visited nodes up among the agent nodes (issue 21
+    # §3: not every agent node per item); the claim still names them in graph order, with
+    # few visits and with as many visits as there are agent nodes.
+    from engine.dispatch import _roles, walk_signals
+    from engine.visits import Visit
+
+    graph = shipped_graph()
+    agents = _roles(graph).agents
+    assert len(agents) > 3
+    passed = (Visit(1, "t", "t", "pass"),)
+    forced = (Visit(1, "t", "t", "pass", forced=True),)
+    few = ItemState(ref=REF)
+    few.visits = {agents[2]: passed, "phase-selection": passed, agents[0]: passed,
+                  agents[1]: forced}
+    assert walk_signals(graph, few) == [f"an agent claimed {agents[0]}, {agents[2]} complete"]
+    many = ItemState(ref=REF)
+    many.visits = {node: passed for node in reversed(agents)}
+    assert walk_signals(graph, many) == [f"an agent claimed {', '.join(agents)} complete"]
+    assert walk_signals(graph, ItemState(ref=REF)) == []

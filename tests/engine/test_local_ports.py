@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from engine.errors import WorkItemRefError
 from engine.local.checkout import CheckoutArtifactStore
 from engine.local.sqlite_tracker import LocalTracker
 from engine.ports import ArtifactStore, Tracker
@@ -178,6 +179,30 @@ def test_one_issue_is_one_work_item_however_its_repository_is_spelled() -> None:
 
     assert WorkItemRef.parse("ACME/Widgets#7") == WorkItemRef("acme", "widgets", 7)
     assert str(WorkItemRef("Codertocat", "Hello-World", 1)) == "codertocat/hello-world#1"
+
+
+@pytest.mark.parametrize(("text", "owner", "repo", "number"), [
+    ("acme/widgets#7", "acme", "widgets", 7),  # the parts spell the key: built from them
+    ("ACME/Widgets#7", "acme", "widgets", 7),  # a key spelled otherwise: parsed
+    ("acme/widgets#7", "acme", "widgets", 8),  # parts that disagree: the key wins
+    ("acme/widgets#7", None, None, None),      # parts missing (NULL columns)
+])
+def test_a_stored_key_reads_as_parse_reads_it(text: str, owner: object, repo: object,
+                                              number: object) -> None:
+    # issue 21 §3: check --all builds the ref from the items row's columns when they
+    # spell its key; the ref is always the one parse makes of the key.
+    made = WorkItemRef.parse_stored(text, owner, repo, number)
+    assert made == WorkItemRef.parse(text) == WorkItemRef("acme", "widgets", 7)
+
+
+@pytest.mark.parametrize(("text", "owner", "repo", "number"), [
+    ("acme/widgets#0", "acme", "widgets", 0),       # parse refuses a number 0
+    ("ac me/widgets#7", "ac me", "widgets", 7),     # and a name with a space
+])
+def test_a_stored_key_parse_refuses_is_refused(text: str, owner: object, repo: object,
+                                               number: object) -> None:
+    with pytest.raises(WorkItemRefError, match="expected owner/repo#N"):
+        WorkItemRef.parse_stored(text, owner, repo, number)
 
 
 def test_each_tracker_declares_what_it_offers_beyond_the_port(tracker: LocalTracker) -> None:

@@ -126,3 +126,30 @@ def test_compact_lines_are_the_full_lines_less_their_defaults(recompute: bool) -
     small["nodes"][-1]["status"] = "changed by a caller"
     assert report.build_report(GRAPH, STATES[0], compact=True)["nodes"][-1]["status"] != (
         "changed by a caller")
+
+
+@pytest.mark.parametrize(("recompute", "compact"), [(False, False), (True, False),
+                                                    (False, True), (True, True)])
+def test_shared_reports_equal_the_copied_ones(recompute: bool, compact: bool) -> None:
+    # check's reports share the graph's never-reached lines (issue 21 §3): the same values,
+    # keys in the same order, and the graph's own dicts for the lines it did not decide.
+    shared_lines = 0
+    blank = report._blank(GRAPH)
+    for state in STATES:
+        copied = report.build_report(GRAPH, state, recompute=recompute, compact=compact)
+        shared = report.build_report(GRAPH, state, recompute=recompute, compact=compact,
+                                     shared=True)
+        assert shared == copied, state.ref
+        assert [list(n) for n in shared["nodes"]] == [list(n) for n in copied["nodes"]]
+        pool = blank.compact if compact else blank.lines
+        shared_lines += sum(1 for n in shared["nodes"] if any(n is b for b in pool))
+    assert shared_lines > 1000
+
+
+def test_unshared_lines_stay_fresh_after_a_shared_report() -> None:
+    state = STATES[0]
+    report.build_report(GRAPH, state, shared=True)
+    first = report.build_report(GRAPH, state)
+    first["nodes"][-1]["status"] = "changed by a caller"
+    assert report.build_report(GRAPH, state, shared=True)["nodes"] == _slow(
+        GRAPH, state, False)[0]

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import subprocess
+import sys
 import threading
 from dataclasses import FrozenInstanceError
 from pathlib import Path
@@ -20,7 +22,8 @@ from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
 from engine.store.base import StoreCapabilities
 from engine.store.memory import MemoryStore
-from engine.store.migrations import MIGRATION_SET, MIGRATIONS
+from engine.store.migrations import MIGRATION_NAMES, MIGRATION_SET, MIGRATIONS
+from engine.store.schema import up_to_date
 from engine.store.sqlite import SqliteStore
 from engine.visits import Visit, VisitDecision
 from tests.engine.runtime_support import make_store
@@ -317,6 +320,49 @@ def test_sqlite_creates_the_directory_uses_wal_and_records_migrations(tmp_path: 
     assert MIGRATIONS.pending(again.db()) == []
     assert len(MIGRATIONS.applied(again.db())) == len(applied)
     again.close()
+
+
+def test_sqlite_schema_names_are_the_migrations_in_order(tmp_path: Path) -> None:
+    # engine.store.schema lists the migrations without sqlite-utils (a reader's open checks
+    # them with sqlite3 alone, issue 21 §3): the list is exactly what MIGRATIONS applies.
+    assert MIGRATION_NAMES == tuple(m.name for m in MIGRATIONS.pending(Database(memory=True)))
+    store = SqliteStore(tmp_path / "s.db")
+    assert up_to_date(store.db().conn) is True
+    store.db().conn.execute("DELETE FROM _sqlite_migrations WHERE name = ?",
+                            (MIGRATION_NAMES[-1],))
+    assert up_to_date(store.db().conn) is False
+    store.close()
+    assert up_to_date(sqlite3.connect(":memory:")) is False  # no table at all
+
+
+def test_sqlite_open_reapplies_a_missing_migration(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    SqliteStore(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE visits")
+    conn.execute("DELETE FROM _sqlite_migrations WHERE name = '0006_visits'")
+    conn.commit()
+    conn.close()
+    store = SqliteStore(path)  # not up to date: migrated under the write lock as before
+    assert "visits" in set(store.db().table_names())
+    assert [m.name for m in MIGRATIONS.applied(store.db())] == list(MIGRATION_NAMES)
+    store.close()
+
+
+def test_sqlite_reader_never_imports_sqlite_utils(tmp_path: Path) -> None:
+    # Opening a migrated database and reading every item uses sqlite3 alone (issue 21 §3:
+    # the import cost check 0.06 s before its first item); a fresh interpreter tells.
+    path = tmp_path / "s.db"
+    store = SqliteStore(path)
+    with store.transaction(REF) as tx:
+        tx.state = ItemState(ref=REF, loop="demo", current_node="a")
+    store.close()
+    code = ("import sys; from engine.store.sqlite import SqliteStore; "
+            f"s = SqliteStore({str(path)!r}); n = len(list(s.load_all())); "
+            "s.effects.rows(None); print(n, 'sqlite_utils' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=60, cwd=str(Path(__file__).parents[2]))
+    assert done.stdout.split() == ["1", "False"]
 
 
 def test_sqlite_has_the_issue_tables(tmp_path: Path) -> None:

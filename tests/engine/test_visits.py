@@ -200,5 +200,11 @@ def test_a_decision_record_is_frozen() -> None:
     with pytest.raises(TypeError):
         decision.document["by"] = "@mallory"  # type: ignore[index]
     assert decision.to_json() == {"by": "@a", "approvers": ["@a", "@b"]}
+    fresh = decision.to_json()  # a plain dict of its own: changing it changes no record
+    assert type(fresh) is dict and list(fresh) == ["by", "approvers"]
+    fresh["by"] = "@mallory"
+    assert decision.document["by"] == "@a" and decision.to_json()["by"] == "@a"
+    other = VisitDecision("@a", "", "", "", "", 0, "", {"by": "@a"})  # any Mapping
+    assert other.to_json() == {"by": "@a"} and other.to_json() is not other.document
     with pytest.raises(TypeError, match="must be a mapping"):
         Visit.from_json(["not", "a", "visit"])  # type: ignore[arg-type]
