@@ -10,6 +10,7 @@ graph does not have (``--node``/``--to``: one line with the nearest node, issue 
 from __future__ import annotations
 
 import json
+import select
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
@@ -444,12 +445,27 @@ def _json_line(document: dict[str, Any]) -> bytes:
 
 def _byte_writer(out: Any) -> Callable[[bytes | bytearray], Any]:
     """Write UTF-8 bytes to ``out``: its binary buffer when it has one (flushed text first),
-    else decoded (a text-only stream, e.g. under a test runner)."""
+    else decoded (a text-only stream, e.g. under a test runner).
+
+    Every byte is written: with ``PYTHONUNBUFFERED=1`` (the Dockerfile's) the binary
+    buffer is a raw ``FileIO``, whose ``write`` may take only part of a chunk (a pipe, a
+    filling disk) or none (``None``: a non-blocking pipe that is full), raising nothing."""
     buffer = getattr(out, "buffer", None)
     if buffer is None:
         return lambda data: out.write(data.decode("utf-8"))
     out.flush()
-    return buffer.write  # type: ignore[no-any-return]
+    write = buffer.write
+
+    def write_all(data: bytes | bytearray) -> None:
+        with memoryview(data) as view:
+            while view:
+                taken = write(view)
+                if taken is None:  # would block: wait until the stream takes more
+                    select.select([], [buffer], [])
+                    continue
+                view = view[taken:]
+
+    return write_all
 
 
 def _emit_table(reports: Iterable[dict[str, Any]], fail_on: str | None, *, color: bool,

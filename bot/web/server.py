@@ -39,13 +39,18 @@ logger = logging.getLogger(__name__)
 #: ``connection_limit`` (default 100), which 150 trickling sockets exceed. So: room for
 #: 1000 connections, ``poll()`` rather than ``select()`` (whose FD_SETSIZE stops at 1024
 #: descriptors), a silent connection closed after 30 s (checked every 10 s), and request
-#: headers capped at 64 KiB (a trickler cannot hold one open for days).
+#: headers capped at 64 KiB (a trickler cannot hold one open for days). A body is capped
+#: at GitHub's 25 MB too: waitress receives a whole body (spooled to a temporary file, up
+#: to its 1 GB default) before any app sees it, so only its own cap refuses an oversized
+#: declared length from the headers alone (413; it refuses a length equal to the setting,
+#: hence the one more byte: a body of exactly MAX_BODY_BYTES reaches the endpoint).
 HTTP_SETTINGS: dict[str, Any] = {
     "connection_limit": 1000,
     "asyncore_use_poll": True,
     "channel_timeout": 30,
     "cleanup_interval": 10,
     "max_request_header_size": 64 * 1024,
+    "max_request_body_size": MAX_BODY_BYTES + 1,
 }
 
 

@@ -15,7 +15,7 @@ import requests
 from flask import Flask
 
 from bridges.github.receiver import EnvironHeaders, WebhookEndpoint, webhook_blueprint
-from bridges.github.webhook import sign
+from bridges.github.webhook import MAX_BODY_BYTES, sign
 from tests.bridges.conftest import REPO, SECRET, GitHubWorld
 
 
@@ -147,3 +147,27 @@ def test_a_raw_http_request_without_a_length_is_answered(served: GitHubWorld) ->
         while chunk := conn.recv(4096):
             reply += chunk
     assert reply.startswith(b"HTTP/1.1 401 ")
+
+
+def test_serve_refuses_a_declared_oversized_body_before_receiving_it(
+        served: GitHubWorld) -> None:
+    """The 413 must come from the headers alone through serve's real server: waitress
+    otherwise takes the whole body (to a temporary file, up to its 1 GB default) before
+    the endpoint can refuse it unread."""
+    assert served.server is not None
+    host, port = served.server.url.removeprefix("http://").split(":")
+    declared = MAX_BODY_BYTES + 1
+    with socket.create_connection((host, int(port)), timeout=10) as conn:
+        conn.sendall(b"POST /github/webhook HTTP/1.1\r\nHost: x\r\n"
+                     b"Content-Length: " + str(declared).encode() + b"\r\n\r\n")
+        reply = conn.recv(4096)  # no body byte sent: only a refusal can answer
+    assert reply.startswith(b"HTTP/1.1 413 ")
+    assert served.dispatcher.inbox.backlog() == (0, "")
+
+
+def test_serve_takes_a_body_of_exactly_the_limit() -> None:
+    """The server's cap is the endpoint's: a body of MAX_BODY_BYTES is let through to it
+    (waitress refuses a length equal to its setting, so the setting is one more)."""
+    from bot.web.server import HTTP_SETTINGS
+
+    assert HTTP_SETTINGS["max_request_body_size"] == MAX_BODY_BYTES + 1

@@ -5,6 +5,7 @@ as item by item, and ``--compact`` leaves out only node-line keys holding their 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -119,3 +120,42 @@ def test_compact_leaves_decisions_out_of_a_selected_item(home: Path) -> None:  #
     assert small["visits"]["phase-selection"][-1]["decision"]["frozenGraph"] == frozen
     assert json.dumps(small).count('"frozenGraph"') == 1
     assert json.dumps(full).count('"frozenGraph"') == 2
+
+
+def test_the_stream_writes_every_byte_to_a_raw_stdout_that_takes_part_of_a_write() -> None:
+    # With PYTHONUNBUFFERED=1 (deploy/Dockerfile sets it) sys.stdout.buffer is a raw FileIO,
+    # whose write may take only part of what it is given (a pipe's 64 kB, a disk filling,
+    # a non-blocking pipe: None) and returns the count, raising nothing. check --all's 1 MB
+    # writes were cut short without a word: `check --all | head -c 50` exited 0 where main
+    # exited 1 (EPIPE), its output a 64 kB prefix.
+    from bot.cli import item_cmd
+
+    class RawPipe:
+        """A raw stream taking at most 1,000 bytes a call, and nothing every third."""
+
+        def __init__(self) -> None:
+            self.taken = bytearray()
+            self.calls = 0
+
+        def write(self, data: bytes | bytearray | memoryview) -> int | None:
+            self.calls += 1
+            if self.calls % 3 == 0:
+                return None  # would block
+            part = bytes(data[:1000])
+            self.taken += part
+            return len(part)
+
+        def fileno(self) -> int:
+            return sys.__stdout__.fileno()  # select() sees a writable descriptor
+
+    class Stdout:
+        def __init__(self) -> None:
+            self.buffer = RawPipe()
+
+        def flush(self) -> None:
+            pass
+
+    out = Stdout()
+    data = bytearray(b"".join(b"%06d," % i for i in range(5000)))  # 35,000 bytes
+    item_cmd._byte_writer(out)(data)
+    assert bytes(out.buffer.taken) == bytes(data)
