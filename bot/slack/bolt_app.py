@@ -41,6 +41,7 @@ from engine.errors import ConfigError
 
 if TYPE_CHECKING:  # types only: bot.services imports what it wires
     from bot.services import Services
+    from bridges.ingress.ack_first import AckFirst
 
 __all__ = [
     "SLACK_PATH",
@@ -250,7 +251,7 @@ def is_utf8(body: bytes) -> bool:
 
 def register_http_routes(
     flask_app: Any, services: Services, *, app: App | None = None, client: WebClient | None = None,
-    executor: Executor | None = None,
+    executor: Executor | None = None, acks: AckFirst | None = None,
 ) -> App:
     """Add ``POST /slack/events`` to ``flask_app``.
 
@@ -260,6 +261,8 @@ def register_http_routes(
         app: a Bolt app (default: :func:`build_app` in HTTP mode).
         client: passed to :func:`build_app` when ``app`` is None.
         executor: passed to :func:`build_app` when ``app`` is None.
+        acks: the dispatcher's acks-first count (``serve``): a request whose signature
+            holds is counted in until its response is closed (issue 21 §1).
 
     Returns:
         The Bolt app serving the route.
@@ -285,7 +288,16 @@ def register_http_routes(
             log.warning("slack request refused: the body is not UTF-8 (%d bytes)", len(raw))
             return Response('{"error":"body is not UTF-8"}', status=400,
                             mimetype="application/json")
-        return handler.handle(request)
+        if acks is None:
+            return handler.handle(request)
+        acks.enter()
+        try:
+            response = handler.handle(request)
+        except BaseException:
+            acks.leave()
+            raise
+        response.call_on_close(acks.leave)
+        return response
 
     flask_app.add_url_rule(SLACK_PATH, endpoint="slack_events", view_func=slack_events,
                            methods=["POST"])

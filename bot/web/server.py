@@ -64,7 +64,8 @@ def _slack_http_mode(services: Services) -> bool:
     return app_token(services.config) is None
 
 
-def _auto_slack_routes(app: Flask, services: Services, executor: Executor | None) -> None:
+def _auto_slack_routes(app: Flask, services: Services, executor: Executor | None,
+                       dispatcher: Dispatcher) -> None:
     try:
         from bot.slack import bolt_app as slack_app
     except ImportError:
@@ -75,7 +76,8 @@ def _auto_slack_routes(app: Flask, services: Services, executor: Executor | None
     if register is None:
         logger.warning("bot.slack.bolt_app has no register_http_routes; no /slack/events route")
         return
-    register(app, services, executor=executor)
+    # A signed Slack request is an ack: the dispatcher steps aside meanwhile (issue 21 §1).
+    register(app, services, executor=executor, acks=dispatcher.acks)
 
 
 def _router_config(services: Services) -> Any:
@@ -149,9 +151,7 @@ def build_wsgi_app(services: Services, dispatcher: Dispatcher, *, webhook_secret
     if callable(slack_routes):
         slack_routes(app, services)
     elif slack_routes is None and _slack_http_mode(services):
-        _auto_slack_routes(app, services, slack_executor)
-    # The dispatcher steps aside while an ack is answered (issue 21 §1).
-    app.wsgi_app = dispatcher.acks.wsgi(app.wsgi_app)  # type: ignore[method-assign,assignment]
+        _auto_slack_routes(app, services, slack_executor, dispatcher)
     return app
 
 

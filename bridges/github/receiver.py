@@ -121,19 +121,26 @@ class WebhookEndpoint:
             ``(HTTP status, JSON body)``: 401 bad signature, 400 bad delivery, 200
             ignored/duplicate/ping, 202 queued, 503 not stored.
         """
-        if self.secret:
-            try:
-                verify_signature(headers, body, self.secret)
-            except SignatureError as exc:
-                logger.warning("webhook refused delivery=%s: %s",
-                               header(headers, "X-GitHub-Delivery")[:MAX_DELIVERY_ID], exc)
-                return 401, {"error": "invalid signature"}
-        return _receive(self.dispatcher, self.router_config, headers, body,
-                        signed=bool(self.secret))
+        return self.refused(headers, body) or _receive(
+            self.dispatcher, self.router_config, headers, body, signed=bool(self.secret))
+
+    def refused(self, headers: HeaderItems, body: bytes) -> tuple[int, dict[str, Any]] | None:
+        """``(401, ...)`` when a secret is set and the signature does not hold, else None."""
+        if not self.secret:
+            return None
+        try:
+            verify_signature(headers, body, self.secret)
+        except SignatureError as exc:
+            logger.warning("webhook refused delivery=%s: %s",
+                           header(headers, "X-GitHub-Delivery")[:MAX_DELIVERY_ID], exc)
+            return 401, {"error": "invalid signature"}
+        return None
 
     def wsgi(self, app: WsgiApp) -> WsgiApp:
         """Wrap a WSGI app so ``POST`` :data:`WEBHOOK_PATH` is answered here; every other
-        request (a ``GET`` of the path too: Flask's 405) goes to ``app``.
+        request (a ``GET`` of the path too: Flask's 405) goes to ``app``. A request whose
+        signature holds is an ack in hand for the dispatcher's acks-first pause (from
+        the check until its response is closed); a refused one is not.
 
         Args:
             app: the WSGI app (``flask_app.wsgi_app``).
@@ -141,25 +148,40 @@ class WebhookEndpoint:
         Returns:
             The wrapped WSGI app.
         """
+        acks = self.dispatcher.acks
+
         def serve(environ: dict[str, Any], start_response: Callable[..., Any]
                   ) -> Iterable[bytes]:
             if environ.get("PATH_INFO") != WEBHOOK_PATH or environ.get("REQUEST_METHOD") != "POST":
                 return app(environ, start_response)
             length = _content_length(environ)
             if length is None or length > self.max_body:
-                code, doc = ((400, {"error": "the Content-Length is not a number"})
-                             if length is None
-                             else (413, {"error": "the body is larger than GitHub sends"}))
-            else:
-                code, doc = self.answer(EnvironHeaders(environ),
-                                        environ["wsgi.input"].read(length))
-            payload = _json_body(doc)
-            start_response(f"{code} {HTTPStatus(code).phrase}",
-                           [("Content-Type", "application/json"),
-                            ("Content-Length", str(len(payload)))])
-            return [payload]
+                return _respond(start_response, *(
+                    (400, {"error": "the Content-Length is not a number"}) if length is None
+                    else (413, {"error": "the body is larger than GitHub sends"})))
+            headers = EnvironHeaders(environ)
+            body = environ["wsgi.input"].read(length)
+            refused = self.refused(headers, body)
+            if refused is not None:
+                return _respond(start_response, *refused)
+            acks.enter()
+            try:
+                answer = _receive(self.dispatcher, self.router_config, headers, body,
+                                  signed=bool(self.secret))
+                return acks.leave_on_close(_respond(start_response, *answer))
+            except BaseException:
+                acks.leave()
+                raise
 
         return serve
+
+
+def _respond(start_response: Callable[..., Any], code: int, doc: Mapping[str, Any]
+             ) -> list[bytes]:
+    payload = _json_body(doc)
+    start_response(f"{code} {HTTPStatus(code).phrase}",
+                   [("Content-Type", "application/json"), ("Content-Length", str(len(payload)))])
+    return [payload]
 
 
 def webhook_blueprint(dispatcher: Dispatcher, router_config: RouterConfig, *,

@@ -7,8 +7,12 @@ waited, once per hand-over, behind the dispatcher and the effects worker decidin
 carrying out the deliveries it had just acknowledged: ack p99 117–504 ms where a WSGI app
 doing nothing measured 22 ms on the same machine (docs/benchmarks.md).
 
-:class:`AckFirst` counts the acking requests in hand (:meth:`AckFirst.receiving`, or the
-WSGI wrapper :meth:`AckFirst.wsgi`); the dispatcher calls :meth:`AckFirst.pause` before
+:class:`AckFirst` counts the acking requests in hand: a GitHub webhook or a Slack request
+whose signature holds is counted in (:meth:`AckFirst.enter`) until the server closed its
+response (:meth:`AckFirst.leave_on_close`). Only signed requests count: anyone can send
+unsigned POSTs, and a stream of them counted as acks would hold the background to four
+items a second (found in review: 200 unsigned POSTs a second delayed five real deliveries
+from 0.05 to 1.27 s). The dispatcher calls :meth:`AckFirst.pause` before
 each delivery it takes and the effects worker before each row, so neither starts work
 while an ack is being answered. Between two requests of a burst none is in hand for a
 moment, so a pause ends only once none has been in hand for :data:`QUIET_S` (the burst
@@ -41,7 +45,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["AckFirst", "PAUSE_S", "QUIET_S", "ACK_PATHS", "SWITCH_INTERVAL_S",
+__all__ = ["AckFirst", "PAUSE_S", "QUIET_S", "SWITCH_INTERVAL_S", "WsgiApp",
            "shorter_switch_interval"]
 
 #: The longest one pause waits for the acks in hand to end (seconds): long enough to
@@ -52,9 +56,6 @@ PAUSE_S = 0.25
 #: gap between two requests of a burst, short enough that a lone ack delays the next
 #: decision unnoticeably.
 QUIET_S = 0.02
-
-#: Requests answered as acks: GitHub's webhook and Slack's events (both POST).
-ACK_PATHS = frozenset({"/github/webhook", "/slack/events"})
 
 #: CPython's thread switch interval in ``serve`` (seconds; CPython's default is 0.005): a
 #: thread woken by I/O (an ack's commit, its socket) waits at most this long for a thread
@@ -149,29 +150,17 @@ class AckFirst:
         one is in hand."""
         return (now if self._in_hand else self._last_leave) + self.quiet_s
 
-    def wsgi(self, app: WsgiApp, paths: frozenset[str] = ACK_PATHS) -> WsgiApp:
-        """Wrap a WSGI app so each POST to one of ``paths`` is counted in while the app
-        answers it (until its response body is closed).
+    def leave_on_close(self, body: Iterable[bytes]) -> Iterable[bytes]:
+        """The response body of an ack counted in with :meth:`enter`: :meth:`leave` runs
+        once, when the server closes it (after the last byte is written).
 
         Args:
-            app: the WSGI app (``flask_app.wsgi_app``).
-            paths: the request paths that are acks.
+            body: the WSGI response body.
 
         Returns:
-            The wrapped WSGI app.
+            The body, wrapped.
         """
-        def counted(environ: dict[str, Any], start_response: Callable[..., Any]
-                    ) -> Iterable[bytes]:
-            if environ.get("REQUEST_METHOD") != "POST" or environ.get("PATH_INFO") not in paths:
-                return app(environ, start_response)
-            self.enter()
-            try:
-                return _Closing(app(environ, start_response), self.leave)
-            except BaseException:
-                self.leave()
-                raise
-
-        return counted
+        return _Closing(body, self.leave)
 
 
 def shorter_switch_interval(seconds: float = SWITCH_INTERVAL_S) -> Callable[[], None]:

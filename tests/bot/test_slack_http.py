@@ -13,6 +13,7 @@ from flask import Flask
 
 from bot.slack.bolt_app import SLACK_PATH, is_utf8, register_http_routes, verify_request
 from bot.slack.slack_tables import load_thread
+from bridges.ingress.ack_first import AckFirst
 from tests.bot.conftest import (
     REF,
     SECRET,
@@ -185,3 +186,34 @@ def test_app_mention_answers_with_help_in_the_thread(world: SlackWorld, http: st
     [said] = world.fake.wait_for("chat.postMessage")
     assert said.args["thread_ts"] == "1595926230.009600"
     assert "/loop check owner/repo#N" in said.args["text"]
+
+
+class _CountedAcks(AckFirst):
+    """The dispatcher's acks-first count, recording how many requests were counted in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entered = 0
+
+    def enter(self) -> None:
+        self.entered += 1
+        super().enter()
+
+
+def test_only_a_signed_slack_request_is_an_ack_in_hand(world: SlackWorld) -> None:
+    """Counted as acks, unsigned POSTs (anyone can send them) would hold the dispatcher's
+    acks-first pause at its bound; a signed one is counted until its response closes."""
+    acks = _CountedAcks()
+    flask_app = Flask("loopgate-test")
+    register_http_routes(flask_app, world.services, app=world.app, acks=acks)
+    client = flask_app.test_client()
+    body = command_body(command_fields(world, "UALICE", "help"))
+    headers = {"Content-Type": "application/x-www-form-urlencoded"}
+    forged = client.post(SLACK_PATH, data=body, headers={
+        **headers, **sign(body, "not-the-secret")})
+    assert forged.status_code == 401 and acks.entered == 0
+    signed = client.post(SLACK_PATH, data=body, headers={**headers, **sign(body, SECRET)})
+    assert signed.status_code == 200
+    assert acks.entered == 1 and acks.in_hand == 1  # until the server closes the response
+    signed.close()
+    assert acks.in_hand == 0

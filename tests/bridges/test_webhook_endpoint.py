@@ -171,3 +171,38 @@ def test_serve_takes_a_body_of_exactly_the_limit() -> None:
     from bot.web.server import HTTP_SETTINGS
 
     assert HTTP_SETTINGS["max_request_body_size"] == MAX_BODY_BYTES + 1
+
+
+def _post_environ(headers: dict[str, str], body: bytes) -> dict[str, Any]:
+    environ: dict[str, Any] = {"REQUEST_METHOD": "POST", "PATH_INFO": "/github/webhook",
+                               "CONTENT_LENGTH": str(len(body)), "wsgi.input": io.BytesIO(body)}
+    for name, value in headers.items():
+        environ["HTTP_" + name.upper().replace("-", "_")] = value
+    return environ
+
+
+def test_only_a_signed_delivery_is_an_ack_in_hand(world: GitHubWorld) -> None:
+    """Anyone can POST unsigned bodies: counted as acks, a stream of them would hold the
+    dispatcher's acks-first pause at its bound (four deliveries a second). A signed one is
+    counted from its check until the server closes its response."""
+    endpoint = WebhookEndpoint(world.dispatcher, _router(world), secret=SECRET)
+    acks = world.dispatcher.acks
+    app = endpoint.wsgi(lambda environ, start: [b"flask"])
+    ref = world.issue()
+    headers, body = world.fake.webhook("issues", "labeled", repo=REPO, number=ref.number,
+                                       label="loop", secret="not-the-secret")
+    statuses: list[str] = []
+    refused = app(_post_environ(headers, body), lambda status, h: statuses.append(status))
+    assert statuses == ["401 Unauthorized"] and acks.in_hand == 0
+    assert list(refused) == [b'{"error":"invalid signature"}\n']
+    comment = world.comment(ref, "a note")
+    headers, body = world.fake.webhook("issue_comment", "created", repo=REPO,
+                                       number=ref.number, comment_id=comment.id, secret=SECRET)
+    accepted = app(_post_environ(headers, body), lambda status, h: statuses.append(status))
+    assert statuses[-1] == "202 Accepted"
+    assert acks.in_hand == 1  # answered, not yet written out by the server
+    assert list(accepted) == [b'{"kind":"comment","status":"queued"}\n']
+    accepted.close()  # type: ignore[attr-defined]
+    assert acks.in_hand == 0
+    app({"REQUEST_METHOD": "GET", "PATH_INFO": "/github/webhook"}, lambda *a: None)
+    assert acks.in_hand == 0 and acks.pauses == 0
