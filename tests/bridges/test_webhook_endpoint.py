@@ -34,6 +34,14 @@ def _router(world: GitHubWorld) -> Any:
     return _router_config(world.services)
 
 
+def _comment_delivery(world: GitHubWorld, text: str) -> tuple[dict[str, str], bytes]:
+    """A signed ``issue_comment.created`` delivery of a new comment on a new item."""
+    ref = world.issue()
+    comment = world.comment(ref, text)
+    return world.fake.webhook("issue_comment", "created", repo=REPO, number=ref.number,
+                              comment_id=comment.id, secret=SECRET)
+
+
 @pytest.fixture
 def served(world: GitHubWorld) -> Iterator[GitHubWorld]:
     world.serve()
@@ -41,11 +49,7 @@ def served(world: GitHubWorld) -> Iterator[GitHubWorld]:
 
 
 def test_the_fast_path_answers_byte_for_byte_as_the_flask_route(served: GitHubWorld) -> None:
-    ref = served.issue()
-    comment = served.comment(ref, "a note")
-    headers, body = served.fake.webhook("issue_comment", "created", repo=REPO,
-                                        number=ref.number, comment_id=comment.id,
-                                        secret=SECRET)
+    headers, body = _comment_delivery(served, "a note")
     fast = served.post(headers, body)
     assert fast.status_code == 202
     assert fast.content == b'{"kind":"comment","status":"queued"}\n'
@@ -69,11 +73,7 @@ def test_a_forged_signature_is_refused_before_parsing_and_nothing_is_kept(
 
 def test_a_chunked_body_is_read_whole_through_waitress(served: GitHubWorld) -> None:
     """waitress de-chunks the body and sets CONTENT_LENGTH before the app sees it."""
-    ref = served.issue()
-    comment = served.comment(ref, "chunked")
-    headers, body = served.fake.webhook("issue_comment", "created", repo=REPO,
-                                        number=ref.number, comment_id=comment.id,
-                                        secret=SECRET)
+    headers, body = _comment_delivery(served, "chunked")
     assert served.server is not None
     chunks = (body[i:i + 700] for i in range(0, len(body), 700))  # a generator: chunked
     answer = requests.post(f"{served.server.url}/github/webhook", data=chunks,
@@ -195,9 +195,7 @@ def test_only_a_signed_delivery_is_an_ack_in_hand(world: GitHubWorld) -> None:
     refused = app(_post_environ(headers, body), lambda status, h: statuses.append(status))
     assert statuses == ["401 Unauthorized"] and acks.in_hand == 0
     assert list(refused) == [b'{"error":"invalid signature"}\n']
-    comment = world.comment(ref, "a note")
-    headers, body = world.fake.webhook("issue_comment", "created", repo=REPO,
-                                       number=ref.number, comment_id=comment.id, secret=SECRET)
+    headers, body = _comment_delivery(world, "a note")
     accepted = app(_post_environ(headers, body), lambda status, h: statuses.append(status))
     assert statuses[-1] == "202 Accepted"
     assert acks.in_hand == 1  # answered, not yet written out by the server
