@@ -362,14 +362,9 @@ def walk_signals(graph: Graph, state: Any) -> list[str]:
         visits = {node_id: state.history(node_id) for node_id in _roles(graph).agents}
     # Most agent nodes of an item were never entered: the item's few visited nodes are
     # looked up among the agents (then put in graph order), not every agent node tested.
-    roles = _roles(graph)
-    rank = roles.agent_rank
-    if len(visits) < len(roles.agents) and len(rank) == len(roles.agents):  # ids unique
-        claimed = sorted((node_id for node_id in visits
-                          if node_id in rank and _claimed(visits[node_id])), key=rank.__getitem__)
-    else:
-        claimed = [node_id for node_id in roles.agents
-                   if node_id in visits and _claimed(visits[node_id])]
+    rank = _roles(graph).agent_rank
+    claimed = sorted((node_id for node_id in visits
+                      if node_id in rank and _claimed(visits[node_id])), key=rank.__getitem__)
     return ["an agent claimed " + ", ".join(claimed) + " complete"] if claimed else []
 
 
