@@ -26,11 +26,12 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from http import HTTPStatus
 from typing import Any
 
 from flask import Blueprint, Response, jsonify, request
+from werkzeug.datastructures import EnvironHeaders
 
 from bridges.github.errors import PayloadError, SignatureError
 from bridges.github.router import Dropped, RouterConfig, route
@@ -47,8 +48,8 @@ from bridges.ingress.dispatcher import Dispatcher
 from bridges.ingress.inbox import HANDLED, HELD, OWED, InboxError, adopt_legacy_inbox
 from engine.errors import LoopgateError
 
-__all__ = ["WebhookEndpoint", "EnvironHeaders", "webhook_blueprint", "health_blueprint",
-           "replay_inbox", "replay_loop", "WEBHOOK_PATH", "HEALTH_PATH", "REPLAY_SECONDS"]
+__all__ = ["WebhookEndpoint", "webhook_blueprint", "health_blueprint", "replay_inbox",
+           "replay_loop", "WEBHOOK_PATH", "HEALTH_PATH", "REPLAY_SECONDS"]
 
 logger = logging.getLogger(__name__)
 
@@ -209,24 +210,6 @@ def webhook_blueprint(dispatcher: Dispatcher, router_config: RouterConfig, *,
         return _answer(code, **doc)
 
     return bp
-
-
-class EnvironHeaders:
-    """A WSGI environ's request headers as ``(name, value)`` pairs (``HTTP_X_GITHUB_EVENT``
-    → ``X-Github-Event``; names compare case-insensitively, RFC 9110 §5.1)."""
-
-    __slots__ = ("_environ",)
-
-    def __init__(self, environ: Mapping[str, Any]) -> None:
-        self._environ = environ
-
-    def items(self) -> Iterator[tuple[str, str]]:
-        """Every request header of the environ."""
-        for key, value in self._environ.items():
-            if key.startswith("HTTP_"):
-                yield key[5:].replace("_", "-").title(), value
-            elif key in ("CONTENT_TYPE", "CONTENT_LENGTH"):
-                yield key.replace("_", "-").title(), value
 
 
 def _content_length(environ: Mapping[str, Any]) -> int | None:

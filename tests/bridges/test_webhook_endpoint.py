@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 import requests
 from flask import Flask
+from werkzeug.datastructures import EnvironHeaders
 
-from bridges.github.receiver import EnvironHeaders, WebhookEndpoint, webhook_blueprint
-from bridges.github.webhook import MAX_BODY_BYTES, sign
+from bridges.github.receiver import WebhookEndpoint, webhook_blueprint
+from bridges.github.webhook import MAX_BODY_BYTES, header, sign, verify_signature
 from tests.bridges.conftest import REPO, SECRET, GitHubWorld
 
 
@@ -120,6 +121,8 @@ def test_other_requests_go_to_the_wrapped_app(world: GitHubWorld) -> None:
 
 
 def test_environ_headers_are_found_in_any_case() -> None:
+    """The endpoint reads a WSGI environ's headers through werkzeug's EnvironHeaders: the
+    webhook module's lookups and signature check work on it as on Flask's."""
     body = b'{"zen": "x"}'
     environ = {"HTTP_X_GITHUB_EVENT": "ping", "HTTP_X_HUB_SIGNATURE_256": sign(body, SECRET),
                "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": "12",
@@ -127,6 +130,9 @@ def test_environ_headers_are_found_in_any_case() -> None:
     items = dict(EnvironHeaders(environ).items())
     assert items == {"X-Github-Event": "ping", "X-Hub-Signature-256": sign(body, SECRET),
                      "Content-Type": "application/json", "Content-Length": "12"}
+    headers = EnvironHeaders(environ)
+    assert header(headers, "x-github-event") == "ping"
+    verify_signature(headers, body, SECRET)  # raises when the signature is not found
 
 
 def test_no_secret_refuses_to_build_the_endpoint(world: GitHubWorld) -> None:
