@@ -69,12 +69,10 @@ def compile_check(schema: Mapping[str, Any]) -> Check | None:
     return check
 
 
-#: JSON types no value has two of, by the Python type a parsed document gives for each.
+#: JSON types no value has two of, by the Python type a parsed document gives for each;
+#: each one's check is one isinstance of that class (a bool and None have no subclasses).
 _DISJOINT: dict[str, type] = {"string": str, "object": dict, "array": list,
                               "boolean": bool, "null": type(None)}
-
-#: Types whose check is one isinstance of one class (a bool has no subclasses).
-_LEAF: dict[str, type] = {"string": str, "object": dict, "array": list, "boolean": bool}
 
 
 def _leaf_type(schema: Any) -> str | None:
@@ -171,7 +169,7 @@ class _Compiler:
         # A property whose schema is one plain type (a node's description, its booleans) is
         # checked by its class in the loop below, without a call (issue 21 §4).
         props: dict[str, Check | type] = {
-            k: _LEAF.get(_leaf_type(s) or "") or self.compile(s)
+            k: _DISJOINT.get(_leaf_type(s) or "") or self.compile(s)
             for k, s in (schema.get("properties") or {}).items()
         }
         extra = (self.compile(schema["additionalProperties"])
