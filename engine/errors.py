@@ -14,6 +14,7 @@ __all__ = [
     "ClaimRefused",
     "StoreError",
     "StartupError",
+    "UnreadableItemError",
 ]
 
 
@@ -63,3 +64,20 @@ class ClaimRefused(LoopgateError):
 
 class StoreError(LoopgateError):
     """The state store could not complete a write (for example, still locked after retries)."""
+
+
+class UnreadableItemError(LoopgateError):
+    """A stored work item cannot be read back: its key is not a work item reference, or a
+    column or child row (visits, decisions, skips, ...) holds text that is not JSON or JSON
+    of the wrong shape. The message names the key and the part, never the stored value.
+
+    Attributes:
+        key: the item's stored key, as stored (``items.item``; e.g. ``acme/widgets#013``).
+        detail: what is wrong, without the key: ``"<part>: <why>"``, e.g. ``"visits row of
+            node 'design': not JSON (unexpected character: line 1 column 1 (char 0))"``.
+    """
+
+    def __init__(self, key: str, detail: str) -> None:
+        super().__init__(f"{key}: unreadable: {detail}")
+        self.key = key
+        self.detail = detail

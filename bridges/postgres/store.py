@@ -43,7 +43,7 @@ from bridges.postgres.sql import to_pg
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
 from engine.state import ItemState
-from engine.store.base import StoreCapabilities
+from engine.store.base import OnUnreadable, StoreCapabilities
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
 from engine.store.rows import (
     KV_DELETE,
@@ -312,10 +312,11 @@ class PostgresStore:
         with self._read() as conn:
             return [WorkItemRef(o, r, int(n)) for o, r, n in _query(conn)(SELECT_REFS, ())]
 
-    def load_all(self) -> Iterator[ItemState]:
+    def load_all(self, on_unreadable: OnUnreadable | None = None) -> Iterator[ItemState]:
         """Every item's committed state, sorted by ref, from one snapshot (a read-only
         ``REPEATABLE READ`` transaction on its own connection, rows streamed through
-        server-side cursors), so the caller may write through the store while iterating."""
+        server-side cursors), so the caller may write through the store while iterating.
+        An item that cannot be read goes to ``on_unreadable`` (see ``Store.load_all``)."""
         self._for_this_process()
         with _store_errors(self.where), self._pool.connection() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
@@ -327,7 +328,7 @@ class PostgresStore:
                 cursor.execute(to_pg(sql), params)
                 return cursor
 
-            yield from stream_states(stream)
+            yield from stream_states(stream, on_unreadable)
 
     def events(self, ref: WorkItemRef) -> list[dict[str, Any]]:
         """The item's event log, oldest first: ``[{seq, at, kind, data}]``."""

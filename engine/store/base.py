@@ -6,19 +6,24 @@ Two implementations share one conformance suite (``tests/engine/test_store_confo
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from engine.effects import Effect
+from engine.errors import UnreadableItemError
 from engine.refs import WorkItemRef
 from engine.state import ItemState
 from engine.store.effect_queue import EffectQueue
 
 __all__ = ["Transaction", "Store", "SqlSession", "SqlTables", "StoreCapabilities",
-           "DatabaseStore", "EVENT_KINDS"]
+           "DatabaseStore", "EVENT_KINDS", "OnUnreadable"]
+
+#: ``on_unreadable(stored key, error)``: what :meth:`Store.load_all` tells of a stored item
+#: it cannot read, and then passes over.
+OnUnreadable = Callable[[str, UnreadableItemError], None]
 
 #: Event kinds the runtime and hooks append (bridges add ``quiz_*``/``slack.*`` kinds).
 EVENT_KINDS = (
@@ -105,15 +110,29 @@ class Store(Protocol):
         ...
 
     def load(self, ref: WorkItemRef) -> ItemState | None:
-        """A copy of the item's committed state, or None."""
+        """A copy of the item's committed state, or None.
+
+        Raises:
+            UnreadableItemError: the stored item cannot be read (see :meth:`load_all`).
+        """
         ...
 
     def refs(self) -> list[WorkItemRef]:
         """Every started work item, sorted."""
         ...
 
-    def load_all(self) -> Iterator[ItemState]:
-        """Every item's committed state (sorted by ref), read efficiently in bulk."""
+    def load_all(self, on_unreadable: OnUnreadable | None = None) -> Iterator[ItemState]:
+        """Every item's committed state (sorted by ref), read efficiently in bulk.
+
+        Args:
+            on_unreadable: told of each stored item that cannot be read (its key is not a
+                work item reference, or a column or child row is not JSON or JSON of the
+                wrong shape; the error names the part), which is then passed over: the
+                items after it are read as usual. None: such an item raises.
+
+        Raises:
+            UnreadableItemError: an item cannot be read and no ``on_unreadable`` is given.
+        """
         ...
 
     def events(self, ref: WorkItemRef) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from engine.effects import Effect
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
 from engine.state import ItemState
-from engine.store.base import StoreCapabilities
+from engine.store.base import OnUnreadable, StoreCapabilities
 from engine.store.effect_queue import MemoryEffectQueue
 
 __all__ = ["MemoryStore", "StoreTransaction", "utc_now_iso"]
@@ -164,8 +164,10 @@ class MemoryStore:
         with self._lock:
             return sorted(self._docs)
 
-    def load_all(self) -> Iterator[ItemState]:
-        """Every item's committed state, sorted by ref (a snapshot taken under the lock)."""
+    def load_all(self, on_unreadable: OnUnreadable | None = None) -> Iterator[ItemState]:
+        """Every item's committed state, sorted by ref (a snapshot taken under the lock).
+        ``on_unreadable`` is never called: the states are kept as the documents this store
+        wrote itself, each of which reads."""
         with self._lock:
             states = [self._load_locked(ref) for ref in sorted(self._docs)]
         yield from (s for s in states if s is not None)

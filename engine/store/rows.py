@@ -9,13 +9,17 @@ go through ``query(sql, params) -> iterable of tuples``, so this module imports 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from engine import fastjson
+from engine.errors import UnreadableItemError, WorkItemRefError
 from engine.records import Completion, ForcedMove, OptIn, Parked, Skip
 from engine.refs import WorkItemRef
 from engine.state import ItemState, NodeRecord
+from engine.store.base import OnUnreadable
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
 from engine.visits import visits_from_document, visits_from_rows, visits_to_json
 
@@ -129,7 +133,7 @@ def state_from_row(row: tuple[Any, ...]) -> ItemState:
         current_node=current or "",
         status=status or "running",
         parked=Parked.from_json(fastjson.loads(parked or "{}")),
-        surface=fastjson.loads(surface or "{}"),
+        surface=_surface(fastjson.loads(surface or "{}")),
         started_at=started or "",
     )
     state.revision = int(revision or 0)
@@ -150,30 +154,35 @@ def record_from_row(row: tuple[Any, ...]) -> NodeRecord:
 
 
 def read_state(query: Query, ref: WorkItemRef) -> ItemState | None:
-    """The stored state of ``ref`` (None when never created), read with ``query``."""
+    """The stored state of ``ref`` (None when never created), read with ``query``.
+
+    Raises:
+        UnreadableItemError: a column or child row of the item does not read (not JSON,
+            or JSON of the wrong shape); the message names the part.
+    """
     item = str(ref)
     rows = list(query(f"SELECT {ITEM_COLUMNS} FROM items WHERE item = ?", (item,)))
     if not rows:
         return None
-    state = state_from_row(tuple(rows[0]))
-    for node, *rest in query(f"SELECT {_RECORD_COLUMNS} FROM node_records WHERE item = ? "
-                             "ORDER BY ord", (item,)):
-        state.nodes[node] = record_from_row(tuple(rest))
-    for table, attr in ENTRY_TABLES:
-        target, typed = getattr(state, attr), _ENTRY_TYPES[table]
-        for node, data in query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord",
-                                (item,)):
-            target[node] = typed(fastjson.loads(data))
-    state.visits = _visits(state, *(
-        list(query(f"SELECT node, data FROM {table} WHERE item = ? ORDER BY ord", (item,)))
-        for table in ("visits", "decisions")))
-    state.forced = [ForcedMove.from_json(fastjson.loads(d)) for (d,) in query(
-        "SELECT data FROM forced_moves WHERE item = ? ORDER BY ord", (item,))]
-    return state
+
+    def child(table: str, columns: str) -> list[tuple[Any, ...]]:
+        return [tuple(r) for r in query(
+            f"SELECT {columns} FROM {table} WHERE item = ? ORDER BY ord", (item,))]
+
+    # Every row is read before any is decoded: a database error is never taken for an
+    # unreadable item (the same order as stream_states).
+    parts = (tuple(rows[0]), child("node_records", _RECORD_COLUMNS),
+             [child(table, "node, data") for table, _attr in ENTRY_TABLES],
+             child("visits", "node, data"), child("decisions", "node, data"),
+             child("forced_moves", "data"))
+    try:
+        return _decode(*parts)
+    except Exception as exc:  # what the stored text makes the readers raise: any type
+        raise _unreadable(*parts) from exc
 
 
-def _visits(state: ItemState, visit_rows: list[tuple[Any, ...]],
-            decision_rows: list[tuple[Any, ...]]) -> dict[str, Any]:
+def _visits(state: ItemState, visit_rows: Sequence[tuple[Any, ...]],
+            decision_rows: Sequence[tuple[Any, ...]]) -> dict[str, Any]:
     """The item's visits from its ``visits`` rows, or, for an item written before visits
     were kept (none), rebuilt from its ``decisions`` rows and node records — through the
     one deserialiser, :func:`engine.visits.visits_from_document`."""
@@ -268,34 +277,166 @@ def _ordered(query: Query, table: str, columns: str) -> _Rows:
         "ORDER BY i.owner, i.repo, i.number, c.ord", ()))
 
 
-def stream_states(query: Query) -> Iterator[ItemState]:
+def stream_states(query: Query, on_unreadable: OnUnreadable | None = None
+                  ) -> Iterator[ItemState]:
     """Every item's state sorted by ref: each table read once with one ordered query and
-    merged item by item, so memory stays flat when ``query`` streams its rows."""
+    merged item by item, so memory stays flat when ``query`` streams its rows.
+
+    Args:
+        query: runs the store's SQL.
+        on_unreadable: told of each item that cannot be read (``(stored key, error)``:
+            its key is not a work item reference, or a column or child row is not JSON
+            or JSON of the wrong shape), which is then passed over: the items after it
+            are read as usual. None: such an item raises, ending the stream.
+
+    Raises:
+        UnreadableItemError: an item cannot be read and no ``on_unreadable`` is given.
+            A database error is raised as the driver raises it, whatever ``on_unreadable``.
+    """
     items = query(f"SELECT {ITEM_COLUMNS} FROM items ORDER BY owner, repo, number", ())
     records = _ordered(query, "node_records",
                        "c.node, c.attempts, c.outcome, c.entered_at, c.exited_at, "
                        "c.last_block, c.forced")
-    entries = [(attr, _ordered(query, table, "c.node, c.data"), _ENTRY_TYPES[table])
-               for table, attr in ENTRY_TABLES]
+    entries = [_ordered(query, table, "c.node, c.data") for table, _attr in ENTRY_TABLES]
     visits = _ordered(query, "visits", "c.node, c.data")
     decisions = _ordered(query, "decisions", "c.node, c.data")
     forced = _ordered(query, "forced_moves", "c.data")
     # Most items have no rows in most child tables: a table whose rows are all taken is
-    # passed over without a call (check --all reads every item, issue 21 §3).
+    # passed over without a call (check --all reads every item, issue 21 §3). All of an
+    # item's rows are taken before any is decoded, so an item that cannot be read leaves
+    # none behind to be taken for the next (the runs are keyed by the stored key, as
+    # stored), and the try holds no database read.
     for row in items:
-        state = state_from_row(tuple(row))
         item = row[0]
-        nodes = state.nodes
-        for record in records.take(item):
-            nodes[record[0]] = record_from_row(record[1:])
-        for attr, rows, typed in entries:
-            if rows.head is not None:
-                target = getattr(state, attr)
-                for node, data in rows.take(item):
-                    target[node] = typed(fastjson.loads(data))
-        state.visits = _visits(state, visits.take(item),
-                               decisions.take(item) if decisions.head is not None else [])
-        if forced.head is not None:
-            state.forced = [ForcedMove.from_json(fastjson.loads(d))
-                            for (d,) in forced.take(item)]
+        runs = [rows.take(item) if rows.head is not None else _NONE for rows in entries]
+        record_rows = records.take(item)
+        visit_rows = visits.take(item)
+        decision_rows = decisions.take(item) if decisions.head is not None else _NONE
+        forced_rows = forced.take(item) if forced.head is not None else _NONE
+        try:
+            state = _decode(row, record_rows, runs, visit_rows, decision_rows, forced_rows)
+        except Exception as exc:  # what the stored text makes the readers raise: any type
+            error = _unreadable(tuple(row), record_rows, runs, visit_rows, decision_rows,
+                                forced_rows)
+            if on_unreadable is None:
+                raise error from exc
+            on_unreadable(error.key, error)
+            continue
         yield state
+
+
+#: No rows (a table passed over for an item).
+_NONE: tuple[tuple[Any, ...], ...] = ()
+#: ``(state attribute, record reader)`` of each entry table, in ENTRY_TABLES order.
+_ENTRIES = tuple((attr, _ENTRY_TYPES[table]) for table, attr in ENTRY_TABLES)
+
+Rows = Sequence[tuple[Any, ...]]
+
+
+def _decode(row: tuple[Any, ...], record_rows: Rows, runs: Sequence[Rows], visit_rows: Rows,
+            decision_rows: Rows, forced_rows: Rows) -> ItemState:
+    """One item's state from its ``items`` row and its child rows (each table's rows of the
+    item in ``ord`` order, less the item column; ``runs``: the entry tables', in
+    ENTRY_TABLES order): what :func:`read_state` and :func:`stream_states` both decode.
+
+    Raises:
+        Exception: whatever a reader raises on what is stored (WorkItemRefError for the
+            key, ValueError for text that is not JSON, TypeError/KeyError/... for JSON of
+            the wrong shape): :func:`_unreadable` says which part.
+    """
+    state = state_from_row(row)
+    nodes = state.nodes
+    for record in record_rows:
+        nodes[record[0]] = record_from_row(record[1:])
+    for (attr, typed), run in zip(_ENTRIES, runs, strict=True):
+        if run:
+            target = getattr(state, attr)
+            for node, data in run:
+                target[node] = typed(fastjson.loads(data))
+    state.visits = _visits(state, visit_rows, decision_rows)
+    if forced_rows:
+        state.forced = [ForcedMove.from_json(fastjson.loads(d)) for (d,) in forced_rows]
+    return state
+
+
+def _unreadable(row: tuple[Any, ...], record_rows: Rows, runs: Sequence[Rows],
+                visit_rows: Rows, decision_rows: Rows, forced_rows: Rows
+                ) -> UnreadableItemError:
+    """The error of an item :func:`_decode` refused (its arguments): each part read again
+    on its own, in :func:`_decode`'s order, to name the first that fails and why. Only
+    an unreadable item comes here, so the readable ones pay nothing for it."""
+    item, owner, repo, number, _loop, _current, _status, parked, surface = row[:9]
+    revision = row[10]
+    key = item if type(item) is str else repr(item)
+    checks: list[tuple[str, Callable[[], object]]] = [
+        ("the stored key", partial(WorkItemRef.parse_stored, item, owner, repo, number)),
+        ("column parked", partial(_read_json, parked, Parked.from_json)),
+        ("column surface", partial(_read_surface, surface)),
+        ("column revision", partial(int, revision or 0)),
+    ]
+    checks += [(f"node_records row of node {_name(r[0])}", partial(record_from_row, r[1:]))
+                for r in record_rows]
+    for (table, _attr), run in zip(ENTRY_TABLES, runs, strict=True):
+        checks += [(f"{table} row of node {_name(node)}",
+                    partial(_read_json, data, _ENTRY_TYPES[table])) for node, data in run]
+    checks += [(f"visits row of node {_name(node)}", partial(visits_from_rows, [(node, data)]))
+               for node, data in visit_rows]
+    if not visit_rows:  # decisions are read only for an item written before visits
+        checks += [(f"decisions row of node {_name(node)}", partial(fastjson.loads, data))
+                   for node, data in decision_rows]
+    checks += [(f"forced_moves row {i}", partial(_read_json, d, ForcedMove.from_json))
+               for i, (d,) in enumerate(forced_rows)]
+    for part, check in checks:
+        try:
+            check()
+        except Exception as exc:  # the reader's own error, whatever its type
+            return UnreadableItemError(key, f"{part}: {_why(exc)}")
+    # Every part reads on its own: the error is in how they go together (an item written
+    # before visits were kept, whose decisions do not fit its node records).
+    try:
+        _decode(row, record_rows, runs, visit_rows, decision_rows, forced_rows)
+    except Exception as exc:  # as above
+        return UnreadableItemError(key, f"the item's rows together: {_why(exc)}")
+    return UnreadableItemError(key, "read once but not twice (changed while read?)")
+
+
+def _read_json(text: Any, typed: Callable[[Any], object]) -> object:
+    return typed(fastjson.loads(text or "{}"))
+
+
+def _read_surface(text: Any) -> object:
+    return _surface(fastjson.loads(text or "{}"))
+
+
+def _surface(value: Any) -> dict[str, Any]:
+    """``value`` (the ``surface`` column's JSON) when it is an object, as the state types it."""
+    if type(value) is not dict:
+        raise TypeError(f"a JSON object was expected, not {_json_type(value)}")
+    return value
+
+
+#: The longest stored text (a node id, an error's own words) an error message quotes.
+_QUOTE = 120
+
+
+def _name(node: Any) -> str:
+    text = repr(node)
+    return text if len(text) <= _QUOTE else text[:_QUOTE] + "…"
+
+
+def _why(exc: Exception) -> str:
+    """What is wrong, in words: ``not JSON (...)`` or the reader's error (its first
+    :data:`_QUOTE` characters: an error may quote the value it refused)."""
+    if isinstance(exc, WorkItemRefError):
+        words = str(exc)
+    elif isinstance(exc, json.JSONDecodeError):  # orjson's is a subclass
+        words = f"not JSON ({exc})"
+    else:
+        words = f"JSON of the wrong shape ({type(exc).__name__}: {exc})"
+    return words if len(words) <= 2 * _QUOTE else words[:2 * _QUOTE] + "…"
+
+
+def _json_type(value: Any) -> str:
+    names = {list: "an array", str: "a string", int: "a number", float: "a number",
+             bool: "a boolean", type(None): "null"}
+    return names.get(type(value), type(value).__name__)

@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from engine.errors import StoreError
 from engine.refs import WorkItemRef
 from engine.state import ItemState
-from engine.store.base import StoreCapabilities
+from engine.store.base import OnUnreadable, StoreCapabilities
 from engine.store.memory import StoreTransaction, json_text, utc_now_iso
 from engine.store.rows import (
     KV_DELETE,
@@ -287,17 +287,18 @@ class SqliteStore:
         rows = self._conn().execute(SELECT_REFS)
         return [WorkItemRef(o, r, n) for o, r, n in rows]
 
-    def load_all(self) -> Iterator[ItemState]:
+    def load_all(self, on_unreadable: OnUnreadable | None = None) -> Iterator[ItemState]:
         """Every item's committed state, sorted by ref, from one consistent snapshot.
 
         Each table is read once with one ordered query, and the rows are merged item by
         item, so memory stays flat however many items there are. A private connection is
-        used, so the caller may write through the store while iterating.
+        used, so the caller may write through the store while iterating. An item that
+        cannot be read goes to ``on_unreadable`` (see ``Store.load_all``).
         """
         conn = self._connect()
         try:
             conn.execute("BEGIN")
-            yield from stream_states(_query(conn))
+            yield from stream_states(_query(conn), on_unreadable)
         finally:
             conn.close()
 

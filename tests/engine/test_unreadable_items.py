@@ -1,0 +1,147 @@
+"""A stored item that cannot be read (its key is not a work item reference, a child row is
+not JSON or JSON of the wrong shape) on the SQL stores, SQLite and PostgreSQL alike:
+``load_all(on_unreadable=...)`` tells of it and reads every other item whole; without the
+callback it raises :class:`UnreadableItemError`; ``load`` of it raises the same error."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from engine.errors import UnreadableItemError
+from engine.refs import WorkItemRef
+from engine.store import rows
+from engine.store.rows import CHILD_TABLES
+from tests.engine.runtime_support import make_store
+from tests.engine.test_store_conformance import _full_state
+
+BAD_KEY = "acme/widgets#013"  # number 13: sorts between #12 and #14, and never parses
+GOOD = [WorkItemRef("acme", "widgets", n) for n in (11, 12, 14, 15)]
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    if request.param == "postgresql":
+        from bridges.postgres.store import PostgresStore
+
+        made = PostgresStore(request.getfixturevalue("pg_database"))
+    else:
+        made = make_store(request.param, tmp_path)
+    yield made
+    made.close()
+
+
+def _write(store: Any, refs: Iterable[WorkItemRef]) -> None:
+    for ref in refs:
+        with store.transaction(ref) as tx:
+            _full_state(tx.create("pdlc"))
+            tx.state.surface["n"] = ref.number
+
+
+def _docs(store: Any) -> dict[str, dict[str, Any]]:
+    return {str(s.ref): s.to_document() for s in store.load_all()}
+
+
+def _sql(store: Any, sql: str, params: tuple[Any, ...] = ()) -> None:
+    with store.writing() as db:
+        db.execute(sql, params)
+
+
+def _stored_under(store: Any, ref: WorkItemRef, key: str) -> None:
+    """``ref``'s rows, every child row included, moved to the stored key ``key``."""
+    for table in ("items", *CHILD_TABLES):
+        _sql(store, f"UPDATE {table} SET item = ? WHERE item = ?", (key, str(ref)))
+
+
+def _read_all(store: Any) -> tuple[dict[str, dict[str, Any]], list[tuple[str, str]]]:
+    told: list[tuple[str, UnreadableItemError]] = []
+    docs = {str(s.ref): s.to_document()
+            for s in store.load_all(on_unreadable=lambda key, e: told.append((key, e)))}
+    for key, error in told:
+        assert error.key == key and str(error) == f"{key}: unreadable: {error.detail}"
+    return docs, [(key, error.detail) for key, error in told]
+
+
+def test_an_unparseable_key_is_passed_over_and_every_other_item_read_whole(
+        store: Any) -> None:
+    _write(store, GOOD)
+    healthy = _docs(store)
+    _write(store, [WorkItemRef("acme", "widgets", 13)])  # child rows in every table
+    _stored_under(store, WorkItemRef("acme", "widgets", 13), BAD_KEY)
+    docs, told = _read_all(store)
+    assert told == [(BAD_KEY, "the stored key: not a work item reference: "
+                              "'acme/widgets#013' (expected owner/repo#N)")]
+    assert list(docs) == [str(ref) for ref in GOOD]
+    assert docs == healthy  # the items after it kept their own child rows, no others
+    with pytest.raises(UnreadableItemError) as raised:
+        list(store.load_all())
+    assert raised.value.key == BAD_KEY
+    assert str(raised.value) == ("acme/widgets#013: unreadable: the stored key: not a work "
+                                 "item reference: 'acme/widgets#013' (expected owner/repo#N)")
+
+
+@pytest.mark.parametrize(("table", "column", "node", "text", "detail"), [
+    ("visits", "data", "design", '[{"visit": 1,',
+     "visits row of node 'design': not JSON (Expecting property name enclosed in double "
+     "quotes: line 1 column 14 (char 13))"),
+    ("skips", "data", "brainstorming", "[1, 2]",
+     "skips row of node 'brainstorming': JSON of the wrong shape (AttributeError: 'list' "
+     "object has no attribute 'items')"),
+    ("visits", "data", "phase-selection", '["not a visit"]',
+     "visits row of node 'phase-selection': JSON of the wrong shape (TypeError: a visit "
+     "must be a mapping, not str)"),
+    ("items", "surface", None, "[]",
+     "column surface: JSON of the wrong shape (TypeError: a JSON object was expected, "
+     "not an array)"),
+    ("items", "parked", None, "{",
+     "column parked: not JSON (Expecting property name enclosed in double quotes: line 1 "
+     "column 2 (char 1))"),
+])
+def test_a_row_that_does_not_read_is_named_and_the_others_are_kept(
+        store: Any, table: str, column: str, node: str | None, text: str,
+        detail: str) -> None:
+    _write(store, GOOD)
+    healthy = _docs(store)
+    bad = WorkItemRef("acme", "widgets", 12)
+    where = " AND node = ?" if node else ""
+    _sql(store, f"UPDATE {table} SET {column} = ? WHERE item = ?{where}",
+         (text, str(bad), *([node] if node else [])))
+    docs, told = _read_all(store)
+    assert told == [(str(bad), detail)]
+    assert docs == {k: v for k, v in healthy.items() if k != str(bad)}
+    with pytest.raises(UnreadableItemError) as raised:
+        store.load(bad)
+    assert (raised.value.key, raised.value.detail) == (str(bad), detail)
+    assert store.load(GOOD[2]).to_document() == healthy[str(GOOD[2])]
+
+
+def test_a_database_error_is_never_taken_for_an_unreadable_item() -> None:
+    # The shared rows code takes an item's rows before it decodes any: an error of the
+    # database itself (here: the visits cursor failing after its first row) ends the
+    # stream as the driver raised it, on_unreadable or not.
+    store_rows = {
+        "items": [("acme/widgets#1", "acme", "widgets", 1, "l", "a", "parked", "{}", "{}",
+                   "t", 1, "t"),
+                  ("acme/widgets#2", "acme", "widgets", 2, "l", "a", "parked", "{}", "{}",
+                   "t", 1, "t")],
+        "visits": [("acme/widgets#1", "a", '[{"visit": 1}]')],
+    }
+
+    def failing(first: list[tuple[Any, ...]]) -> Iterator[tuple[Any, ...]]:
+        yield from first
+        raise sqlite3.OperationalError("disk I/O error")
+
+    def query(sql: str, params: tuple[Any, ...]) -> Iterable[tuple[Any, ...]]:
+        if "CROSS JOIN visits" in sql:
+            return failing(store_rows["visits"])
+        return store_rows["items"] if "FROM items ORDER BY" in sql else []
+
+    told: list[str] = []
+    states = rows.stream_states(query, lambda key, error: told.append(key))
+    with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
+        next(states)
+    assert told == []
