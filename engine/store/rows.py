@@ -267,18 +267,18 @@ class _Rows:
         return run
 
 
-def _ordered(query: Query, table: str, columns: str) -> _Rows:
+def _ordered(query: Query, table: str, columns: str, tie: str) -> _Rows:
     # Child rows in the items' sort order, so a single pass merges them. CROSS JOIN makes
     # SQLite walk the items in their (owner, repo, number) index and each item's rows by
     # its key, sorting only within an item; a plain JOIN sorted every row with its JSON,
     # 1.6 s of 100,000 items' visits (issue 21 §3). PostgreSQL reads it as the inner join.
     return _Rows(query(
         f"SELECT c.item, {columns} FROM items i CROSS JOIN {table} c WHERE c.item = i.item "
-        "ORDER BY i.owner, i.repo, i.number, c.ord", ()))
+        f"ORDER BY i.owner, i.repo, i.number, i.{tie}, c.ord", ()))
 
 
-def stream_states(query: Query, on_unreadable: OnUnreadable | None = None
-                  ) -> Iterator[ItemState]:
+def stream_states(query: Query, on_unreadable: OnUnreadable | None = None,
+                  tie: str = "item") -> Iterator[ItemState]:
     """Every item's state sorted by ref: each table read once with one ordered query and
     merged item by item, so memory stays flat when ``query`` streams its rows.
 
@@ -288,19 +288,28 @@ def stream_states(query: Query, on_unreadable: OnUnreadable | None = None
             its key is not a work item reference, or a column or child row is not JSON
             or JSON of the wrong shape), which is then passed over: the items after it
             are read as usual. None: such an item raises, ending the stream.
+        tie: the ``items`` column that orders items sharing an owner, repository and
+            number (stored keys spelt apart, ``acme/widgets#13`` and ``acme/widgets#013``),
+            in the items and in their child rows alike: without it two such items' child
+            rows came interleaved and every item after them read without its own.
+            ``item`` (the default), or SQLite's ``rowid``, which its index on
+            ``(owner, repo, number)`` holds already: no sort.
 
     Raises:
         UnreadableItemError: an item cannot be read and no ``on_unreadable`` is given.
             A database error is raised as the driver raises it, whatever ``on_unreadable``.
     """
-    items = query(f"SELECT {ITEM_COLUMNS} FROM items ORDER BY owner, repo, number", ())
+    if tie not in ("item", "rowid"):  # written into the SQL: a word of ours, never input
+        raise ValueError(f"tie must be 'item' or 'rowid', not {tie!r}")
+    items = query(f"SELECT {ITEM_COLUMNS} FROM items ORDER BY owner, repo, number, {tie}",
+                  ())
     records = _ordered(query, "node_records",
                        "c.node, c.attempts, c.outcome, c.entered_at, c.exited_at, "
-                       "c.last_block, c.forced")
-    entries = [_ordered(query, table, "c.node, c.data") for table, _attr in ENTRY_TABLES]
-    visits = _ordered(query, "visits", "c.node, c.data")
-    decisions = _ordered(query, "decisions", "c.node, c.data")
-    forced = _ordered(query, "forced_moves", "c.data")
+                       "c.last_block, c.forced", tie)
+    entries = [_ordered(query, table, "c.node, c.data", tie) for table, _attr in ENTRY_TABLES]
+    visits = _ordered(query, "visits", "c.node, c.data", tie)
+    decisions = _ordered(query, "decisions", "c.node, c.data", tie)
+    forced = _ordered(query, "forced_moves", "c.data", tie)
     # Most items have no rows in most child tables: a table whose rows are all taken is
     # passed over without a call (check --all reads every item, issue 21 §3). All of an
     # item's rows are taken before any is decoded, so an item that cannot be read leaves

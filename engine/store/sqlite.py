@@ -298,7 +298,7 @@ class SqliteStore:
         conn = self._connect()
         try:
             conn.execute("BEGIN")
-            yield from stream_states(_query(conn), on_unreadable)
+            yield from stream_states(_query(conn), on_unreadable, tie="rowid")
         finally:
             conn.close()
 

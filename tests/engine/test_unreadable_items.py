@@ -145,3 +145,21 @@ def test_a_database_error_is_never_taken_for_an_unreadable_item() -> None:
     with pytest.raises(sqlite3.OperationalError, match="disk I/O error"):
         next(states)
     assert told == []
+
+
+def test_two_keys_of_one_number_keep_their_own_child_rows(store: Any) -> None:
+    # acme/widgets#013 beside acme/widgets#13: the same owner, repository and number. Their
+    # child rows came interleaved (ordered by the number, then by each row's ord), and the
+    # merge then read #13, #14 and #15 without theirs — silently, a state short of its
+    # records. Items sharing a number are ordered by their key (SQLite: rowid) too.
+    thirteen = WorkItemRef("acme", "widgets", 13)
+    _write(store, [thirteen])
+    _stored_under(store, thirteen, BAD_KEY)
+    _write(store, [*GOOD, thirteen])
+    healthy = {str(ref): store.load(ref).to_document() for ref in [*GOOD, thirteen]}
+    assert len(healthy[str(thirteen)]["nodes"]) == 3
+    docs, told = _read_all(store)
+    assert [key for key, _detail in told] == [BAD_KEY]
+    assert list(docs) == ["acme/widgets#11", "acme/widgets#12", "acme/widgets#13",
+                          "acme/widgets#14", "acme/widgets#15"]
+    assert docs == healthy
