@@ -75,7 +75,12 @@ class UnreadableItemError(LoopgateError):
         key: the item's stored key, as stored (``items.item``; e.g. ``acme/widgets#013``).
         detail: what is wrong, without the key: ``"<part>: <why>"``, e.g. ``"visits row of
             node 'design': not JSON (unexpected character: line 1 column 1 (char 0))"``.
+        exit_code: the command line's exit status for it, 3 (0-2 are taken: done, a
+            refusal or ``--fail-on``, a usage or configuration error; 1 is also Python's
+            for a traceback, which this must not be mistaken for).
     """
+
+    exit_code = 3
 
     def __init__(self, key: str, detail: str) -> None:
         super().__init__(f"{key}: unreadable: {detail}")

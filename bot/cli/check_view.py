@@ -38,6 +38,7 @@ STYLES: Mapping[str, Mapping[str, Any]] = {
     "escalated": {"fg": "red", "bold": True},
     "forced past": {"fg": "magenta"},
     "not reached": {"dim": True},
+    "unreadable": {"fg": "red", "bold": True},
 }
 
 
@@ -75,7 +76,8 @@ def matches(state: ItemState, node: str | None, status: str | None) -> bool:
 
 
 class Summary:
-    """Items per (current node, status), for the table ``check --all`` ends with.
+    """Items per (current node, status), for the table ``check --all`` ends with (an item
+    that could not be read counts as node ``?``, status ``unreadable``).
 
     Args:
         order: node ids in graph order (rows follow it; unknown nodes come last).
@@ -88,6 +90,11 @@ class Summary:
     def add(self, report: Mapping[str, Any]) -> None:
         """Count one report (its ``currentNode`` and ``status``)."""
         self.counts[(report["currentNode"] or "-", report["status"])] += 1
+
+    def add_unreadable(self) -> None:
+        """Count a stored item that could not be read (node ``?``, status ``unreadable``:
+        what it holds is unknown)."""
+        self.counts[("?", "unreadable")] += 1
 
     def lines(self, paint: Callable[[str, str], str]) -> Iterable[str]:
         """``summary: N items`` then an aligned table: node, status, items."""

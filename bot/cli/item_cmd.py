@@ -4,7 +4,10 @@
 ITEM is ``owner/repo#N`` (anything else is a usage error, exit 2). Exit codes: 0 done;
 1 a refusal (``ClaimRefused``, a rejected skip token, a store that stayed locked) or an
 unmet ``--fail-on`` condition; 2 a usage, configuration or graph error, and a node the
-graph does not have (``--node``/``--to``: one line with the nearest node, issue 23 §3).
+graph does not have (``--node``/``--to``: one line with the nearest node, issue 23 §3);
+3 a stored item that cannot be read (:class:`UnreadableItemError`: ITEM's, or, with
+``check --all``, one or more items, each shown in its place with its error after the
+others are all shown; 3 outranks ``--fail-on``'s 1).
 """
 
 from __future__ import annotations
@@ -13,9 +16,10 @@ import json
 import select
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, final
 
 import click
 import orjson
@@ -25,7 +29,7 @@ from bot.cli.context import CliContext, fail, known_node, parse_item
 from bot.cli.help import format_option
 from engine import events as ev
 from engine import fastjson, operator
-from engine.errors import ClaimRefused, LoopgateError, StoreError
+from engine.errors import ClaimRefused, LoopgateError, StoreError, UnreadableItemError
 from engine.ports import posts_as
 from engine.refs import WorkItemRef
 from engine.report import (
@@ -44,10 +48,13 @@ from engine.visits import visits_from_json
 if TYPE_CHECKING:  # types only: bot.services imports what it wires
     from bot.services import Services
 
-__all__ = ["register", "check_document", "fails"]
+__all__ = ["register", "check_document", "fails", "Unreadable", "UNREADABLE"]
 
 
 # -- shared helpers ----------------------------------------------------------------------
+#: The exit status of a stored item that cannot be read: 3 (``UnreadableItemError``).
+UNREADABLE = UnreadableItemError.exit_code
+
 def _item(ctx: click.Context, param: click.Parameter, value: str | None) -> WorkItemRef | None:
     return None if value is None else parse_item(value)
 
@@ -70,6 +77,8 @@ def _run(action: Any) -> Any:
         _refused(f"{exc} ({exc.code})")
     except StoreError as exc:
         _refused(str(exc))
+    except UnreadableItemError as exc:
+        fail(str(exc), UNREADABLE)
     except LoopgateError as exc:
         fail(str(exc))
 
@@ -363,33 +372,91 @@ def fails(report: dict[str, Any], fail_on: str | None) -> bool:
     return False
 
 
+@final  # `type(entry) is Unreadable` tells the two kinds of entry apart (and mypy too)
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A stored item ``check --all`` could not read, in its place among the reports.
+
+    Attributes:
+        error: why (its ``key`` is the item's stored key, its ``detail`` the part and why).
+    """
+
+    error: UnreadableItemError
+
+    def to_json(self) -> dict[str, str]:
+        """``{"workItem": <stored key>, "error": "unreadable: <part>: <why>"}``: the
+        item's entry in ``check --all --format json`` (every form: a readable item's
+        entry has no ``error`` key)."""
+        return {"workItem": self.error.key, "error": f"unreadable: {self.error.detail}"}
+
+
+#: What ``check`` shows of one item: its report, or why it could not be read.
+Entry = dict[str, Any] | Unreadable
+
+
 def _reports(services: Services, item: WorkItemRef | None, recompute: bool,
-             node: str | None = None, status: str | None = None,
-             compact: bool = False) -> Iterator[dict[str, Any]]:
+             node: str | None = None, status: str | None = None, compact: bool = False,
+             unreadable: list[UnreadableItemError] | None = None) -> Iterator[Entry]:
+    """The reports ``check`` shows: ITEM's, or every item's (``--all``, filtered by
+    ``node``/``status``) in the store's order, an item that cannot be read given as an
+    :class:`Unreadable` in its place (whatever the filters: what it holds is unknown) and
+    added to ``unreadable``. ITEM unreadable: one line, exit :data:`UNREADABLE`."""
     graph = services.graph
     # One query for every owed or failed effect (check --all stays one pass).
     owed: dict[WorkItemRef, list[Any]] = {}
     for row in services.store.effects.rows(item, statuses=OWED):
         owed.setdefault(row.ref, []).append(row)
     if item is not None:
-        state = services.store.load(item)
+        try:
+            state = services.store.load(item)
+        except UnreadableItemError as exc:
+            fail(str(exc), UNREADABLE)
         if state is None:
             _refused(f"{item} is not started (not-started)")
         yield build_report(graph, state, recompute=recompute, effects=owed.get(item, ()),
                            compact=compact, shared=True)
         return
-    for state in services.store.load_all():
+    told: list[UnreadableItemError] = []  # since the last state: shown before it
+    seen = unreadable if unreadable is not None else []
+    for state in services.store.load_all(lambda _key, error: told.append(error)):
+        if told:
+            yield from _unreadable(told, seen)
         if matches(state, node, status):
             # No owed effects (the usual case): no ref hashed per item.
             yield build_report(graph, state, recompute=recompute,
                                effects=owed.get(state.ref, ()) if owed else (),
                                compact=compact, shared=True)
+    yield from _unreadable(told, seen)
 
 
-def _with_history(reports: Iterable[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+def _unreadable(told: list[UnreadableItemError], seen: list[UnreadableItemError]
+                ) -> Iterator[Unreadable]:
+    """``told``'s errors as entries, moved to ``seen``."""
+    seen.extend(told)
+    entries = [Unreadable(error) for error in told]
+    told.clear()
+    yield from entries
+
+
+def _say_unreadable(unreadable: list[UnreadableItemError]) -> None:
+    """After ``check --all`` showed everything: one line on stderr naming the items that
+    could not be read (the first three keys), then exit :data:`UNREADABLE`."""
+    if not unreadable:
+        return
+    keys = ", ".join(error.key for error in unreadable[:3])
+    more = f" and {len(unreadable) - 3} more" if len(unreadable) > 3 else ""
+    count = f"{len(unreadable)} stored item{'s' if len(unreadable) != 1 else ''}"
+    fail(f"{count} could not be read: {keys}{more} (each is shown in its place, with its "
+         "error)", UNREADABLE)
+
+
+def _with_history(reports: Iterable[Entry]) -> Iterator[Entry]:
     # ``--history`` in JSON: the report gains ``history``, every visit oldest first
     # (issue 19 §2); the document's ``visits`` key is there either way.
     for report in reports:
+        if type(report) is Unreadable:
+            yield report
+            continue
         visits = visits_from_json(report["document"].get("visits") or {})
         yield {**report, "history": visit_history(visits)}
 
@@ -399,13 +466,15 @@ def _history_text(report: Mapping[str, Any]) -> str:
     return render_history(report["workItem"], visits)
 
 
-def _emit_json(reports: Iterable[dict[str, Any]], many: bool, fail_on: str | None,
+def _emit_json(reports: Iterable[Entry], many: bool, fail_on: str | None,
                compact: bool = False) -> bool:
     failed = False
     # The report's node lines are compact already (_reports): only decisions go here.
     shape = partial(compact_document, lines_done=True) if compact else (lambda doc: doc)
     if not many:
         for report in reports:
+            if type(report) is Unreadable:  # never (ITEM unreadable: _reports exits)
+                continue
             click.echo(json.dumps(shape(check_document(report)), indent=2, ensure_ascii=False))
             failed = fails(report, fail_on)
         return failed
@@ -418,8 +487,11 @@ def _emit_json(reports: Iterable[dict[str, Any]], many: bool, fail_on: str | Non
     separator = b"\n"
     for report in reports:
         pending += separator
-        pending += _json_line(shape(check_document(report)))
         separator = b",\n"
+        if type(report) is Unreadable:
+            pending += _json_line(report.to_json())
+            continue  # never fails --fail-on: its own exit status follows
+        pending += _json_line(shape(check_document(report)))
         failed = fails(report, fail_on) or failed
         if len(pending) >= _CHUNK:
             write(pending)
@@ -468,12 +540,19 @@ def _byte_writer(out: Any) -> Callable[[bytes | bytearray], Any]:
     return write_all
 
 
-def _emit_table(reports: Iterable[dict[str, Any]], fail_on: str | None, *, color: bool,
+def _emit_table(reports: Iterable[Entry], fail_on: str | None, *, color: bool,
                 summary: Summary | None, history: bool = False, compact: bool = False) -> bool:
     failed, any_report = False, False
     paint = painter(color)
     for i, report in enumerate(reports):
         any_report = True
+        if type(report) is Unreadable:  # one line in every form: `KEY: unreadable: why`
+            error = report.error
+            line = f"{error.key}: {paint('unreadable', 'unreadable')}: {error.detail}"
+            click.echo(line if compact or not i else "\n" + line, color=color)
+            if summary is not None:
+                summary.add_unreadable()
+            continue
         if compact:  # one line per item, no blank line between them
             click.echo(render_compact(report, paint), color=color)
         else:
@@ -536,6 +615,12 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
     --history lists every visit (a gate sent back and answered again has one decision
     per visit).
 
+    A stored item that cannot be read (its key is not owner/repo#N, or a row of it is
+    not JSON or JSON of the wrong shape) is shown in its place, whatever the filters, as
+    `KEY: unreadable: WHY` (JSON: {"workItem": KEY, "error": "unreadable: WHY"}, the
+    only entries with an `error` key); every other item is shown, then check exits 3
+    (whatever --fail-on found). ITEM unreadable: one line, exit 3.
+
     \b
     Example:
       loopgate check --all --status parked --node phase-selection
@@ -543,7 +628,9 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
     """
     services = obj.services
     _check_filters(services, item, all_items, node, status)
-    reports = _reports(services, item, recompute, node, status, compact and fmt == "json")
+    unreadable: list[UnreadableItemError] = []
+    reports = _reports(services, item, recompute, node, status, compact and fmt == "json",
+                       unreadable)
     if fmt == "json":
         failed = _emit_json(_with_history(reports) if history else reports, all_items,
                             fail_on, compact)
@@ -551,6 +638,7 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
         summary = Summary([n.id for n in services.graph.ordered()]) if all_items else None
         failed = _emit_table(reports, fail_on, color=use_color(color), summary=summary,
                              history=history, compact=compact)
+    _say_unreadable(unreadable)
     if failed:
         raise SystemExit(1)
 

@@ -5,7 +5,8 @@ Every error loopgate reports itself is one ``loopgate: <message>`` line on stder
 argument, a value a type refuses) would print three lines instead (``Usage:``, ``Try``,
 ``Error:``); :class:`RootGroup` turns them into the same one line, with the command's
 ``--help`` named at its end, and keeps their exit code (2). A bare group (``loopgate``,
-``loopgate config``) still prints its help.
+``loopgate config``) still prints its help. A stored item that cannot be read, met by a
+verb that does not say so itself, is one line too (exit 3).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import IO, Any
 import click
 
 from bot.cli.help import HelpGroup
+from engine.errors import UnreadableItemError
 
 __all__ = ["OneLineError", "RootGroup", "one_line"]
 
@@ -67,8 +69,13 @@ class RootGroup(HelpGroup):
             raise _reworded(exc) from None
 
     def invoke(self, ctx: click.Context) -> Any:
-        """click's, with a subcommand's usage error in one line."""
+        """click's, with a subcommand's usage error in one line, and a stored item that
+        cannot be read (a verb that met one and did not say so itself) one line too, exit
+        3 (``UnreadableItemError.exit_code``), not a traceback."""
         try:
             return super().invoke(ctx)
         except click.ClickException as exc:
             raise _reworded(exc) from None
+        except UnreadableItemError as exc:
+            click.echo(f"loopgate: {exc}", err=True)
+            raise SystemExit(exc.exit_code) from None
