@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from bot.slack.approval_clicks import is_approval_gate, may_decide
 from bot.slack.blocks.approval import OUTCOME_LABELS
 from bot.slack.blocks.home_blocks import ItemRow, WaitingRow, home_view
-from bot.slack.listeners.commands.check import _recorded_authors, item_owners
+from bot.slack.listeners.commands.check import _recorded_authors, item_owners, left_out
 from bot.slack.slack_identity import resolve_login
 from bot.slack.slack_tables import homes, save_home
 from engine.approvals import recorded_approvals
@@ -111,12 +111,13 @@ def _waits_on(services: Services, state: Any, login: str) -> bool:
 
 
 def home_rows(services: Services, login: str) -> tuple[list[WaitingRow], list[ItemRow]]:
-    """``(waiting on login, oldest first; login's items)``."""
+    """``(waiting on login, oldest first; login's items)``; an item that cannot be read is
+    left out, with one warning line (:func:`left_out`)."""
     authors = _recorded_authors(services)
     base = web_base(services.config)
     waiting: list[WaitingRow] = []
     items: list[ItemRow] = []
-    for state in services.store.load_all():
+    for state in services.store.load_all(left_out):
         owners = item_owners(services, state, authors)
         if login in owners:
             items.append(ItemRow(str(state.ref), state.current_node, state.status,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,7 @@ from bot.slack.listeners.commands.pasted_refs import parse_item
 from bot.slack.listeners.commands.replies import Reply
 from bot.slack.slack_identity import resolve_login
 from bot.slack.slack_tables import thread_authors
+from engine.errors import UnreadableItemError
 from engine.refs import WorkItemRef
 from engine.report import build_report
 from engine.settings import normalize_login
@@ -18,7 +20,10 @@ from engine.settings import normalize_login
 if TYPE_CHECKING:  # types only: bot.services imports what it wires
     from bot.services import Services
 
-__all__ = ["check_item", "my_items", "run_check", "item_owners", "involved_states"]
+__all__ = ["check_item", "my_items", "run_check", "item_owners", "involved_states",
+           "left_out"]
+
+log = logging.getLogger(__name__)
 
 _AUTHOR_KEYS = ("issueAuthor", "author")
 
@@ -64,10 +69,19 @@ def item_owners(services: Services, state: Any, authors: dict[str, str] | None =
     return {lg for lg in (by, author) if lg}
 
 
+def left_out(key: str, error: UnreadableItemError) -> None:
+    """``load_all``'s ``on_unreadable`` for the Slack views that list every item (``/loop
+    check``, the Home tab): the item is left out of the view, and one warning line names
+    its stored key and why (``loopgate check --all`` shows it, and exits 3)."""
+    log.warning("work item %s left out of the Slack view: it cannot be read: %s", key,
+                error.detail)
+
+
 def involved_states(services: Services, login: str) -> list[Any]:
-    """The states of the work items ``login`` owns (:func:`item_owners`), store order."""
+    """The states of the work items ``login`` owns (:func:`item_owners`), store order; an
+    item that cannot be read is left out (:func:`left_out`)."""
     authors = _recorded_authors(services)
-    return [state for state in services.store.load_all()
+    return [state for state in services.store.load_all(left_out)
             if login in item_owners(services, state, authors)]
 
 
