@@ -5,9 +5,9 @@ ITEM is ``owner/repo#N`` (anything else is a usage error, exit 2). Exit codes: 0
 1 a refusal (``ClaimRefused``, a rejected skip token, a store that stayed locked) or an
 unmet ``--fail-on`` condition; 2 a usage, configuration or graph error, and a node the
 graph does not have (``--node``/``--to``: one line with the nearest node, issue 23 §3);
-3 a stored item that cannot be read (:class:`UnreadableItemError`: ITEM's, or, with
-``check --all``, one or more items, each shown in its place with its error after the
-others are all shown; 3 outranks ``--fail-on``'s 1).
+3 a stored item that cannot be read (:class:`UnreadableItemError`): ITEM's, or, with
+``check --all``, once every item is shown, each unreadable one in its place with its
+error (3 outranks ``--fail-on``'s 1).
 """
 
 from __future__ import annotations
@@ -488,11 +488,11 @@ def _emit_json(reports: Iterable[Entry], many: bool, fail_on: str | None,
     for report in reports:
         pending += separator
         separator = b",\n"
-        if type(report) is Unreadable:
+        if type(report) is Unreadable:  # never fails --fail-on: its own exit status follows
             pending += _json_line(report.to_json())
-            continue  # never fails --fail-on: its own exit status follows
-        pending += _json_line(shape(check_document(report)))
-        failed = fails(report, fail_on) or failed
+        else:
+            pending += _json_line(shape(check_document(report)))
+            failed = fails(report, fail_on) or failed
         if len(pending) >= _CHUNK:
             write(pending)
             pending = bytearray()  # a new one: the stream may still hold the last
