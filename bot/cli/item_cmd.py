@@ -16,7 +16,6 @@ import json
 import select
 import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, final
@@ -373,15 +372,19 @@ def fails(report: dict[str, Any], fail_on: str | None) -> bool:
 
 
 @final  # `type(entry) is Unreadable` tells the two kinds of entry apart (and mypy too)
-@dataclass(frozen=True, slots=True)
 class Unreadable:
-    """A stored item ``check --all`` could not read, in its place among the reports.
+    """A stored item ``check --all`` could not read, in its place among the reports (a
+    plain class: a dataclass's generated methods cost every ``check`` start 5 M
+    instructions, callgrind).
 
     Attributes:
         error: why (its ``key`` is the item's stored key, its ``detail`` the part and why).
     """
 
-    error: UnreadableItemError
+    __slots__ = ("error",)
+
+    def __init__(self, error: UnreadableItemError) -> None:
+        self.error = error
 
     def to_json(self) -> dict[str, str]:
         """``{"workItem": <stored key>, "error": "unreadable: <part>: <why>"}``: the
