@@ -19,8 +19,9 @@ moment, so a pause ends only once none has been in hand for :data:`QUIET_S` (the
 is over): ending it at the first such moment let the dispatcher take a delivery in each
 gap, and an ack arriving then waited behind it (21 of a 1,000-delivery burst were decided
 during it; 10-12 with the quiet gap, the 0.25 s bound ending a pause about four times a
-second). The pause is bounded (:data:`PAUSE_S` by default): an endless stream of
-requests slows the background down, never stops it. A delivery is durable before it is
+second). The pause is bounded (:data:`PAUSE_S` by default), so no one pause outlasts a
+stream of requests, and budgeted (below), so a stream slows the background down and never
+starves it. A delivery is durable before it is
 counted out (the inbox's commit is inside the request), so pausing changes only when
 work is done, never whether an acknowledged delivery is kept.
 
@@ -32,7 +33,8 @@ also spend a budget, a reserve of paused seconds (:data:`PAUSE_RESERVE_S`, 5 s) 
 at :data:`PAUSE_SHARE` (0.5) seconds per second: a pause waits at most what the reserve
 holds (counting the refill while it waits) and a pause with the reserve spent is refused
 at once (:attr:`AckFirst.budget_refusals`). Over any span of ``L`` seconds a thread is
-paused at most ``0.5 L + 5`` seconds. What that gives:
+paused at most ``0.5 L + 5`` seconds (a wait that wakes late leaves the reserve in debt,
+paid back before the next pause). What that gives:
 
 - a burst of signed requests after a quiet spell keeps the full effect (every pause to
   its bound, as without the budget) for ``PAUSE_RESERVE_S / (1 - PAUSE_SHARE)`` = 10 s of
