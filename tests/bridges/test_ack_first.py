@@ -218,6 +218,7 @@ class _Sim:
     def __init__(self, **budget: float) -> None:
         self.now = 0.0
         self.events: list[tuple[float, bool]] = []  # (time, True: counted in / False: out)
+        self._next = 0  # the first event not yet happened
         self.acks = AckFirst(clock=lambda: self.now, wait=self._advance, **budget)
         self.pauses: list[tuple[float, float]] = []  # (started, seconds waited)
         self.items: list[float] = []  # when each item started
@@ -225,11 +226,11 @@ class _Sim:
     def stream(self, start: float, end: float) -> None:
         """Signed requests every STREAM_GAP_S from ``start`` until ``end`` (seconds)."""
         n = round((end - start) / STREAM_GAP_S)
+        ahead = self.events[self._next:]
         for k in range(n):
             at = start + k * STREAM_GAP_S
-            self.events += [(at, True), (at + IN_HAND_S, False)]
-        self.events.sort(key=lambda e: e[0])
-        self._next = 0
+            ahead += [(at, True), (at + IN_HAND_S, False)]
+        self.events, self._next = sorted(ahead, key=lambda e: e[0]), 0
         self._advance(0.0)  # a request arriving now is in hand now
 
     def _advance(self, seconds: float) -> None:
