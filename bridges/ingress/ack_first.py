@@ -19,10 +19,40 @@ moment, so a pause ends only once none has been in hand for :data:`QUIET_S` (the
 is over): ending it at the first such moment let the dispatcher take a delivery in each
 gap, and an ack arriving then waited behind it (21 of a 1,000-delivery burst were decided
 during it; 10-12 with the quiet gap, the 0.25 s bound ending a pause about four times a
-second). The pause is bounded (:data:`PAUSE_S` by default): an endless stream of
-requests slows the background down, never stops it. A delivery is durable before it is
+second). The pause is bounded (:data:`PAUSE_S` by default), so no one pause outlasts a
+stream of requests, and budgeted (below), so a stream slows the background down and never
+starves it. A delivery is durable before it is
 counted out (the inbox's commit is inside the request), so pausing changes only when
 work is done, never whether an acknowledged delivery is kept.
+
+The bound alone is not enough for a *sustained* stream (an organisation sending 50
+deliveries a second for minutes, each less than :data:`QUIET_S` after the last): every
+pause would run to its bound, and the dispatcher and the effects worker would each do
+about four items a second for as long as it lasts. So each background thread's pauses
+also spend a budget, a reserve of paused seconds (:data:`PAUSE_RESERVE_S`, 5 s) refilled
+at :data:`PAUSE_SHARE` (0.5) seconds per second: a pause waits at most what the reserve
+holds (counting the refill while it waits) and a pause with the reserve spent is refused
+at once (:attr:`AckFirst.budget_refusals`). Over any span of ``L`` seconds a thread is
+paused at most ``0.5 L + 5`` seconds (a wait that wakes late leaves the reserve in debt,
+paid back before the next pause). What that gives:
+
+- a burst of signed requests after a quiet spell keeps the full effect (every pause to
+  its bound, as without the budget) for ``PAUSE_RESERVE_S / (1 - PAUSE_SHARE)`` = 10 s of
+  pausing (the ingress benchmark's burst of 1,000 deliveries is sent in 2.5–9 s), a
+  little longer in wall time since the thread does an item between two pauses;
+- under an endless stream, past those 10 s, the thread is paused half the time in short
+  pieces (a pause about as long as the item before it): it works at half its own speed,
+  e.g. 50 items a second where an item takes 10 ms (about four a second without the
+  budget), so decisions keep up with a stream half as fast as the dispatcher can decide;
+- once the stream has stopped, the reserve is full again after
+  ``PAUSE_RESERVE_S / PAUSE_SHARE`` = 10 s.
+
+The budget is a reserve refilled at a steady rate rather than a sliding window ("at
+most F of the last W seconds"): under an endless stream a sliding window repeats its
+first window's shape, F·W seconds paused then (1 - F)·W working, every W seconds, so the
+background would stop for 10 s every 20 s; the reserve, once spent, hands the pauses out
+as it refills. The accounting happens in :meth:`AckFirst.pause` only (per thread, a
+``threading.local``); counting an ack in and out costs what it did.
 
 ``serve`` also lowers CPython's switch interval to :data:`SWITCH_INTERVAL_S`
 (:func:`shorter_switch_interval`): a thread woken by I/O waits at most that long for the
@@ -45,8 +75,8 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["AckFirst", "PAUSE_S", "QUIET_S", "SWITCH_INTERVAL_S", "WsgiApp",
-           "shorter_switch_interval"]
+__all__ = ["AckFirst", "PAUSE_RESERVE_S", "PAUSE_S", "PAUSE_SHARE", "QUIET_S",
+           "SWITCH_INTERVAL_S", "WsgiApp", "shorter_switch_interval"]
 
 #: The longest one pause waits for the acks in hand to end (seconds): long enough to
 #: cover a burst's requests, short enough that a stream of them never stops the work.
@@ -57,6 +87,20 @@ PAUSE_S = 0.25
 #: decision unnoticeably.
 QUIET_S = 0.02
 
+#: The share of its time a background thread may spend paused under a stream of acks
+#: that never ends (a fraction of wall time; the reserve refills at this many paused
+#: seconds per second): 0.5 leaves the dispatcher and the effects worker half their speed,
+#: enough to keep up with a stream half as fast as they can decide, while the acks still
+#: get the other half of the machine's turns from them.
+PAUSE_SHARE = 0.5
+
+#: The reserve of paused seconds each background thread starts with and refills up to
+#: (seconds): a burst keeps the full acks-first effect for
+#: ``PAUSE_RESERVE_S / (1 - PAUSE_SHARE)`` = 10 s of pausing, longer than the ingress
+#: benchmark's burst of 1,000 deliveries takes to send on the loaded machine (2.5–9 s); it
+#: is full again ``PAUSE_RESERVE_S / PAUSE_SHARE`` = 10 s after a stream stopped.
+PAUSE_RESERVE_S = 5.0
+
 #: CPython's thread switch interval in ``serve`` (seconds; CPython's default is 0.005): a
 #: thread woken by I/O (an ack's commit, its socket) waits at most this long for a thread
 #: running Python to hand the GIL over.
@@ -66,26 +110,50 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
 class AckFirst:
-    """The count of acking requests in hand, and a bounded wait for it to reach zero.
+    """The count of acking requests in hand, and a bounded, budgeted wait for it to reach
+    zero.
 
     Args:
         pause_s: the longest one :meth:`pause` waits (seconds; 0 turns pausing off).
         quiet_s: how long no ack must have been in hand for a pause to end (seconds).
+        share: the share of wall time each thread calling :meth:`pause` may spend paused
+            once its reserve is spent (a fraction, 0 to 1; 1 turns the budget off).
+        reserve_s: the paused seconds each such thread starts with and the reserve
+            refills up to (seconds).
+        clock: monotonic seconds (tests pass a fake one).
+        wait: waits up to the seconds it is given, or until notified, with the lock
+            released (default: the condition's own wait; tests pass one that moves their
+            fake clock on, and may count acks in and out from it: the lock is re-entrant).
 
     Attributes:
         pauses: pauses that waited for at least one request (tests, metrics).
-        overruns: pauses that gave up at ``pause_s`` with requests still in hand.
+        overruns: pauses that gave up at their bound (``pause_s``, or what the budget
+            left) with requests still in hand.
+        budget_refusals: pauses refused at once, an ack being in hand, because the
+            calling thread's reserve was spent (tests, metrics).
     """
 
-    def __init__(self, pause_s: float = PAUSE_S, quiet_s: float = QUIET_S) -> None:
+    def __init__(self, pause_s: float = PAUSE_S, quiet_s: float = QUIET_S, *,
+                 share: float = PAUSE_SHARE, reserve_s: float = PAUSE_RESERVE_S,
+                 clock: Callable[[], float] = time.monotonic,
+                 wait: Callable[[float], object] | None = None) -> None:
+        if not 0.0 <= share <= 1.0 or reserve_s < 0:
+            raise ValueError(f"share must be within [0, 1] and reserve_s >= 0, "
+                             f"got {share} and {reserve_s}")
         self.pause_s = pause_s
         self.quiet_s = quiet_s
-        self._cond = threading.Condition()
+        self.share = share
+        self.reserve_s = reserve_s
+        self._clock = clock
+        self._cond = threading.Condition(threading.RLock())
+        self._wait = self._cond.wait if wait is None else wait
         self._in_hand = 0
         self._last_leave = -quiet_s  # monotonic seconds; "long ago" before any ack
         self._waiting = 0
+        self._reserve = _Reserve()
         self.pauses = 0
         self.overruns = 0
+        self.budget_refusals = 0
 
     @property
     def in_hand(self) -> int:
@@ -109,7 +177,7 @@ class AckFirst:
         most :attr:`quiet_s` (a wake-up per ack would cost a burst a thread switch each)."""
         with self._cond:
             self._in_hand = max(0, self._in_hand - 1)
-            self._last_leave = time.monotonic()
+            self._last_leave = self._clock()
 
     @contextmanager
     def receiving(self) -> Iterator[None]:
@@ -122,27 +190,48 @@ class AckFirst:
 
     def pause(self) -> float:
         """Wait until no acking request has been in hand for :attr:`quiet_s`, at most
-        :attr:`pause_s` seconds.
+        :attr:`pause_s` seconds and at most what the calling thread's reserve allows (see
+        the module's docstring); return at once when it was quiet already or the reserve
+        is spent (counted in :attr:`budget_refusals`).
 
         Returns:
-            Seconds waited (0.0 when it was quiet already).
+            Seconds waited (0.0 when it was quiet already or the pause was refused).
         """
         with self._cond:
-            started = time.monotonic()
+            started = self._clock()
             if self.pause_s <= 0 or self._quiet_at(started) <= started:
                 return 0.0
+            reserve = self._reserve
+            level = self._reserve_at(reserve, started)
+            if level <= 0:
+                self.budget_refusals += 1
+                return 0.0
+            bound = self.pause_s
+            if self.share < 1:  # the reserve refills at ``share`` while the pause drains it
+                bound = min(bound, level / (1 - self.share))
             self._waiting += 1
             try:
-                deadline = started + self.pause_s
-                while (now := time.monotonic()) < (quiet := self._quiet_at(now)):
+                deadline = started + bound
+                while (now := self._clock()) < (quiet := self._quiet_at(now)):
                     if now >= deadline:
                         self.overruns += 1
                         break
-                    self._cond.wait(min(quiet, deadline) - now)
+                    self._wait(min(quiet, deadline) - now)
             finally:
                 self._waiting -= 1
             self.pauses += 1
-            return time.monotonic() - started
+            ended = self._clock()
+            # a wait that overran its bound (a late wake-up) leaves the reserve in debt
+            reserve.level = level - (1 - self.share) * (ended - started)
+            reserve.at = ended
+            return ended - started
+
+    def _reserve_at(self, reserve: _Reserve, now: float) -> float:
+        """The calling thread's reserve at ``now`` (seconds of pause): its level when it
+        last paused, refilled at :attr:`share` since, up to :attr:`reserve_s`."""
+        if reserve.at is None:
+            return self.reserve_s
+        return min(self.reserve_s, reserve.level + self.share * (now - reserve.at))
 
     def _quiet_at(self, now: float) -> float:
         """When it is quiet enough for background work (monotonic seconds), as far as is
@@ -173,6 +262,15 @@ def shorter_switch_interval(seconds: float = SWITCH_INTERVAL_S) -> Callable[[], 
     previous = sys.getswitchinterval()
     sys.setswitchinterval(min(previous, seconds))
     return lambda: sys.setswitchinterval(previous)
+
+
+class _Reserve(threading.local):
+    """One thread's pause reserve (each thread calling :meth:`AckFirst.pause` has its
+    own): ``level`` seconds of pause as of ``at`` (clock seconds; None: never paused, so
+    full)."""
+
+    level: float = 0.0
+    at: float | None = None
 
 
 class _Closing:
