@@ -329,20 +329,7 @@ def stream_states(query: Query, on_unreadable: OnUnreadable | None = None,
         decision_rows = decisions.take(item) if decisions.head is not None else _NONE
         forced_rows = forced.take(item) if forced.head is not None else _NONE
         try:
-            # _decode's body, inlined: its call was 1,300 instructions an item (callgrind).
-            state = state_from_row(row)
-            nodes = state.nodes
-            for record in record_rows:
-                nodes[record[0]] = record_from_row(record[1:])
-            for i, run in enumerate(runs):
-                if run:
-                    attr, typed = _ENTRIES[i]
-                    target = getattr(state, attr)
-                    for node, data in run:
-                        target[node] = typed(fastjson.loads(data))
-            state.visits = _visits(state, visit_rows, decision_rows)
-            if forced_rows:
-                state.forced = [ForcedMove.from_json(fastjson.loads(d)) for (d,) in forced_rows]
+            state = _decode(row, record_rows, runs, visit_rows, decision_rows, forced_rows)
         except Exception as exc:  # what the stored text makes the readers raise: any type
             error = _unreadable(tuple(row), record_rows, runs, visit_rows, decision_rows,
                                 forced_rows)
@@ -365,9 +352,7 @@ def _decode(row: tuple[Any, ...], record_rows: Rows, runs: Sequence[Rows], visit
             decision_rows: Rows, forced_rows: Rows) -> ItemState:
     """One item's state from its ``items`` row and its child rows (each table's rows of the
     item in ``ord`` order, less the item column; ``runs``: the entry tables', in
-    ENTRY_TABLES order): what :func:`read_state` decodes, and :func:`stream_states` too
-    (inlined there: a change here is a change there; the conformance suite compares
-    ``load`` with ``load_all``).
+    ENTRY_TABLES order): what :func:`read_state` and :func:`stream_states` decode.
 
     Raises:
         Exception: whatever a reader raises on what is stored (WorkItemRefError for the
