@@ -72,7 +72,9 @@ class UnreadableItemError(LoopgateError):
     of the wrong shape. The message names the key and the part, never the stored value.
 
     Attributes:
-        key: the item's stored key, as stored (``items.item``; e.g. ``acme/widgets#013``).
+        key: the item's stored key, as stored (``items.item``; e.g. ``acme/widgets#013``),
+            or its ``repr`` (cut at 120 characters) where it is not printable text of at
+            most 120 characters: a newline, a terminal escape, a BLOB, NULL.
         detail: what is wrong, without the key: ``"<part>: <why>"``, e.g. ``"visits row of
             node 'design': not JSON (unexpected character: line 1 column 1 (char 0))"``.
         exit_code: the command line's exit status for it, 3 (0-2 are taken: done, a

@@ -383,24 +383,25 @@ def _unreadable(row: tuple[Any, ...], record_rows: Rows, runs: Sequence[Rows],
     an unreadable item comes here, so the readable ones pay nothing for it."""
     item, owner, repo, number, _loop, _current, _status, parked, surface = row[:9]
     revision = row[10]
-    key = item if type(item) is str else repr(item)
+    key = item if type(item) is str and item.isprintable() and len(item) <= _QUOTE \
+        else _name(item)  # never a control character or 100 kB on a terminal or in a log
     checks: list[tuple[str, Callable[[], object]]] = [
         ("the stored key", partial(WorkItemRef.parse_stored, item, owner, repo, number)),
         ("column parked", partial(_read_json, parked, Parked.from_json)),
         ("column surface", partial(_read_surface, surface)),
-        ("column revision", partial(int, revision or 0)),
+        ("column revision", partial(_read_int, revision)),
     ]
-    checks += [(f"node_records row of node {_name(r[0])}", partial(record_from_row, r[1:]))
+    checks += [(f"node_records row of node {_name(r[0])}", partial(_read_record, r[1:]))
                 for r in record_rows]
     for (table, _attr), run in zip(ENTRY_TABLES, runs, strict=True):
         checks += [(f"{table} row of node {_name(node)}",
-                    partial(_read_json, data, _ENTRY_TYPES[table])) for node, data in run]
+                    partial(_read_row, data, _ENTRY_TYPES[table])) for node, data in run]
     checks += [(f"visits row of node {_name(node)}", partial(visits_from_rows, [(node, data)]))
                for node, data in visit_rows]
     if not visit_rows:  # decisions are read only for an item written before visits
         checks += [(f"decisions row of node {_name(node)}", partial(fastjson.loads, data))
                    for node, data in decision_rows]
-    checks += [(f"forced_moves row {i}", partial(_read_json, d, ForcedMove.from_json))
+    checks += [(f"forced_moves row {i}", partial(_read_row, d, ForcedMove.from_json))
                for i, (d,) in enumerate(forced_rows)]
     for part, check in checks:
         try:
@@ -418,6 +419,31 @@ def _unreadable(row: tuple[Any, ...], record_rows: Rows, runs: Sequence[Rows],
 
 def _read_json(text: Any, typed: Callable[[Any], object]) -> object:
     return typed(fastjson.loads(text or "{}"))
+
+
+def _read_row(text: Any, typed: Callable[[Any], object]) -> object:
+    """A child row's ``data`` as :func:`_decode` reads it (NULL is not ``{}`` there)."""
+    if text is None:
+        raise TypeError("NULL where JSON text was expected")
+    return typed(fastjson.loads(text))
+
+
+def _read_int(value: Any) -> int:
+    """``int(value or 0)``, as the readers take an integer column, refused in words that
+    never quote ``value`` (``int``'s own error does: a stored secret would be shown)."""
+    try:
+        return int(value or 0)
+    except (TypeError, ValueError, OverflowError):
+        kind = {str: "text", bytes: "a BLOB", float: "a number out of range"}.get(
+            type(value), type(value).__name__)
+        raise TypeError(f"an integer was expected, not {kind}") from None
+
+
+def _read_record(row: tuple[Any, ...]) -> object:
+    """A node_records row (less its node) as :func:`record_from_row` reads it, its
+    ``attempts`` refused first without quoting it (:func:`_read_int`)."""
+    _read_int(row[0])
+    return record_from_row(row)
 
 
 def _read_surface(text: Any) -> object:

@@ -163,3 +163,50 @@ def test_two_keys_of_one_number_keep_their_own_child_rows(store: Any) -> None:
     assert list(docs) == ["acme/widgets#11", "acme/widgets#12", "acme/widgets#13",
                           "acme/widgets#14", "acme/widgets#15"]
     assert docs == healthy
+
+
+@pytest.mark.parametrize(("table", "column", "node", "value", "detail"), [
+    # int()'s own error quotes the text it refused: the message must not (a token, say)
+    ("items", "revision", None, "ghp_SECRET_TOKEN",
+     "column revision: JSON of the wrong shape (TypeError: an integer was expected, "
+     "not text)"),
+    ("node_records", "attempts", "design", "ghp_SECRET_TOKEN",
+     "node_records row of node 'design': JSON of the wrong shape (TypeError: an integer "
+     "was expected, not text)"),
+    # a NULL child row is named, not blamed on "the item's rows together"
+    ("skips", "data", "brainstorming", None,
+     "skips row of node 'brainstorming': JSON of the wrong shape (TypeError: NULL where "
+     "JSON text was expected)"),
+])
+def test_the_error_names_the_part_and_never_quotes_the_stored_value(
+        store: Any, table: str, column: str, node: str | None, value: str | None,
+        detail: str) -> None:
+    _write(store, GOOD)
+    healthy = _docs(store)
+    bad = WorkItemRef("acme", "widgets", 12)
+    where = " AND node = ?" if node else ""
+    if column in ("revision", "attempts") and type(store).__name__ == "PostgresStore":
+        pytest.skip("PostgreSQL's INTEGER column refuses text: nothing unreadable to store")
+    _sql(store, f"UPDATE {table} SET {column} = ? WHERE item = ?{where}",
+         (value, str(bad), *([node] if node else [])))
+    docs, told = _read_all(store)
+    assert told == [(str(bad), detail)]
+    assert docs == {k: v for k, v in healthy.items() if k != str(bad)}
+
+
+def test_a_key_that_is_not_printable_is_shown_quoted() -> None:
+    # A key with a newline and a terminal escape would print as two lines, the second
+    # looking like loopgate's own; 100,000 characters would print whole. Both are quoted.
+    def row(key: str) -> tuple[Any, ...]:
+        return (key, "acme", "widgets", 5, "l", "a", "parked", "{}", "{}", "t", 1, "t")
+
+    keys = ["acme/widgets#5\x1b[2J\nloopgate: fake", "acme/widgets#" + "x" * 100_000]
+    items = [row(key) for key in keys]
+
+    def query(sql: str, params: tuple[Any, ...]) -> Iterable[tuple[Any, ...]]:
+        return items if "FROM items ORDER BY" in sql else []
+
+    told: list[str] = []
+    assert list(rows.stream_states(query, lambda key, error: told.append(key))) == []
+    assert told == ["'acme/widgets#5\\x1b[2J\\nloopgate: fake'",
+                    "'acme/widgets#" + "x" * 106 + "…"]
