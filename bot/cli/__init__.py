@@ -12,7 +12,8 @@ commands runs or the commands are listed (:class:`LazyCommands`, :data:`COMMAND_
 a new command's module goes in that table).
 
 Exit codes: 0 success; 1 a refusal or an unmet ``--fail-on`` condition; 2 a usage,
-configuration or graph error (click's own usage errors are 2 as well). Every error is one
+configuration or graph error (click's own usage errors are 2 as well); 3 a stored work
+item that cannot be read (``UnreadableItemError``). Every error is one
 ``loopgate: <message>`` line on stderr (:mod:`bot.cli.usage_errors`).
 """
 

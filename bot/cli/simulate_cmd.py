@@ -4,7 +4,7 @@
 
 Exit codes: 0 the simulation ran (whatever it says); 1 the item is not started; 2 bad
 input (an unknown node, a malformed ``--push`` or ``--codeowners-change``, ``--as``
-without ``--approve``).
+without ``--approve``); 3 the stored item cannot be read (``UnreadableItemError``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import click
 
 from bot.cli.context import CliContext, fail, known_node, parse_item
 from engine import simulate
-from engine.errors import ClaimRefused, LoopgateError
+from engine.errors import ClaimRefused, LoopgateError, UnreadableItemError
 from engine.outcomes import APPROVED
 
 __all__ = ["register", "parse_push", "parse_change"]
@@ -99,6 +99,8 @@ def simulate_command(obj: CliContext, item: str, login: str | None, node: str | 
     except ClaimRefused as exc:
         click.echo(f"loopgate: refused: {exc} ({exc.code})", err=True)
         raise SystemExit(1) from None
+    except UnreadableItemError as exc:  # not bad input: the stored item (exit 3)
+        fail(str(exc), exc.exit_code)
     except LoopgateError as exc:
         fail(str(exc))
     if fmt == "json":

@@ -173,7 +173,8 @@ def test_one_unreadable_item_is_one_line_and_exit_3_in_every_verb(
     line = f"loopgate: {ITEMS[1]}: {JSON_ERROR}\n"
     for argv in (["check", ITEMS[1]], ["check", ITEMS[1], "--format", "json"],
                  ["advance", ITEMS[1]], ["complete", ITEMS[1], "--node", "brainstorming"],
-                 ["comments", ITEMS[1]]):
+                 ["comments", ITEMS[1]], ["briefing", ITEMS[1]],
+                 ["simulate", ITEMS[1], "--as", "alice", "--approve", "brainstorming"]):
         result = _runner_result(home, *argv)
         assert (result.exit_code, result.stdout, result.stderr) == (3, "", line), argv
     # The key asked for is not the one stored: that item is not started, as before.
