@@ -618,11 +618,11 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
     --history lists every visit (a gate sent back and answered again has one decision
     per visit).
 
-    A stored item that cannot be read (its key is not owner/repo#N, or a row of it is
-    not JSON or JSON of the wrong shape) is shown in its place, whatever the filters, as
-    `KEY: unreadable: WHY` (JSON: {"workItem": KEY, "error": "unreadable: WHY"}, the
-    only entries with an `error` key); every other item is shown, then check exits 3
-    (whatever --fail-on found). ITEM unreadable: one line, exit 3.
+    A stored item that cannot be read (its key is not owner/repo#N, a row of it is not
+    JSON or JSON of the wrong shape, or a column holds the wrong type) is shown in its
+    place, whatever the filters, as `KEY: unreadable: WHY` (JSON: {"workItem": KEY,
+    "error": "unreadable: WHY"}, the only entries with an `error` key); every other item
+    is shown, then check exits 3 (whatever --fail-on found). ITEM unreadable: one line, exit 3.
 
     \b
     Example:

@@ -127,6 +127,9 @@ def event_counts(query: Query, kinds: Sequence[str],
 def state_from_row(row: tuple[Any, ...]) -> ItemState:
     """An :class:`ItemState` (no child rows yet) from an ``items`` row (ITEM_COLUMNS order)."""
     item, owner, repo, number, loop, current, status, parked, surface, started, revision, _u = row
+    if not {type(loop), type(current), type(status), type(started)} <= _TEXT:
+        _text_columns(zip(("loop", "current_node", "status", "started_at"),
+                          (loop, current, status, started), strict=True))
     context = fastjson.loads(surface or "{}")
     if type(context) is not dict:  # read by key everywhere: refused here, named (_surface)
         _surface(context)
@@ -146,6 +149,9 @@ def state_from_row(row: tuple[Any, ...]) -> ItemState:
 def record_from_row(row: tuple[Any, ...]) -> NodeRecord:
     """A :class:`NodeRecord` from ``(attempts, outcome, entered, exited, last_block, forced)``."""
     attempts, outcome, entered, exited, last_block, forced = row
+    if not {type(outcome), type(entered), type(exited), type(last_block)} <= _TEXT:
+        _text_columns(zip(("outcome", "entered_at", "exited_at", "last_block"),
+                          (outcome, entered, exited, last_block), strict=True))
     return NodeRecord(
         attempts=int(attempts or 0),
         outcome=outcome or "",
@@ -156,12 +162,37 @@ def record_from_row(row: tuple[Any, ...]) -> NodeRecord:
     )
 
 
+class ColumnTypeError(TypeError):
+    """A stored column holds a value of the wrong SQL type (a BLOB or a number where text is
+    read, text where an integer is): the message names the column and the kind, never the
+    value."""
+
+
+#: The Python types a text column may read as (SQLite types by value: a column declared
+#: TEXT can hold a BLOB or a number, which would reach the report and fail to encode).
+_TEXT = frozenset({str, type(None)})
+
+
+def _text_columns(columns: Iterable[tuple[str, Any]]) -> None:
+    """Refuse the first of ``(column, value)`` whose value is not text (or NULL).
+
+    Raises:
+        ColumnTypeError: naming the column and the value's kind, never the value.
+    """
+    for column, value in columns:
+        if type(value) not in _TEXT:
+            kind = {bytes: "a BLOB", int: "a number", float: "a number"}.get(
+                type(value), type(value).__name__)
+            raise ColumnTypeError(f"column {column}: text was expected, not {kind}")
+
+
 def read_state(query: Query, ref: WorkItemRef) -> ItemState | None:
     """The stored state of ``ref`` (None when never created), read with ``query``.
 
     Raises:
         UnreadableItemError: a column or child row of the item does not read (not JSON,
-            or JSON of the wrong shape); the message names the part.
+            JSON of the wrong shape, or a column of the wrong SQL type); the message
+            names the part.
     """
     item = str(ref)
     rows = list(query(f"SELECT {ITEM_COLUMNS} FROM items WHERE item = ?", (item,)))
@@ -288,9 +319,10 @@ def stream_states(query: Query, on_unreadable: OnUnreadable | None = None,
     Args:
         query: runs the store's SQL.
         on_unreadable: told of each item that cannot be read (``(stored key, error)``:
-            its key is not a work item reference, or a column or child row is not JSON
-            or JSON of the wrong shape), which is then passed over: the items after it
-            are read as usual. None: such an item raises, ending the stream.
+            its key is not a work item reference, or a column or child row is not JSON,
+            JSON of the wrong shape or of the wrong SQL type), which is then passed
+            over: the items after it are read as usual. None: such an item raises,
+            ending the stream.
         tie: the ``items`` column that orders items sharing an owner, repository and
             number (stored keys spelt apart, ``acme/widgets#13`` and ``acme/widgets#013``),
             in the items and in their child rows alike: without it two such items' child
@@ -362,7 +394,10 @@ def _decode(row: tuple[Any, ...], record_rows: Rows, runs: Sequence[Rows], visit
     state = state_from_row(row)
     nodes = state.nodes
     for record in record_rows:
-        nodes[record[0]] = record_from_row(record[1:])
+        node = record[0]
+        if type(node) is not str:  # a dict key the report writes: text only
+            _text_columns((("node", node),))
+        nodes[node] = record_from_row(record[1:])
     for i, run in enumerate(runs):  # not zip(..., strict=...): its keyword, parsed per call
         if run:
             attr, typed = _ENTRIES[i]
@@ -390,8 +425,11 @@ def _unreadable(row: tuple[Any, ...], record_rows: Rows, runs: Sequence[Rows],
         ("column parked", partial(_read_json, parked, Parked.from_json)),
         ("column surface", partial(_read_surface, surface)),
         ("column revision", partial(_read_int, revision)),
+        ("the item's row", partial(_text_columns, zip(
+            ("loop", "current_node", "status", "started_at"),
+            (row[4], row[5], row[6], row[9]), strict=True))),
     ]
-    checks += [(f"node_records row of node {_name(r[0])}", partial(_read_record, r[1:]))
+    checks += [(f"node_records row of node {_name(r[0])}", partial(_read_record, r))
                 for r in record_rows]
     for (table, _attr), run in zip(ENTRY_TABLES, runs, strict=True):
         checks += [(f"{table} row of node {_name(node)}",
@@ -436,14 +474,15 @@ def _read_int(value: Any) -> int:
     except (TypeError, ValueError, OverflowError):
         kind = {str: "text", bytes: "a BLOB", float: "a number out of range"}.get(
             type(value), type(value).__name__)
-        raise TypeError(f"an integer was expected, not {kind}") from None
+        raise ColumnTypeError(f"an integer was expected, not {kind}") from None
 
 
 def _read_record(row: tuple[Any, ...]) -> object:
-    """A node_records row (less its node) as :func:`record_from_row` reads it, its
-    ``attempts`` refused first without quoting it (:func:`_read_int`)."""
-    _read_int(row[0])
-    return record_from_row(row)
+    """A node_records row (its node first) as :func:`_decode` reads it, its ``attempts``
+    refused first without quoting it (:func:`_read_int`)."""
+    _text_columns((("node", row[0]),))
+    _read_int(row[1])
+    return record_from_row(row[1:])
 
 
 def _read_surface(text: Any) -> object:
@@ -469,7 +508,7 @@ def _name(node: Any) -> str:
 def _why(exc: Exception) -> str:
     """What is wrong, in words: ``not JSON (...)`` or the reader's error (its first
     :data:`_QUOTE` characters: an error may quote the value it refused)."""
-    if isinstance(exc, WorkItemRefError):
+    if isinstance(exc, (WorkItemRefError, ColumnTypeError)):
         words = str(exc)
     elif isinstance(exc, json.JSONDecodeError):  # orjson's is a subclass
         words = f"not JSON ({exc})"

@@ -96,6 +96,34 @@ def test_every_form_of_check_all_shows_the_unreadable_items_in_place_and_exits_3
     _assert_spoiled(form, healthy.output, spoiled)
 
 
+@pytest.mark.parametrize("form", [("--format", "json"), ()], ids=" ".join)
+def test_a_blob_in_a_text_column_is_unreadable_not_a_lost_run(
+        home: Path, form: tuple[str, ...]) -> None:  # noqa: F811
+    # SQLite keeps a BLOB in a TEXT column as it is; read as the item's status it failed to
+    # encode (JSON: every item's output lost, a traceback) or to sort (the text summary).
+    _walk(home)
+    healthy = run_sqlite(home, "check", "--all", *form)
+    conn = sqlite3.connect(_db(home), isolation_level=None)
+    try:
+        conn.execute("UPDATE items SET status = ? WHERE item = ?", (b"parked", ITEMS[3]))
+    finally:
+        conn.close()
+    spoiled = _runner_result(home, "check", "--all", *form)
+    error = "unreadable: the item's row: column status: text was expected, not a BLOB"
+    assert spoiled.exit_code == 3
+    assert spoiled.stderr == (f"loopgate: 1 stored item could not be read: {ITEMS[3]} "
+                              "(each is shown in its place, with its error)\n")
+    if form:
+        lines = _json_lines(healthy.output)
+        assert _json_lines(spoiled.stdout) == [*lines[:3], _error_line(ITEMS[3], error),
+                                               lines[4]]
+        return
+    blocks, _summary = _text_blocks(healthy.output)
+    got, summary = _text_blocks(spoiled.stdout)
+    assert got == [*blocks[:3], f"{ITEMS[3]}: {error}", blocks[4]]
+    assert summary.endswith("  ?                unreadable      1\n")
+
+
 def _runner_result(home: Path, *args: str) -> Result:  # noqa: F811
     argv = ["--db", str(_db(home)), "--config", str(home / "loopgate.yaml"), *args]
     return CliRunner().invoke(cli, argv, catch_exceptions=False)
