@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -97,13 +98,9 @@ def test_the_stream_is_the_same_bytes_whatever_its_chunk(home: Path,  # noqa: F8
     # check --all gathers its lines and writes them every _CHUNK bytes (issue 21 §3: a
     # write per item was a system call per item): a chunk smaller than one line (a write
     # per item) and one larger than the whole output (one write) give the same bytes.
-    from bot.cli import item_cmd
-
     _walked(home)
-    outputs = []
-    for chunk in (1, 1 << 30):
-        monkeypatch.setattr(item_cmd, "_CHUNK", chunk)
-        outputs.append(run(home, "check", "--all", "--format", "json").output)
+    outputs = outputs_by_chunk(monkeypatch,
+                               lambda: run(home, "check", "--all", "--format", "json").output)
     assert outputs[0] == outputs[1]
     assert [doc["workItem"] for doc in json.loads(outputs[0])] == [
         f"acme/widgets#{n}" for n in (1, 2, 3, 4, 5)]
@@ -159,3 +156,16 @@ def test_the_stream_writes_every_byte_to_a_raw_stdout_that_takes_part_of_a_write
     data = bytearray(b"".join(b"%06d," % i for i in range(5000)))  # 35,000 bytes
     item_cmd._byte_writer(out)(data)
     assert bytes(out.buffer.taken) == bytes(data)
+
+
+def outputs_by_chunk(monkeypatch: pytest.MonkeyPatch, check_all: Callable[[], str]
+                     ) -> list[str]:
+    """``check_all()``'s output with ``check --all`` writing every byte as it comes (a chunk
+    of 1) and with one write at the end (a chunk larger than any output)."""
+    from bot.cli import item_cmd
+
+    outputs = []
+    for chunk in (1, 1 << 30):
+        monkeypatch.setattr(item_cmd, "_CHUNK", chunk)
+        outputs.append(check_all())
+    return outputs

@@ -17,6 +17,7 @@ from bot.cli import cli
 from bridges.postgres.copy import copy_sqlite_to_postgres
 from bridges.postgres.store import PostgresStore
 from engine.store.rows import CHILD_TABLES
+from tests.cli.test_check_compact import outputs_by_chunk
 from tests.cli.test_item_cli import home  # noqa: F401
 from tests.cli.test_item_cli import run as run_sqlite
 from tests.fakes.github import FakeGitHub
@@ -182,14 +183,10 @@ def test_fail_on_is_outranked_and_the_filters_keep_the_unreadable(
 
 def test_the_stream_is_the_same_bytes_whatever_its_chunk(
         home: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # noqa: F811
-    from bot.cli import item_cmd
-
     _walk(home)
     _spoil(home)
-    outputs = []
-    for chunk in (1, 1 << 30):
-        monkeypatch.setattr(item_cmd, "_CHUNK", chunk)
-        outputs.append(_runner_result(home, "check", "--all", "--format", "json").stdout)
+    outputs = outputs_by_chunk(
+        monkeypatch, lambda: _runner_result(home, "check", "--all", "--format", "json").stdout)
     assert outputs[0] == outputs[1]
     assert len(json.loads(outputs[0])) == 5
 
