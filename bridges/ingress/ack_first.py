@@ -34,7 +34,8 @@ at :data:`PAUSE_SHARE` (0.5) seconds per second: a pause waits at most what the 
 holds (counting the refill while it waits) and a pause with the reserve spent is refused
 at once (:attr:`AckFirst.budget_refusals`). Over any span of ``L`` seconds a thread is
 paused at most ``0.5 L + 5`` seconds (a wait that wakes late leaves the reserve in debt,
-paid back before the next pause). What that gives:
+at most one reserve deep, paid back before the next pause; a share of 1 is no budget).
+What that gives:
 
 - a burst of signed requests after a quiet spell keeps the full effect (every pause to
   its bound, as without the budget) for ``PAUSE_RESERVE_S / (1 - PAUSE_SHARE)`` = 10 s of
@@ -137,7 +138,7 @@ class AckFirst:
                  share: float = PAUSE_SHARE, reserve_s: float = PAUSE_RESERVE_S,
                  clock: Callable[[], float] = time.monotonic,
                  wait: Callable[[float], object] | None = None) -> None:
-        if not 0.0 <= share <= 1.0 or reserve_s < 0:
+        if not (0.0 <= share <= 1.0 and reserve_s >= 0):  # NaN fails both: refused too
             raise ValueError(f"share must be within [0, 1] and reserve_s >= 0, "
                              f"got {share} and {reserve_s}")
         self.pause_s = pause_s
@@ -202,12 +203,13 @@ class AckFirst:
             if self.pause_s <= 0 or self._quiet_at(started) <= started:
                 return 0.0
             reserve = self._reserve
+            budgeted = self.share < 1  # a share of 1: no budget, every pause to its bound
             level = self._reserve_at(reserve, started)
-            if level <= 0:
+            if budgeted and level <= 0:
                 self.budget_refusals += 1
                 return 0.0
             bound = self.pause_s
-            if self.share < 1:  # the reserve refills at ``share`` while the pause drains it
+            if budgeted:  # the reserve refills at ``share`` while the pause drains it
                 bound = min(bound, level / (1 - self.share))
             self._waiting += 1
             try:
@@ -221,8 +223,10 @@ class AckFirst:
                 self._waiting -= 1
             self.pauses += 1
             ended = self._clock()
-            # a wait that overran its bound (a late wake-up) leaves the reserve in debt
-            reserve.level = level - (1 - self.share) * (ended - started)
+            # A wait that overran its bound (a late wake-up) leaves the reserve in debt,
+            # at most one reserve deep: an hour-long stall (a suspended VM) must not turn
+            # acks first off for the hour after it.
+            reserve.level = max(-self.reserve_s, level - (1 - self.share) * (ended - started))
             reserve.at = ended
             return ended - started
 

@@ -371,3 +371,36 @@ def test_the_budget_is_checked_when_made() -> None:
         AckFirst(share=1.5)
     with pytest.raises(ValueError, match="reserve_s >= 0"):
         AckFirst(reserve_s=-1.0)
+    with pytest.raises(ValueError, match="reserve_s >= 0"):
+        AckFirst(reserve_s=float("nan"))
+
+
+def test_a_share_of_one_is_no_budget_even_with_no_reserve() -> None:
+    now = [0.0]
+
+    def wait(seconds: float) -> None:
+        now[0] += seconds
+
+    acks = AckFirst(pause_s=0.25, share=1.0, reserve_s=0.0, clock=lambda: now[0], wait=wait)
+    acks.enter()  # in hand for good
+    assert [acks.pause() for _ in range(3)] == [pytest.approx(0.25)] * 3
+    assert acks.budget_refusals == 0
+
+
+def test_a_stalled_wait_leaves_at_most_one_reserve_of_debt() -> None:
+    # A wake-up an hour late (a suspended VM) would have left 1,800 s of debt: acks first
+    # off for an hour. The debt is one reserve deep at most: 1 s paid back at 0.5 s a
+    # second, so pauses are refused for 2 s after it, not 3,600 s.
+    now = [0.0]
+    stall = [3600.0]
+
+    def wait(seconds: float) -> None:
+        now[0] += seconds + stall.pop() if stall else seconds
+
+    acks = AckFirst(pause_s=0.25, share=0.5, reserve_s=1.0, clock=lambda: now[0], wait=wait)
+    acks.enter()
+    assert acks.pause() == pytest.approx(3600.02)  # its first wait (QUIET_S) stalled
+    now[0] += 1.9
+    assert acks.pause() == 0.0 and acks.budget_refusals == 1
+    now[0] += 0.2  # 2.1 s after the stall: 0.05 s of reserve again
+    assert acks.pause() == pytest.approx(0.1)
