@@ -4,7 +4,8 @@ verdict from GitHub alone and compare it with loopgate's record and the publishe
 
 Exit codes: 0 every gate and check agrees; 1 any difference; 2 GitHub could not be read
 (unreachable, a 5xx, a rate limit — one line, never a false "agrees"), or bad input (an
-unknown or unstarted item, a malformed sha, a configuration without GitHub).
+unknown or unstarted item, a malformed sha, a configuration without GitHub); 3 the stored
+item cannot be read (``UnreadableItemError``, as every verb).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import TYPE_CHECKING, Any, cast
 import click
 
 from bot.cli.context import CliContext, fail, parse_item
-from engine.errors import LoopgateError
+from engine.errors import LoopgateError, UnreadableItemError
 from engine.ports import TrackerError
 from engine.refs import WorkItemRef
 from engine.verify import Verification, verify_item
@@ -215,6 +216,8 @@ def verify_command(obj: CliContext, item: str | None, sha: str | None, fmt: str)
             found = _run(services, item, sha)
     except TrackerError as exc:
         fail(f"GitHub could not be read, nothing verified: {exc}")
+    except UnreadableItemError as exc:  # not bad input: the stored item (exit 3)
+        fail(str(exc), exc.exit_code)
     except LoopgateError as exc:
         fail(str(exc))
     _emit(found, fmt, sha or "")

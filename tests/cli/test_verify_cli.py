@@ -7,6 +7,7 @@ item never started, a sha no open pull request has as head, and GitHub unreachab
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -88,3 +89,18 @@ def test_github_unreachable_is_exit_2_never_agrees(tmp_path: Path, gh: FakeGitHu
     line = _one_line(_run(tmp_path, _github(gh), "--sha", "abc1234"))
     assert line.startswith("loopgate: GitHub could not be read, nothing verified: open pull "
                            "requests of acme/widgets: ")
+
+
+def test_an_item_that_cannot_be_read_is_exit_3(tmp_path: Path, gh: FakeGitHub) -> None:
+    # Not bad input: the stored item is (exit 3, as every verb; its parked column cut short).
+    assert _run(tmp_path, _github(gh), "acme/widgets#7").exit_code == 2  # the file is made
+    conn = sqlite3.connect(tmp_path / "db" / "loopgate.db", isolation_level=None)
+    try:
+        conn.execute("INSERT INTO items (item, owner, repo, number, loop, current_node, "
+                     "status, parked, surface, started_at, revision, updated_at) VALUES "
+                     "('acme/widgets#7', 'acme', 'widgets', 7, 'pdlc', 'design', 'running', "
+                     "'{\"by\":', '{}', 't', 1, 't')")
+    finally:
+        conn.close()
+    line = _one_line(_run(tmp_path, _github(gh), "acme/widgets#7"), code=3)
+    assert line.startswith("loopgate: acme/widgets#7: unreadable: column parked: not JSON (")
