@@ -11,7 +11,9 @@ round stops while GitHub's REST or GraphQL budget has fewer than :data:`RESERVE`
 the gates. A round stops at the first item GitHub cannot answer (a rate limit, an
 outage): the rest wait for the next round, and the items already verified keep their
 findings. An item whose verification could not be read keeps its previous finding; it is
-never reported as agreeing on a guess.
+never reported as agreeing on a guess. A stored item loopgate itself cannot read
+(``UnreadableItemError``) is passed over, named in the check's detail and a warning: no
+verdict of it to check, and stopping there would stop every round at it.
 
 What it found shows on ``/readyz`` (the ``audit`` check, naming each item that differs and
 how) and ``/metrics`` (``loopgate_audit_disagreements``, ``loopgate_audit_runs_total``).
@@ -37,6 +39,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from bridges import telemetry
+from engine.errors import UnreadableItemError
 from engine.ports import TrackerError
 from engine.refs import WorkItemRef
 from engine.verify import Verification
@@ -179,10 +182,15 @@ class SelfAudit:
             except TrackerError as exc:
                 self._unreadable(ref, exc)
                 break  # GitHub is not answering: the rest wait for the next round
+            except UnreadableItemError as exc:
+                # Our own stored item cannot be read: no verdict to check, and every round
+                # would stop here again (the cursor never passing it); go on past it.
+                self._stored_unreadable(ref, exc)
+            else:
+                done += 1
+                if found is not None:
+                    self._record(found)
             self._cursor = str(ref)
-            done += 1
-            if found is not None:
-                self._record(found)
         with self._lock:
             self.runs += 1
             self.last_round_at = time.monotonic()
@@ -194,6 +202,12 @@ class SelfAudit:
             self.last_error = f"{ref} unreadable: {exc}"
         logger.warning("self-audit: GitHub could not be read for %s (%s); the round stops",
                        ref, exc)
+
+    def _stored_unreadable(self, ref: WorkItemRef, exc: UnreadableItemError) -> None:
+        with self._lock:
+            self.last_error = f"{exc.key}: the stored item cannot be read: {exc.detail}"
+        logger.warning("self-audit: %s cannot be read from the store (%s); not verified",
+                       exc.key, exc.detail)
 
     def _record(self, found: Verification) -> None:
         with self._lock:

@@ -18,6 +18,7 @@ from bot.ops.health import Health
 from bot.ops.metrics import Metrics
 from bot.ops.self_audit import RESERVE, AuditSettings, BudgetWatch, SelfAudit
 from bot.ops.supervisor import Supervisor
+from engine.errors import UnreadableItemError
 from engine.ports import TrackerError
 from engine.refs import WorkItemRef
 from engine.state import ItemStatus
@@ -50,11 +51,14 @@ class Verifier:
     def __init__(self) -> None:
         self.asked: list[str] = []
         self.down: set[str] = set()
+        self.spoiled: set[str] = set()  # stored items that cannot be read
 
     def __call__(self, services: Any, ref: WorkItemRef) -> Verification:
         self.asked.append(str(ref))
         if str(ref) in self.down:
             raise TrackerError("GitHub core rate limit reached")
+        if str(ref) in self.spoiled:
+            raise UnreadableItemError(str(ref), "column parked: not JSON (...)")
         if ref.number == 4:
             return Verification(str(ref), (GateFinding(
                 "human-approval", 1, "approved by @bob at comment 9",
@@ -95,6 +99,24 @@ def test_an_unreadable_item_stops_the_round_and_keeps_what_was_found(store: Any)
     assert audit.unreadable == 1
     assert audit.check().detail.endswith(
         "; last round: acme/widgets#2 unreadable: GitHub core rate limit reached")
+
+
+def test_a_stored_item_that_cannot_be_read_is_passed_and_named(store: Any) -> None:
+    # Not GitHub's fault: the round goes on past it (it stopped every round at the same
+    # item before: the cursor never moved), and the readiness detail names it.
+    verifier = Verifier()
+    verifier.spoiled = {"acme/widgets#2"}
+    audit = SelfAudit(_services(store), AuditSettings(1, items=2, pace=0), verifier)
+    assert audit.round() == 1
+    assert verifier.asked == ["acme/widgets#1", "acme/widgets#2"]
+    assert audit.check().detail.endswith(
+        "; last round: acme/widgets#2: the stored item cannot be read: column parked: not "
+        "JSON (...)")
+    verifier.asked.clear()
+    assert audit.round() == 2
+    assert verifier.asked == ["acme/widgets#4", "acme/widgets#1"]  # past it, round again
+    assert list(audit.disagreements()) == ["acme/widgets#4"]
+    assert audit.unreadable == 0  # GitHub answered every time
 
 
 def test_a_round_holds_back_while_githubs_budget_is_low(store: Any) -> None:
