@@ -128,8 +128,7 @@ def state_from_row(row: tuple[Any, ...]) -> ItemState:
     """An :class:`ItemState` (no child rows yet) from an ``items`` row (ITEM_COLUMNS order)."""
     item, owner, repo, number, loop, current, status, parked, surface, started, revision, _u = row
     if not {type(loop), type(current), type(status), type(started)} <= _TEXT:
-        _text_columns(zip(("loop", "current_node", "status", "started_at"),
-                          (loop, current, status, started), strict=True))
+        _text_columns(_item_text(row))
     context = fastjson.loads(surface or "{}")
     if type(context) is not dict:  # read by key everywhere: refused here, named (_surface)
         _surface(context)
@@ -171,6 +170,15 @@ class ColumnTypeError(TypeError):
 #: The Python types a text column may read as (SQLite types by value: a column declared
 #: TEXT can hold a BLOB or a number, which would reach the report and fail to encode).
 _TEXT = frozenset({str, type(None)})
+
+
+#: The ``items`` row's text columns (name, position in ITEM_COLUMNS order).
+_ITEM_TEXT = (("loop", 4), ("current_node", 5), ("status", 6), ("started_at", 9))
+
+
+def _item_text(row: Sequence[Any]) -> Iterator[tuple[str, Any]]:
+    """``(column, value)`` of each text column of an ``items`` row."""
+    return ((name, row[i]) for name, i in _ITEM_TEXT)
 
 
 def _text_columns(columns: Iterable[tuple[str, Any]]) -> None:
@@ -425,9 +433,7 @@ def _unreadable(row: tuple[Any, ...], record_rows: Rows, runs: Sequence[Rows],
         ("column parked", partial(_read_json, parked, Parked.from_json)),
         ("column surface", partial(_read_surface, surface)),
         ("column revision", partial(_read_int, revision)),
-        ("the item's row", partial(_text_columns, zip(
-            ("loop", "current_node", "status", "started_at"),
-            (row[4], row[5], row[6], row[9]), strict=True))),
+        ("the item's row", partial(_text_columns, _item_text(row))),
     ]
     checks += [(f"node_records row of node {_name(r[0])}", partial(_read_record, r))
                 for r in record_rows]
