@@ -120,8 +120,9 @@ def cli(ctx: click.Context, db_path: str | None, config_path: str | None) -> Non
 #: checks this table against the modules.
 COMMAND_MODULES: dict[str, tuple[str, ...]] = {
     **dict.fromkeys(("graph",), ("graph_cmd",)),
-    **dict.fromkeys(("start", "advance", "complete", "skip", "force", "check", "comments",
-                     "events"), ("item_cmd",)),
+    **dict.fromkeys(("start", "advance", "complete", "skip", "force", "comments", "events"),
+                    ("item_cmd",)),
+    "check": ("check_cmd",),
     "effects": ("effects_cmd",),
     **dict.fromkeys(("explainer", "briefing"), ("explainer_cmd",)),
     **dict.fromkeys(("serve", "poll"), ("serve_cmd",)),

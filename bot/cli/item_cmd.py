@@ -13,41 +13,29 @@ error (3 outranks ``--fail-on``'s 1).
 from __future__ import annotations
 
 import json
-import select
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, final
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
-import orjson
 
-from bot.cli.check_view import COLOR_MODES, Summary, matches, painter, use_color
 from bot.cli.context import CliContext, fail, known_node, parse_item
 from bot.cli.help import format_option
 from engine import events as ev
-from engine import fastjson, operator
+from engine import operator
 from engine.errors import ClaimRefused, LoopgateError, StoreError, UnreadableItemError
 from engine.ports import posts_as
 from engine.refs import WorkItemRef
 from engine.report import (
-    build_report,
-    compact_line,
-    render_compact,
-    render_history,
-    render_table,
-    visit_history,
     where,
 )
-from engine.runtime import OWED
 from engine.state import ItemState, ItemStatus
-from engine.visits import visits_from_json
 
 if TYPE_CHECKING:  # types only: bot.services imports what it wires
     from bot.services import Services
 
-__all__ = ["register", "check_document", "fails", "Unreadable", "UNREADABLE"]
+__all__ = ["register", "UNREADABLE", "ITEM"]
 
 
 # -- shared helpers ----------------------------------------------------------------------
@@ -309,343 +297,6 @@ def force(obj: CliContext, item: WorkItemRef, to: str, reason: str, actor: str) 
     _say_pending(result.request)
 
 
-# -- check -------------------------------------------------------------------------------
-#: Report keys that repeat the document verbatim: printed once, at the top level.
-_SHARED = ("document", "decisions", "parked", "forced", "completions")
-
-
-def check_document(report: dict[str, Any]) -> dict[str, Any]:
-    """The ``check --format json`` object of one item: the state document (version,
-    workItem, currentNode, nodes, decisions, visits, forced, parked, completions, skips,
-    optIns, surface, loop) plus ``report`` (the check report without the keys that repeat
-    the document; its ``skips``/``optIns`` are the trusted views, with provenance).
-
-    ``decisions`` keeps its meaning for consumers written before visits were kept: each
-    node's decision — now its CURRENT visit's (a gate sent back and approved on its
-    second visit reads ``approved``); ``visits`` is ``{node: [{visit, enteredAt,
-    exitedAt, outcome, decision?}]}`` (issue 19 §2)."""
-    body = report.copy()  # a copy less five keys: a fifth of the filtering's time
-    for key in _SHARED:
-        body.pop(key, None)
-    return {**report["document"], "report": body}
-
-
-def compact_document(document: dict[str, Any], lines_done: bool = False) -> dict[str, Any]:
-    """``check --format json --compact`` (issue 21 §3: no larger per item than the peer's
-    7 kB): the same document, except that
-
-    * ``decisions`` is left out when the document has ``visits``: each node's decision is
-      the ``decision`` of its last visit there (:func:`decisions_from_visits` rebuilds it).
-      The phase selection's decision carries the frozen graph, so it was in the document
-      twice;
-    * each ``report.nodes`` line leaves out ``detail``, ``outcome``, ``attempts`` and
-      ``forced`` when they hold their defaults ("", "", 0, false): a reader takes a missing
-      key as its default (:func:`engine.report.compact_line`; ``lines_done``: the report
-      was built with ``compact=True``, its lines already are).
-
-    Nothing else changes (keys keep their order)."""
-    drop = "decisions" if "visits" in document else None
-    report = document.get("report")
-    if (not lines_done and isinstance(report, dict)
-            and isinstance(report.get("nodes"), list)):
-        report = {**report, "nodes": [compact_line(line) for line in report["nodes"]]}
-    return {k: (report if k == "report" else v) for k, v in document.items() if k != drop}
-
-
-def decisions_from_visits(visits: Mapping[str, Any]) -> dict[str, Any]:
-    """The full form's ``decisions`` from a document's ``visits`` (what ``--compact`` leaves
-    out): ``{node: the decision of its last visit}`` for each node whose last visit has
-    one, in ``visits`` order (``ItemState.current_decisions``, issue 19 §2)."""
-    return {node: seq[-1]["decision"] for node, seq in visits.items()
-            if seq and seq[-1].get("decision") is not None}
-
-
-def fails(report: dict[str, Any], fail_on: str | None) -> bool:
-    """True when ``report`` trips ``--fail-on`` (``unmet``: not ok; ``block``: blocked or
-    escalated)."""
-    if fail_on == "unmet":
-        return not report["ok"]
-    if fail_on == "block":
-        return report["status"] == ItemStatus.ESCALATED or any(
-            n["status"] in ("blocked", "escalated") for n in report["nodes"])
-    return False
-
-
-@final  # `type(entry) is Unreadable` tells the two kinds of entry apart (and mypy too)
-class Unreadable:
-    """A stored item ``check --all`` could not read, in its place among the reports (a
-    plain class: a dataclass's generated methods cost every ``check`` start 5 M
-    instructions, callgrind).
-
-    Attributes:
-        error: why (its ``key`` is the item's stored key, its ``detail`` the part and why).
-    """
-
-    __slots__ = ("error",)
-
-    def __init__(self, error: UnreadableItemError) -> None:
-        self.error = error
-
-    def to_json(self) -> dict[str, str]:
-        """``{"workItem": <stored key>, "error": "unreadable: <part>: <why>"}``: the
-        item's entry in ``check --all --format json`` (every form: a readable item's
-        entry has no ``error`` key)."""
-        return {"workItem": self.error.key, "error": f"unreadable: {self.error.detail}"}
-
-
-#: What ``check`` shows of one item: its report, or why it could not be read.
-Entry = dict[str, Any] | Unreadable
-
-
-def _reports(services: Services, item: WorkItemRef | None, recompute: bool,
-             node: str | None = None, status: str | None = None, compact: bool = False,
-             unreadable: list[UnreadableItemError] | None = None) -> Iterator[Entry]:
-    """The reports ``check`` shows: ITEM's, or every item's (``--all``, filtered by
-    ``node``/``status``) in the store's order, an item that cannot be read given as an
-    :class:`Unreadable` in its place (whatever the filters: what it holds is unknown) and
-    added to ``unreadable``. ITEM unreadable: one line, exit :data:`UNREADABLE`."""
-    graph = services.graph
-    # One query for every owed or failed effect (check --all stays one pass).
-    owed: dict[WorkItemRef, list[Any]] = {}
-    for row in services.store.effects.rows(item, statuses=OWED):
-        owed.setdefault(row.ref, []).append(row)
-    if item is not None:
-        try:
-            state = services.store.load(item)
-        except UnreadableItemError as exc:
-            fail(str(exc), UNREADABLE)
-        if state is None:
-            _refused(f"{item} is not started (not-started)")
-        yield build_report(graph, state, recompute=recompute, effects=owed.get(item, ()),
-                           compact=compact, shared=True)
-        return
-    told: list[UnreadableItemError] = []  # since the last state: shown before it
-    seen = unreadable if unreadable is not None else []
-    for state in services.store.load_all(lambda _key, error: told.append(error)):
-        if told:
-            yield from _unreadable(told, seen)
-        if matches(state, node, status):
-            # No owed effects (the usual case): no ref hashed per item.
-            yield build_report(graph, state, recompute=recompute,
-                               effects=owed.get(state.ref, ()) if owed else (),
-                               compact=compact, shared=True)
-    yield from _unreadable(told, seen)
-
-
-def _unreadable(told: list[UnreadableItemError], seen: list[UnreadableItemError]
-                ) -> Iterator[Unreadable]:
-    """``told``'s errors as entries, moved to ``seen``."""
-    seen.extend(told)
-    entries = [Unreadable(error) for error in told]
-    told.clear()
-    yield from entries
-
-
-def _say_unreadable(unreadable: list[UnreadableItemError]) -> None:
-    """After ``check --all`` showed everything: one line on stderr naming the items that
-    could not be read (the first three keys), then exit :data:`UNREADABLE`."""
-    if not unreadable:
-        return
-    keys = ", ".join(error.key for error in unreadable[:3])
-    more = f" and {len(unreadable) - 3} more" if len(unreadable) > 3 else ""
-    count = f"{len(unreadable)} stored item{'s' if len(unreadable) != 1 else ''}"
-    fail(f"{count} could not be read: {keys}{more} (each is shown in its place, with its "
-         "error)", UNREADABLE)
-
-
-def _with_history(reports: Iterable[Entry]) -> Iterator[Entry]:
-    # ``--history`` in JSON: the report gains ``history``, every visit oldest first
-    # (issue 19 §2); the document's ``visits`` key is there either way.
-    for report in reports:
-        if type(report) is Unreadable:
-            yield report
-            continue
-        visits = visits_from_json(report["document"].get("visits") or {})
-        yield {**report, "history": visit_history(visits)}
-
-
-def _history_text(report: Mapping[str, Any]) -> str:
-    visits = visits_from_json(report["document"].get("visits") or {})
-    return render_history(report["workItem"], visits)
-
-
-def _emit_json(reports: Iterable[Entry], many: bool, fail_on: str | None,
-               compact: bool = False) -> bool:
-    failed = False
-    # The report's node lines are compact already (_reports): only decisions go here.
-    shape = partial(compact_document, lines_done=True) if compact else (lambda doc: doc)
-    if not many:
-        for report in reports:
-            if type(report) is Unreadable:  # never (ITEM unreadable: _reports exits)
-                continue
-            click.echo(json.dumps(shape(check_document(report)), indent=2, ensure_ascii=False))
-            failed = fails(report, fail_on)
-        return failed
-    # Streamed one item per line, so 100,000 items never sit in memory as one string;
-    # encoded straight to bytes (issue 21 §3: the encoding was a third of the time).
-    # Lines are gathered into one buffer written every _CHUNK bytes: a write per item
-    # (10 kB each, more than the stream's own buffer) was a system call per item.
-    write = _byte_writer(sys.stdout)
-    pending = bytearray(b"[")
-    separator = b"\n"
-    for report in reports:
-        pending += separator
-        separator = b",\n"
-        if type(report) is Unreadable:  # never fails --fail-on: its own exit status follows
-            pending += _json_line(report.to_json())
-        else:
-            pending += _json_line(shape(check_document(report)))
-            failed = fails(report, fail_on) or failed
-        if len(pending) >= _CHUNK:
-            write(pending)
-            pending = bytearray()  # a new one: the stream may still hold the last
-    pending += b"\n]\n"
-    write(pending)
-    sys.stdout.flush()
-    return failed
-
-
-#: Bytes of JSON gathered before ``check --all`` writes them (memory stays flat).
-_CHUNK = 1 << 20
-
-
-def _json_line(document: dict[str, Any]) -> bytes:
-    # fastjson.dumps_bytes's bytes, without its OPT_NON_STR_KEYS, which costs orjson a
-    # fifth of its time and only matters for a key that is not a string (issue 21 §3).
-    try:
-        return orjson.dumps(document)
-    except orjson.JSONEncodeError:
-        return fastjson.dumps_bytes(document)
-
-
-def _byte_writer(out: Any) -> Callable[[bytes | bytearray], Any]:
-    """Write UTF-8 bytes to ``out``: its binary buffer when it has one (flushed text first),
-    else decoded (a text-only stream, e.g. under a test runner).
-
-    Every byte is written: with ``PYTHONUNBUFFERED=1`` (the Dockerfile's) the binary
-    buffer is a raw ``FileIO``, whose ``write`` may take only part of a chunk (a pipe, a
-    filling disk) or none (``None``: a non-blocking pipe that is full), raising nothing."""
-    buffer = getattr(out, "buffer", None)
-    if buffer is None:
-        return lambda data: out.write(data.decode("utf-8"))
-    out.flush()
-    write = buffer.write
-
-    def write_all(data: bytes | bytearray) -> None:
-        with memoryview(data) as view:
-            while view:
-                taken = write(view)
-                if taken is None:  # would block: wait until the stream takes more
-                    select.select([], [buffer], [])
-                    continue
-                view = view[taken:]
-
-    return write_all
-
-
-def _emit_table(reports: Iterable[Entry], fail_on: str | None, *, color: bool,
-                summary: Summary | None, history: bool = False, compact: bool = False) -> bool:
-    failed, any_report = False, False
-    paint = painter(color)
-    for i, report in enumerate(reports):
-        any_report = True
-        if type(report) is Unreadable:  # one line in every form: `KEY: unreadable: why`
-            error = report.error
-            line = f"{error.key}: {paint('unreadable', 'unreadable')}: {error.detail}"
-            click.echo(line if compact or not i else "\n" + line, color=color)
-            if summary is not None:
-                summary.add_unreadable()
-            continue
-        if compact:  # one line per item, no blank line between them
-            click.echo(render_compact(report, paint), color=color)
-        else:
-            click.echo(("\n" if i else "") + render_table(report, paint), color=color)
-        if history:
-            click.echo(_history_text(report))
-        failed = fails(report, fail_on) or failed
-        if summary is not None:
-            summary.add(report)
-    if summary is not None:
-        gap = "\n" if any_report else ""  # no blank line before a lone summary
-        click.echo(gap + "\n".join(summary.lines(paint)), color=color)
-    return failed
-
-
-def _check_filters(services: Services, item: WorkItemRef | None, all_items: bool,
-                   node: str | None, status: str | None) -> None:
-    if (node or status) and (item is not None or not all_items):
-        raise click.UsageError("--node and --status filter --all: give --all, not ITEM")
-    if (item is None) == (not all_items):
-        raise click.UsageError("give either ITEM or --all")
-    if node:
-        known_node(services.graph, node, "--node")
-
-
-@click.command("check")
-@click.argument("item", metavar="[ITEM]", required=False, callback=_item)
-@click.option("--all", "all_items", is_flag=True, help="Check every item in the database.")
-@format_option()
-@click.option("--recompute", is_flag=True,
-              help="Derive node statuses from the declared skips and the records instead of "
-                   "the stored outcomes.")
-@click.option("--fail-on", "fail_on", type=click.Choice(("unmet", "block")), default=None,
-              help="Exit 1 when an item is not ok (unmet) or is blocked/escalated (block).")
-@click.option("--node", "node", metavar="N", default=None,
-              help="With --all: only items whose current node is N.")
-@click.option("--status", "status", default=None,
-              type=click.Choice((ItemStatus.RUNNING, ItemStatus.PARKED, ItemStatus.ESCALATED,
-                                 ItemStatus.COMPLETE)),
-              help="With --all: only items with this status.")
-@click.option("--color", "color", type=click.Choice(COLOR_MODES), default="auto",
-              show_default=True,
-              help="Colour status words: auto = on a terminal unless NO_COLOR is set.")
-@click.option("--history", "history", is_flag=True,
-              help="Also list every visit to every node, oldest first, each with its own "
-                   "decision (JSON: the report's history key).")
-@click.option("--compact", is_flag=True,
-              help="Text: one line per item (where it stands, ok, its unmet nodes; --all "
-                   "still ends with the summary table). With --format json: leave out "
-                   "`decisions` (each node's is the decision of its last entry under "
-                   "`visits`), and node lines leave out detail, outcome, attempts and forced "
-                   "when they hold their defaults (\"\", \"\", 0, false).")
-@click.pass_obj
-def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
-          recompute: bool, fail_on: str | None, node: str | None, status: str | None,
-          color: str, history: bool, compact: bool) -> None:
-    """Report where ITEM (or every item, with --all) stands, node by node; --all ends with
-    a summary table (items per current node and status). ITEM is owner/repo#N or the
-    issue's URL, as /loop check takes. Decisions shown are each gate's current visit's;
-    --history lists every visit (a gate sent back and answered again has one decision
-    per visit).
-
-    A stored item that cannot be read (its key is not owner/repo#N, a row of it is not
-    JSON or JSON of the wrong shape, or a column holds the wrong type) is shown in its
-    place, whatever the filters, as `KEY: unreadable: WHY` (JSON: {"workItem": KEY,
-    "error": "unreadable: WHY"}, the only entries with an `error` key); every other item
-    is shown, then check exits 3 (whatever --fail-on found). ITEM unreadable: one line, exit 3.
-
-    \b
-    Example:
-      loopgate check --all --status parked --node phase-selection
-      loopgate check acme/widgets#7 --history
-    """
-    services = obj.services
-    _check_filters(services, item, all_items, node, status)
-    unreadable: list[UnreadableItemError] = []
-    reports = _reports(services, item, recompute, node, status, compact and fmt == "json",
-                       unreadable)
-    if fmt == "json":
-        failed = _emit_json(_with_history(reports) if history else reports, all_items,
-                            fail_on, compact)
-    else:
-        summary = Summary([n.id for n in services.graph.ordered()]) if all_items else None
-        failed = _emit_table(reports, fail_on, color=use_color(color), summary=summary,
-                             history=history, compact=compact)
-    _say_unreadable(unreadable)
-    if failed:
-        raise SystemExit(1)
-
-
 # -- reading the thread and the log ------------------------------------------------------
 @click.command("comments")
 @ITEM
@@ -689,5 +340,5 @@ def events(obj: CliContext, item: WorkItemRef, fmt: str) -> None:
 
 def register(group: click.Group) -> None:
     """Add the work item verbs to ``group``."""
-    for command in (start, advance, complete, skip, force, check, comments, events):
+    for command in (start, advance, complete, skip, force, comments, events):
         group.add_command(command)

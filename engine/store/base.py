@@ -19,7 +19,7 @@ from engine.state import ItemState
 from engine.store.effect_queue import EffectQueue
 
 __all__ = ["Transaction", "Store", "SqlSession", "SqlTables", "StoreCapabilities",
-           "DatabaseStore", "EVENT_KINDS", "OnUnreadable"]
+           "DatabaseStore", "EVENT_KINDS", "OnUnreadable", "SpannedStore"]
 
 #: ``on_unreadable(stored key, error)``: what :meth:`Store.load_all` tells of a stored item
 #: it cannot read, and then passes over.
@@ -252,4 +252,24 @@ class DatabaseStore(Store, SqlTables, Protocol):
     def active_items(self) -> list[WorkItemRef]:
         """The work items still walking (``running`` or ``parked``), sorted by owner,
         repository and number (serve's self-audit, issue 22 §3)."""
+        ...
+
+
+@runtime_checkable
+class SpannedStore(Protocol):
+    """A store whose items can be read in runs apart (SQLite's: ``check --all``'s workers
+    read one run each, :mod:`bot.cli.check_cmd`). ``Span`` is
+    :data:`engine.store.rows.Span`."""
+
+    def item_total(self) -> int:
+        """How many work items are stored."""
+        ...
+
+    def spans(self, size: int) -> list[Any]:
+        """The items cut into runs of ``size`` in :meth:`load_all`'s order."""
+        ...
+
+    def load_all(self, on_unreadable: OnUnreadable | None = None,
+                 span: Any = ...) -> Iterator[ItemState]:
+        """Every item's state in ``span`` (default: every item), as ``Store.load_all``."""
         ...

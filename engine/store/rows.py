@@ -26,7 +26,8 @@ from engine.visits import visits_from_document, visits_from_rows, visits_to_json
 __all__ = [
     "ENTRY_TABLES", "CHILD_TABLES", "ITEM_COLUMNS", "Query", "read_state", "write_statements",
     "stream_states", "SELECT_EVENTS", "SELECT_REFS", "KV_GET", "KV_SET", "KV_DELETE",
-    "KV_ITEMS", "item_counts", "open_waits", "event_counts", "active_items",
+    "KV_ITEMS", "item_counts", "open_waits", "event_counts", "active_items", "Span",
+    "SpanKey", "WHOLE", "span_starts",
 ]
 
 #: ``query(sql, params)`` -> rows as tuples (a driver's ``execute``, placeholders converted).
@@ -309,18 +310,76 @@ class _Rows:
         return run
 
 
-def _ordered(query: Query, table: str, columns: str, tie: str) -> _Rows:
+def _ordered(query: Query, table: str, columns: str, tie: str, span: Span) -> _Rows:
     # Child rows in the items' sort order, so a single pass merges them. CROSS JOIN makes
     # SQLite walk the items in their (owner, repo, number) index and each item's rows by
     # its key, sorting only within an item; a plain JOIN sorted every row with its JSON,
     # 1.6 s of 100,000 items' visits (issue 21 §3). PostgreSQL reads it as the inner join.
+    bounds, params = _span_clauses(span, tie, "i.")
     return _Rows(query(
-        f"SELECT c.item, {columns} FROM items i CROSS JOIN {table} c WHERE c.item = i.item "
-        f"ORDER BY i.owner, i.repo, i.number, i.{tie}, c.ord", ()))
+        f"SELECT c.item, {columns} FROM items i CROSS JOIN {table} c WHERE c.item = i.item"
+        f"{''.join(' AND ' + clause for clause in bounds)} "
+        f"ORDER BY i.owner, i.repo, i.number, i.{tie}, c.ord", params))
+
+
+#: Where an item sorts in :func:`stream_states`' order on SQLite: ``(owner, repo, number,
+#: rowid)``, the order of its ``(owner, repo, number)`` index (which ends with the rowid).
+SpanKey = tuple[Any, Any, Any, int]
+#: A run of items in that order: from the item at ``low`` (included; None: the first
+#: item) to the item at ``high`` (left out; None: past the last item).
+Span = tuple[SpanKey | None, SpanKey | None]
+#: Every item.
+WHOLE: Span = (None, None)
+
+
+def _span_clauses(span: Span, tie: str, alias: str = "") -> tuple[list[str], tuple[Any, ...]]:
+    """The SQL conditions bounding the items (``alias``: their table's, e.g. ``i.``) to
+    ``span``, and their parameters."""
+    if span == WHOLE:
+        return [], ()
+    if tie != "rowid":
+        raise ValueError("a span bounds SQLite's order only (tie='rowid')")
+    key = f"({alias}owner, {alias}repo, {alias}number, {alias}rowid)"
+    clauses: list[str] = []
+    params: list[Any] = []
+    for bound, op in zip(span, (">=", "<"), strict=True):
+        if bound is not None:
+            clauses.append(f"{key} {op} (?, ?, ?, ?)")
+            params.extend(bound)
+    return clauses, tuple(params)
+
+
+def span_starts(query: Query, size: int) -> list[SpanKey]:
+    """Where each run of ``size`` items after the first begins, in SQLite's items order
+    (``(owner, repo, number, rowid)``): one indexed ``OFFSET`` query per run, so SQLite
+    counts the items in its index, not Python (100,000 items: about 10 ms).
+
+    Args:
+        query: runs the store's SQL (one connection, so one snapshot inside a transaction).
+        size: items per run (at least 1).
+
+    Returns:
+        The keys of items ``size``, ``2 * size``, …: with ``None`` before the first and
+        after the last, consecutive pairs are spans covering every item once.
+
+    Raises:
+        ValueError: ``size`` below 1.
+    """
+    if size < 1:
+        raise ValueError(f"size must be at least 1, not {size}")
+    select = "SELECT owner, repo, number, rowid FROM items"
+    order = "ORDER BY owner, repo, number, rowid LIMIT 1 OFFSET ?"
+    starts: list[SpanKey] = []
+    row = next(iter(query(f"{select} {order}", (size,))), None)
+    while row is not None:
+        starts.append((row[0], row[1], row[2], row[3]))
+        (after,), params = _span_clauses((starts[-1], None), "rowid")
+        row = next(iter(query(f"{select} WHERE {after} {order}", (*params, size))), None)
+    return starts
 
 
 def stream_states(query: Query, on_unreadable: OnUnreadable | None = None,
-                  tie: str = "item") -> Iterator[ItemState]:
+                  tie: str = "item", span: Span = WHOLE) -> Iterator[ItemState]:
     """Every item's state sorted by ref: each table read once with one ordered query and
     merged item by item, so memory stays flat when ``query`` streams its rows.
 
@@ -337,6 +396,10 @@ def stream_states(query: Query, on_unreadable: OnUnreadable | None = None,
             rows came interleaved and every item after them read without its own.
             ``item`` (the default), or SQLite's ``rowid``, which its index on
             ``(owner, repo, number)`` holds already: no sort.
+        span: only the items in this run of the order (:data:`Span`, SQLite's: ``tie``
+            must be ``rowid`` unless it is :data:`WHOLE`); :func:`span_starts` cuts the
+            items into such runs, so that processes can read them apart
+            (``check --all``'s workers).
 
     Raises:
         UnreadableItemError: an item cannot be read and no ``on_unreadable`` is given.
@@ -344,15 +407,18 @@ def stream_states(query: Query, on_unreadable: OnUnreadable | None = None,
     """
     if tie not in ("item", "rowid"):  # written into the SQL: a word of ours, never input
         raise ValueError(f"tie must be 'item' or 'rowid', not {tie!r}")
-    items = query(f"SELECT {ITEM_COLUMNS} FROM items ORDER BY owner, repo, number, {tie}",
-                  ())
+    bounds, params = _span_clauses(span, tie)
+    where = f" WHERE {' AND '.join(bounds)}" if bounds else ""
+    items = query(f"SELECT {ITEM_COLUMNS} FROM items{where} "
+                  f"ORDER BY owner, repo, number, {tie}", params)
     records = _ordered(query, "node_records",
                        "c.node, c.attempts, c.outcome, c.entered_at, c.exited_at, "
-                       "c.last_block, c.forced", tie)
-    entries = [_ordered(query, table, "c.node, c.data", tie) for table, _attr in ENTRY_TABLES]
-    visits = _ordered(query, "visits", "c.node, c.data", tie)
-    decisions = _ordered(query, "decisions", "c.node, c.data", tie)
-    forced = _ordered(query, "forced_moves", "c.data", tie)
+                       "c.last_block, c.forced", tie, span)
+    entries = [_ordered(query, table, "c.node, c.data", tie, span)
+               for table, _attr in ENTRY_TABLES]
+    visits = _ordered(query, "visits", "c.node, c.data", tie, span)
+    decisions = _ordered(query, "decisions", "c.node, c.data", tie, span)
+    forced = _ordered(query, "forced_moves", "c.data", tie, span)
     # Most items have no rows in most child tables: a table whose rows are all taken is
     # passed over without a call (check --all reads every item, issue 21 §3). All of an
     # item's rows are taken before any is decoded, so an item that cannot be read leaves

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,12 +39,16 @@ from engine.store.rows import (
     KV_SET,
     SELECT_EVENTS,
     SELECT_REFS,
+    WHOLE,
     Query,
+    Span,
+    SpanKey,
     active_items,
     event_counts,
     item_counts,
     open_waits,
     read_state,
+    span_starts,
     stream_states,
     write_statements,
 )
@@ -287,20 +292,49 @@ class SqliteStore:
         rows = self._conn().execute(SELECT_REFS)
         return [WorkItemRef(o, r, n) for o, r, n in rows]
 
-    def load_all(self, on_unreadable: OnUnreadable | None = None) -> Iterator[ItemState]:
+    def load_all(self, on_unreadable: OnUnreadable | None = None,
+                 span: Span = WHOLE) -> Iterator[ItemState]:
         """Every item's committed state, sorted by ref, from one consistent snapshot.
 
         Each table is read once with one ordered query, and the rows are merged item by
         item, so memory stays flat however many items there are. A private connection is
-        used, so the caller may write through the store while iterating. An item that
-        cannot be read goes to ``on_unreadable`` (see ``Store.load_all``).
+        used, so the caller may write through the store while iterating (or, opened
+        here, in a process forked after the store was made). An item that cannot be read
+        goes to ``on_unreadable`` (see ``Store.load_all``).
+
+        Args:
+            on_unreadable: see ``Store.load_all``.
+            span: only the items of this run of the order (one of :meth:`spans`); the
+                default, every item.
         """
         conn = self._connect()
         try:
             conn.execute("BEGIN")
-            yield from stream_states(_query(conn), on_unreadable, tie="rowid")
+            yield from stream_states(_query(conn), on_unreadable, tie="rowid", span=span)
         finally:
             conn.close()
+
+    def item_total(self) -> int:
+        """How many work items are stored (one count over the items' index)."""
+        return int(self._conn().execute("SELECT COUNT(*) FROM items").fetchone()[0])
+
+    def spans(self, size: int) -> list[Span]:
+        """The items cut into runs of ``size`` in :meth:`load_all`'s order (the last run
+        may be shorter): ``load_all(span=s)`` for each, in turn, reads every item once,
+        in order, as one ``load_all()`` does; each run is its own snapshot (the runs of
+        ``check --all``'s workers). No items: one span, :data:`WHOLE`.
+
+        Raises:
+            ValueError: ``size`` below 1.
+        """
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN")
+            starts: list[SpanKey | None] = [*span_starts(_query(conn), size)]
+        finally:
+            conn.close()
+        bounds = [None, *starts, None]
+        return list(pairwise(bounds))
 
     def events(self, ref: WorkItemRef) -> list[dict[str, Any]]:
         """The item's event log, oldest first: ``[{seq, at, kind, data}]``."""

@@ -128,10 +128,11 @@ def test_an_unknown_node_exits_2_with_the_nearest_in_every_verb(
 
 
 def test_a_click_usage_error_is_one_loopgate_line_exit_2(home: Path) -> None:
-    result = script(home, "check", "--bogus")
+    # An option no real one is near (`--bogus` is near `--jobs`: click suggests it).
+    result = script(home, "check", "--xyzzy")
     assert result.returncode == 2
-    # click's own words, which differ between versions (8.3.1: "No such option: --bogus")
-    said = click.exceptions.NoSuchOption("--bogus").format_message().rstrip(".")
+    # click's own words, which differ between versions (8.3.1: "No such option: --xyzzy")
+    said = click.exceptions.NoSuchOption("--xyzzy").format_message().rstrip(".")
     assert one_line(result) == f"loopgate: {said} (see `loopgate check --help`)"
     assert script(home).returncode == 2  # a bare `loopgate` still shows its help
     assert "Commands:" in script(home).stderr + script(home).stdout

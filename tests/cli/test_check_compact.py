@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from bot.cli.item_cmd import decisions_from_visits
+from bot.cli.check_cmd import decisions_from_visits
 from tests.cli.test_item_cli import ITEM, check_json, home, run, selected  # noqa: F401
 
 DEFAULTS = {"detail": "", "outcome": "", "attempts": 0, "forced": False}
@@ -125,7 +125,7 @@ def test_the_stream_writes_every_byte_to_a_raw_stdout_that_takes_part_of_a_write
     # a non-blocking pipe: None) and returns the count, raising nothing. check --all's 1 MB
     # writes were cut short without a word: `check --all | head -c 50` exited 0 where main
     # exited 1 (EPIPE), its output a 64 kB prefix.
-    from bot.cli import item_cmd
+    from bot.cli import check_cmd as item_cmd
 
     class RawPipe:
         """A raw stream taking at most 1,000 bytes a call, and nothing every third."""
@@ -162,7 +162,7 @@ def outputs_by_chunk(monkeypatch: pytest.MonkeyPatch, check_all: Callable[[], st
                      ) -> list[str]:
     """``check_all()``'s output with ``check --all`` writing every byte as it comes (a chunk
     of 1) and with one write at the end (a chunk larger than any output)."""
-    from bot.cli import item_cmd
+    from bot.cli import check_cmd as item_cmd
 
     outputs = []
     for chunk in (1, 1 << 30):
