@@ -156,6 +156,8 @@ class Unreadable:
 
 #: What ``check`` shows of one item: its report, or why it could not be read.
 Entry = dict[str, Any] | Unreadable
+#: ``paint(text, status word) -> text`` (:func:`bot.cli.check_view.painter`).
+Paint = Callable[[str, str], str]
 
 
 
@@ -246,12 +248,6 @@ class Tally:
         self.unreadable: list[str] = []
         self.counts: Counter[tuple[str, str]] = Counter()
 
-    def __getstate__(self) -> tuple[bool, list[str], Counter[tuple[str, str]]]:
-        return self.failed, self.unreadable, self.counts
-
-    def __setstate__(self, state: tuple[bool, list[str], Counter[tuple[str, str]]]) -> None:
-        self.failed, self.unreadable, self.counts = state
-
 
 @dataclass(frozen=True)
 class _Form:
@@ -267,6 +263,11 @@ class _Form:
     errors: str = "strict"
 
     @property
+    def separator(self) -> bytes:
+        """What comes before every JSON entry: ``,\\n`` (a text entry holds its own)."""
+        return b",\n" if self.json else b""
+
+    @property
     def lead(self) -> bytes:
         """What comes before every entry and is dropped before the first: ``,`` of JSON's
         ``,\\n``, the blank line of a text table, nothing before a compact line."""
@@ -274,23 +275,23 @@ class _Form:
             return b","
         return b"" if self.compact else "\n".encode(self.encoding)
 
-    def entry(self, entry: Entry, tally: Tally) -> bytes:
-        """One entry's bytes, counted in ``tally``."""
-        return self._json(entry, tally) if self.json else self._text(entry, tally)
+    def entry(self, entry: Entry, tally: Tally, paint: Paint) -> bytes:
+        """One entry's bytes after :attr:`separator`, counted in ``tally``; ``paint``:
+        ``painter(self.color)``."""
+        return self._json(entry, tally) if self.json else self._text(entry, tally, paint)
 
     def _json(self, entry: Entry, tally: Tally) -> bytes:
         if type(entry) is Unreadable:  # never fails --fail-on: its own exit status follows
             tally.unreadable.append(entry.error.key)
-            return b",\n" + _json_line(entry.to_json())
+            return _json_line(entry.to_json())
         document = check_document(entry)
         if self.compact:  # the report's node lines are compact already: decisions only
             document = compact_document(document, lines_done=True)
         if fails(entry, self.fail_on):
             tally.failed = True
-        return b",\n" + _json_line(document)
+        return _json_line(document)
 
-    def _text(self, entry: Entry, tally: Tally) -> bytes:
-        paint = painter(self.color)
+    def _text(self, entry: Entry, tally: Tally, paint: Paint) -> bytes:
         if type(entry) is Unreadable:  # one line in every form: `KEY: unreadable: why`
             error = entry.error
             tally.unreadable.append(error.key)
@@ -317,9 +318,11 @@ def _render(reading: _Reading, form: _Form, span: Span, write: Write) -> Tally:
     entries = reading.entries(span)
     if form.json and form.history:
         entries = _with_history(entries)
+    paint, separator, entry_bytes = painter(form.color), form.separator, form.entry
     pending = bytearray()
     for entry in entries:
-        pending += form.entry(entry, tally)
+        pending += separator
+        pending += entry_bytes(entry, tally, paint)
         if len(pending) >= _CHUNK:
             write(pending)
             pending = bytearray()  # a new one: the stream may still hold the last
@@ -436,11 +439,11 @@ def _check_all(services: Services, form: _Form, reading: _Reading, jobs: int,
                summary: Summary | None) -> Tally:
     """Write every item's entry (and the JSON brackets, or the text summary) to standard
     output, in the store's order, rendered by ``jobs`` processes; what they found."""
+    spans, jobs = _jobs(services, jobs)
     write = _byte_writer(sys.stdout, form.encoding)
     if form.json:
         write(b"[")
     stream = _Stream(write, form.lead)
-    spans, jobs = _jobs(services, jobs)
     render = partial(_render, reading, form)
     tallies = (run_blocks(spans, jobs, render, stream) if jobs > 1
                else run_here(spans, render, stream))
@@ -539,7 +542,8 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
             failed = fails(report, fail_on)
         else:
             tally = Tally()
-            _byte_writer(out, form.encoding)(form.entry(report, tally)[len(form.lead):])
+            text = form.entry(report, tally, painter(form.color))
+            _byte_writer(out, form.encoding)(text[len(form.lead):])
             out.flush()
             failed = tally.failed
     else:
