@@ -1,5 +1,5 @@
 """Work item verbs (issue 2 §7): ``start``, ``advance``, ``complete``, ``skip``, ``force``,
-``check``, ``comments``, ``events``.
+``comments``, ``events`` (``check`` is :mod:`bot.cli.check_cmd`).
 
 ITEM is ``owner/repo#N`` (anything else is a usage error, exit 2). Exit codes: 0 done;
 1 a refusal (``ClaimRefused``, a rejected skip token, a store that stayed locked) or an

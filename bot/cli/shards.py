@@ -25,6 +25,7 @@ the block being written (results wait in the parent's memory); the pipes here do
 
 from __future__ import annotations
 
+import fcntl
 import os
 import pickle
 import signal
@@ -48,6 +49,9 @@ Write = Callable[[bytes | bytearray], None]
 #: ``render(block, write) -> result``: writes the block's output, returns its result.
 Render = Callable[[_B, Write], _R]
 
+#: The pipe size asked for (bytes): Linux's default ``/proc/sys/fs/pipe-max-size``, what
+#: a process may set without privileges; about one chunk of the caller's output.
+PIPE_BYTES = 1 << 20
 #: Frame header: kind (one byte) and payload length (bytes, unsigned 64-bit).
 _HEADER = struct.Struct(">BQ")
 _DATA, _END, _ERROR = 1, 2, 3
@@ -133,6 +137,10 @@ class _Pool:
     def fork(self, body: Callable[[IO[bytes]], int]) -> _Reader:
         """Fork a worker running ``body(pipe)`` and then exiting with what it returns."""
         read_fd, write_fd = os.pipe()
+        with suppress(AttributeError, OSError):  # Linux only; the pipe-max-size may be lower
+            # A chunk in the pipe, not 64 kB: a worker runs a chunk ahead of the parent's
+            # reads, and a chunk crosses in one read, not sixteen.
+            fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         pid = os.fork()
         if pid == 0:  # the worker: never returns
             code = 70  # EX_SOFTWARE, should body itself fail
