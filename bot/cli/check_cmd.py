@@ -160,7 +160,6 @@ Entry = dict[str, Any] | Unreadable
 Paint = Callable[[str, str], str]
 
 
-
 def _owed(services: Services, item: WorkItemRef | None) -> dict[WorkItemRef, list[Any]]:
     """Every owed or failed effect, by item: one query (check --all stays one pass)."""
     owed: dict[WorkItemRef, list[Any]] = {}
@@ -411,7 +410,6 @@ def _check_filters(services: Services, item: WorkItemRef | None, all_items: bool
         known_node(services.graph, node, "--node")
 
 
-
 def _jobs(services: Services, jobs: int) -> tuple[list[Span], int]:
     """The blocks ``check --all`` reads and how many workers render them.
 
@@ -462,6 +460,40 @@ def _check_all(services: Services, form: _Form, reading: _Reading, jobs: int,
                                                                    form.errors))
     sys.stdout.flush()
     return total
+
+
+def _check_item(services: Services, item: WorkItemRef, form: _Form, recompute: bool
+                ) -> bool:
+    """``check ITEM``: its report on standard output (JSON indented); True when it trips
+    ``--fail-on``."""
+    report = _item_report(services, item, recompute, form.compact and form.json)
+    if form.json:
+        if form.history:
+            visits = visits_from_json(report["document"].get("visits") or {})
+            report = {**report, "history": visit_history(visits)}
+        document = check_document(report)
+        click.echo(json.dumps(compact_document(document, lines_done=True) if form.compact
+                              else document, indent=2, ensure_ascii=False))
+        return fails(report, form.fail_on)
+    tally = Tally()
+    text = form.entry(report, tally, painter(form.color))
+    _byte_writer(sys.stdout, form.encoding)(text[len(form.lead):])
+    sys.stdout.flush()
+    return tally.failed
+
+
+def _check_every(services: Services, form: _Form, reading: _Reading, jobs: int) -> bool:
+    """``check --all``: every entry, then the unreadable items named on stderr (exit
+    :data:`UNREADABLE`); True when an item trips ``--fail-on``."""
+    summary = None if form.json else Summary([n.id for n in services.graph.ordered()])
+    try:
+        total = _check_all(services, form, reading, jobs, summary)
+    except WorkerFailed as exc:  # what one process would have raised, or died of
+        if exc.detail:
+            click.echo(exc.detail.rstrip("\n"), err=True)
+        fail(f"check --all stopped: {exc.message}", exc.exit_code or 1)
+    _say_unreadable(total.unreadable)
+    return total.failed
 
 
 def _item_cb(ctx: click.Context, param: click.Parameter, value: str | None
@@ -531,33 +563,11 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
                  encoding="utf-8" if as_json else getattr(out, "encoding", None) or "utf-8",
                  errors="strict" if as_json else getattr(out, "errors", None) or "strict")
     if item is not None:
-        report = _item_report(services, item, recompute, compact and form.json)
-        if form.json:
-            if history:
-                visits = visits_from_json(report["document"].get("visits") or {})
-                report = {**report, "history": visit_history(visits)}
-            document = check_document(report)
-            click.echo(json.dumps(compact_document(document, lines_done=True) if compact
-                                  else document, indent=2, ensure_ascii=False))
-            failed = fails(report, fail_on)
-        else:
-            tally = Tally()
-            text = form.entry(report, tally, painter(form.color))
-            _byte_writer(out, form.encoding)(text[len(form.lead):])
-            out.flush()
-            failed = tally.failed
+        failed = _check_item(services, item, form, recompute)
     else:
         reading = _Reading(services, _owed(services, None), recompute, node, status,
                            compact and form.json)
-        summary = None if form.json else Summary([n.id for n in services.graph.ordered()])
-        try:
-            total = _check_all(services, form, reading, jobs, summary)
-        except WorkerFailed as exc:  # what one process would have raised, or died of
-            if exc.detail:
-                click.echo(exc.detail.rstrip("\n"), err=True)
-            fail(f"check --all stopped: {exc.message}", exc.exit_code or 1)
-        _say_unreadable(total.unreadable)
-        failed = total.failed
+        failed = _check_every(services, form, reading, jobs)
     if failed:
         raise SystemExit(1)
 
