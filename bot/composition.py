@@ -146,7 +146,7 @@ def _add_effects_worker(supervisor: Supervisor, services: Services,
     worker = EffectWorker(services.store, services.ports, services.settings,
                           budget=shared_write_budget(services.store))
     if acks is not None:
-        worker.before_row = acks.pause
+        worker.before_row = acks.pauser("github_effects")
     services.perform_with(worker.wake)
     supervisor.add_loop("github-effects", worker.run, timeout=30)
     return {"github_effects": lambda: worker.performed}
@@ -178,7 +178,7 @@ def _observability(supervisor: Supervisor, services: Services, dispatcher: Any, 
         return health, None
     from bot.ops.metrics import Metrics
 
-    metrics = telemetry.install(Metrics(health))
+    metrics = telemetry.install(Metrics(health, acks=dispatcher.acks))
     supervisor.on_close("metrics", lambda: telemetry.uninstall(metrics))
     return health, metrics
 

@@ -67,9 +67,11 @@ class StoreError(LoopgateError):
 
 
 class UnreadableItemError(LoopgateError):
-    """A stored work item cannot be read back: its key is not a work item reference, or a
-    column or child row (visits, decisions, skips, ...) holds text that is not JSON or JSON
-    of the wrong shape. The message names the key and the part, never the stored value.
+    """A stored work item cannot be read back: its key is not a work item reference as
+    loopgate writes it (``acme/widgets#013``, or ``ACME/widgets#5``: a key that parses but
+    is not canonical, :meth:`engine.refs.WorkItemRef.parse_stored`), or a column or child
+    row (visits, decisions, skips, ...) holds text that is not JSON or JSON of the wrong
+    shape. The message names the key and the part, never the stored value.
 
     Attributes:
         key: the item's stored key, as stored (``items.item``; e.g. ``acme/widgets#013``),

@@ -67,15 +67,29 @@ class WorkItemRef:
         parts when ``text`` is of the form and is exactly what they spell, a third of the
         time (``check --all`` reads every item, issue 21 §3); parsed otherwise.
 
+        A stored key must be canonical, ``str()`` of the ref it parses to, as every key
+        loopgate writes is (the ref lower-cases owner and repository): a key spelt
+        otherwise (``ACME/widgets#5``, or with a space around it) is refused, as a key that
+        does not parse (``acme/widgets#013``) is. Read as its ref, it showed as another item's
+        key, the item ``load`` never finds under that key. The check costs nothing on the
+        first path (the comparison is that path's own); only a key the parts do not spell
+        is compared again.
+
         Raises:
-            WorkItemRefError: as :meth:`parse`.
+            WorkItemRefError: as :meth:`parse`; or ``text`` is not canonical (the message
+                quotes it, ``repr``, and the key it would read as).
         """
         if (type(owner) is str and type(repo) is str and type(number) is int
                 and _REF.match(text) is not None):
             ref = cls(owner, repo, number)
             if str(ref) == text:
                 return ref
-        return cls.parse(text)
+        ref = cls.parse(text)
+        if str(ref) != text:
+            raise WorkItemRefError(f"not in canonical form: {text!r} would read as "
+                                   f"{str(ref)!r} (loopgate writes keys lower-cased, "
+                                   "without spaces)")
+        return ref
 
     @classmethod
     def parse_any(cls, text: str) -> WorkItemRef:

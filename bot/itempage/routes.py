@@ -14,6 +14,8 @@
   (a JSON request: 401 JSON). A person whose token cannot read the repository, or a
   repository that does not exist: the same 403, nothing of the item. GitHub not answering
   the check: 503 (fail closed). A readable repository without such a loopgate item: 404.
+  A stored item that cannot be read (:class:`engine.errors.UnreadableItemError`): 500
+  naming the item and the part at fault, never a stored value (:func:`unreadable_item`).
   Else the page (:func:`bot.itempage.view.render_page`), or its model as JSON for
   ``Accept: application/json``.
 
@@ -50,14 +52,14 @@ from bot.itempage.access import (
     Verdict,
     safe_next,
 )
-from engine.errors import WorkItemRefError
+from engine.errors import UnreadableItemError, WorkItemRefError
 from engine.refs import WorkItemRef
 
 if TYPE_CHECKING:  # types only: bot.services imports what it wires
     from bot.services import Services
 
 __all__ = ["register_item_pages", "item_blueprint", "secure_headers", "refusal",
-           "wants_json", "NOT_CONFIGURED"]
+           "unreadable_item", "wants_json", "NOT_CONFIGURED"]
 
 logger = logging.getLogger(__name__)
 
@@ -132,6 +134,24 @@ def refusal(status: int, title: str, message: str, *, as_json: bool) -> BaseResp
     if status == 503:
         response.headers["Retry-After"] = "30"
     return response
+
+
+def unreadable_item(error: UnreadableItemError, where: str, *,
+                    as_json: bool) -> BaseResponse:
+    """The answer when the stored item asked about cannot be read: 500, a status page or
+    ``{"error": message}``, the message naming the item's stored key and the part at
+    fault (:attr:`UnreadableItemError.detail`, which never quotes a stored value); one
+    warning line (``<where>: <error>``) for the operator.
+
+    Why 500: the request is fine (not a 4xx: nothing the person sends differently would
+    help) and the stored data is not, until an operator repairs it (``loopgate check``
+    names the item and the part) — so not 503 either, which says "temporarily" and comes
+    with ``Retry-After``: asking again would only fail again.
+    """
+    logger.warning("%s: %s", where, error)
+    return refusal(500, "Unreadable work item",
+                   f"loopgate cannot read its stored work item {error.key}: {error.detail}; "
+                   "an operator must repair it (loopgate check names it)", as_json=as_json)
 
 
 def _cookie(response: BaseResponse, gate: Gatekeeper, name: str, value: str, age: int) -> None:
@@ -237,7 +257,10 @@ def _item_page(services: Services, gate: Gatekeeper, owner: str, repo: str,
     refused = access_refusal(gate, session, ref.owner, ref.repo, as_json=as_json)
     if refused is not None:
         return refused
-    model = view.page_model(services, ref)
+    try:
+        model = view.page_model(services, ref)
+    except UnreadableItemError as exc:
+        return unreadable_item(exc, "item page", as_json=as_json)
     if model is None:
         return refusal(404, "Not found", _NO_ITEM, as_json=as_json)
     if as_json:

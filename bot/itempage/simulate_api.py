@@ -21,8 +21,12 @@ to the store, the outbox or GitHub.
 Answers: 200 the simulation; 400 a body that does not read (one line, ``{"error"}``); 401
 not signed in; 403 cannot read the repository (or it does not exist), or an ``Origin``
 that is not this server; 404 no started work item there (``code``: ``not-started``); 413
-a body over 16 KiB; 415 not JSON; 503 GitHub did not answer (the access check or a read
-the rules need; fail closed).
+a body over 16 KiB; 415 not JSON; 500 the stored item cannot be read
+(:class:`engine.errors.UnreadableItemError`: the request is fine, the stored data is not,
+and asking again will not mend it — as the details page answers,
+:func:`bot.itempage.routes.unreadable_item`; the ``error`` names the item and the part at
+fault, never a stored value); 503 GitHub did not answer (the access check or a read the
+rules need; fail closed).
 
 Whose answer: ``as`` another person is simulated only for people with write access to
 the repository (GitHub's ``permissions.push``/``maintain``/``admin`` for the signed-in
@@ -58,9 +62,10 @@ from bot.itempage.routes import (
     refusal,
     secure_headers,
     sign_in_needed,
+    unreadable_item,
 )
 from engine import simulate
-from engine.errors import ClaimRefused, LoopgateError, WorkItemRefError
+from engine.errors import ClaimRefused, LoopgateError, UnreadableItemError, WorkItemRefError
 from engine.outcomes import APPROVED
 from engine.ports import TrackerError
 from engine.refs import WorkItemRef
@@ -306,6 +311,8 @@ def _answer(services: Services, gate: Gatekeeper, session: Session,
     except TrackerError as exc:
         return refusal(503, "GitHub unavailable", f"a read the rules need failed: {exc}",
                        as_json=True)
+    except UnreadableItemError as exc:  # before LoopgateError: not the request's fault
+        return unreadable_item(exc, "simulate", as_json=True)
     except LoopgateError as exc:
         return refusal(400, "Bad request", str(exc), as_json=True)
     return jsonify(result.to_json())

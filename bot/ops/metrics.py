@@ -17,7 +17,15 @@ stacks in one test process do not mix):
   ``loopgate_effects_failed_total`` (counted from the event log);
 * **read from the self-audit** (issue 22 §3, :mod:`bot.ops.self_audit`) when it runs:
   ``loopgate_audit_disagreements`` (active items whose verdicts differ from GitHub's
-  records, as of the latest rounds) and ``loopgate_audit_runs_total`` (rounds done).
+  records, as of the latest rounds) and ``loopgate_audit_runs_total`` (rounds done);
+* **read from acks first** (issue 21 §1, :class:`bridges.ingress.ack_first.AckFirst`'s
+  live counts, read when scraped, never counted twice), by background thread
+  (``thread``: ``dispatcher``, ``github_effects`` — each has its own pause reserve):
+  ``loopgate_ack_first_pauses_total`` (pauses that waited for an ack in hand),
+  ``loopgate_ack_first_overruns_total`` (of those, pauses that gave up at their bound
+  with an ack still in hand) and ``loopgate_ack_first_budget_refusals_total`` (pauses
+  refused at once, the thread's reserve spent: a sustained stream of acks is holding it
+  to its share). They count since the process started.
 
 Labels are low-cardinality: no work item, repository or login is ever a label value
 (Prometheus naming: https://prometheus.io/docs/practices/naming/).
@@ -39,6 +47,7 @@ from bot.ops.health import Health
 from bridges import telemetry
 
 if TYPE_CHECKING:
+    from bridges.ingress.ack_first import AckFirst
     from engine.store.base import DatabaseStore
 
 __all__ = ["Metrics", "CONTENT_TYPE_LATEST", "GATE_WAIT_BUCKETS"]
@@ -59,9 +68,11 @@ class Metrics(telemetry.Sink):
     Args:
         health: where the queues and the database are read at scrape time (None: only
             the counters; tests of the sink alone).
+        acks: the dispatcher's acks first, whose pause counts are read at scrape time
+            (None: not exported).
     """
 
-    def __init__(self, health: Health | None = None) -> None:
+    def __init__(self, health: Health | None = None, *, acks: AckFirst | None = None) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         r = self.registry
         self.deliveries = Counter("loopgate_deliveries", "Deliveries handled by the "
@@ -80,6 +91,8 @@ class Metrics(telemetry.Sink):
                               "every repository.", buckets=POLL_BUCKETS, registry=r)
         if health is not None:
             r.register(_StateCollector(health))
+        if acks is not None:
+            r.register(_AckFirstCollector(acks))
 
     # -- telemetry.Sink ------------------------------------------------------------------
     def delivery(self, source: str, kind: str, result: str, seconds: float) -> None:
@@ -140,6 +153,35 @@ class _StateCollector(Collector):
             age.add_metric([name], backlog.oldest)
         yield depth
         yield age
+
+
+class _AckFirstCollector(Collector):
+    """Acks first's pause counts by thread, read from the live :class:`AckFirst` when
+    Prometheus scrapes (one copy taken under its lock, so the three agree)."""
+
+    #: (name, help, the :class:`~bridges.ingress.ack_first.PauseCounts` field)
+    FAMILIES = (
+        ("loopgate_ack_first_pauses", "Pauses of a background thread that waited for the "
+         "acks in hand to be answered (issue 21 §1).", "pauses"),
+        ("loopgate_ack_first_overruns", "Of those pauses, the ones that gave up at their "
+         "bound with an ack still in hand.", "overruns"),
+        ("loopgate_ack_first_budget_refusals", "Pauses refused at once, an ack being in "
+         "hand, because the thread's pause reserve was spent.", "budget_refusals"),
+    )
+
+    def __init__(self, acks: AckFirst) -> None:
+        self.acks = acks
+
+    def describe(self) -> list[Any]:
+        return []  # the threads are known only once they paused
+
+    def collect(self) -> Iterator[Any]:
+        counts = sorted(self.acks.counts().items())
+        for name, text, field in self.FAMILIES:
+            family = CounterMetricFamily(name, text, labels=["thread"])
+            for thread, count in counts:
+                family.add_metric([thread], getattr(count, field))
+            yield family
 
 
 def _items(store: DatabaseStore) -> Iterator[Any]:

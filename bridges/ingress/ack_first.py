@@ -69,14 +69,15 @@ decided in a comparable time; ``serve`` stays one process to supervise.
 
 from __future__ import annotations
 
+import functools
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
-__all__ = ["AckFirst", "PAUSE_RESERVE_S", "PAUSE_S", "PAUSE_SHARE", "QUIET_S",
+__all__ = ["AckFirst", "PAUSE_RESERVE_S", "PAUSE_S", "PAUSE_SHARE", "PauseCounts", "QUIET_S",
            "SWITCH_INTERVAL_S", "WsgiApp", "shorter_switch_interval"]
 
 #: The longest one pause waits for the acks in hand to end (seconds): long enough to
@@ -110,6 +111,22 @@ SWITCH_INTERVAL_S = 0.001
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
 
+class PauseCounts(NamedTuple):
+    """What one background thread's pauses did (counts since the process started).
+
+    Attributes:
+        pauses: pauses that waited for at least one request.
+        overruns: of those, pauses that gave up at their bound (``pause_s``, or what the
+            budget left) with requests still in hand.
+        budget_refusals: pauses refused at once, an ack being in hand, because the
+            thread's reserve was spent (not counted in ``pauses``).
+    """
+
+    pauses: int = 0
+    overruns: int = 0
+    budget_refusals: int = 0
+
+
 class AckFirst:
     """The count of acking requests in hand, and a bounded, budgeted wait for it to reach
     zero.
@@ -126,12 +143,12 @@ class AckFirst:
             released (default: the condition's own wait; tests pass one that moves their
             fake clock on, and may count acks in and out from it: the lock is re-entrant).
 
-    Attributes:
-        pauses: pauses that waited for at least one request (tests, metrics).
-        overruns: pauses that gave up at their bound (``pause_s``, or what the budget
-            left) with requests still in hand.
-        budget_refusals: pauses refused at once, an ack being in hand, because the
-            calling thread's reserve was spent (tests, metrics).
+    The counts of what the pauses did are kept per background thread, by the name it
+    pauses as (:meth:`pause`'s ``thread``, :meth:`pauser`): each thread has a reserve of
+    its own, so a total of both threads' refusals would not say whose work was held back.
+    :meth:`counts` reads them (``serve``'s ``/metrics``, :mod:`bot.ops.metrics`);
+    :attr:`pauses`, :attr:`overruns` and :attr:`budget_refusals` are their totals over
+    every thread.
     """
 
     def __init__(self, pause_s: float = PAUSE_S, quiet_s: float = QUIET_S, *,
@@ -152,15 +169,37 @@ class AckFirst:
         self._last_leave = -quiet_s  # monotonic seconds; "long ago" before any ack
         self._waiting = 0
         self._reserve = _Reserve()
-        self.pauses = 0
-        self.overruns = 0
-        self.budget_refusals = 0
+        self._counts: dict[str, PauseCounts] = {}  # by the name a thread pauses as
 
     @property
     def in_hand(self) -> int:
         """Acking requests being answered now."""
         with self._cond:
             return self._in_hand
+
+    @property
+    def pauses(self) -> int:
+        """Pauses that waited for at least one request, every thread's (tests)."""
+        return sum(c.pauses for c in self.counts().values())
+
+    @property
+    def overruns(self) -> int:
+        """Pauses that gave up at their bound (``pause_s``, or what the budget left) with
+        requests still in hand, every thread's (tests)."""
+        return sum(c.overruns for c in self.counts().values())
+
+    @property
+    def budget_refusals(self) -> int:
+        """Pauses refused at once, an ack being in hand, because the calling thread's
+        reserve was spent, every thread's (tests)."""
+        return sum(c.budget_refusals for c in self.counts().values())
+
+    def counts(self) -> dict[str, PauseCounts]:
+        """What the pauses did so far, by the name each thread pauses as (a copy, read
+        at once under the lock). A thread is listed from its :meth:`pauser` or its first
+        :meth:`pause` on, its counts zero until a pause waits or is refused."""
+        with self._cond:
+            return dict(self._counts)
 
     @property
     def waiting(self) -> int:
@@ -189,39 +228,62 @@ class AckFirst:
         finally:
             self.leave()
 
-    def pause(self) -> float:
+    def pauser(self, thread: str) -> Callable[[], float]:
+        """A background thread's :meth:`pause`, counted as ``thread``; the thread is
+        listed in :meth:`counts` from now on (zeros before its first pause), so a scrape
+        shows it before any ack arrived.
+
+        Args:
+            thread: the name its counts are kept under (``serve``: ``dispatcher``,
+                ``github_effects``).
+        """
+        with self._cond:
+            self._counts.setdefault(thread, PauseCounts())
+        return functools.partial(self.pause, thread)
+
+    def pause(self, thread: str = "background") -> float:
         """Wait until no acking request has been in hand for :attr:`quiet_s`, at most
         :attr:`pause_s` seconds and at most what the calling thread's reserve allows (see
         the module's docstring); return at once when it was quiet already or the reserve
-        is spent (counted in :attr:`budget_refusals`).
+        is spent (counted in its ``budget_refusals``).
+
+        Args:
+            thread: the name the calling thread's counts are kept under (:meth:`counts`).
+                The reserve is the calling thread's whatever the name.
 
         Returns:
             Seconds waited (0.0 when it was quiet already or the pause was refused).
         """
         with self._cond:
             started = self._clock()
+            counts = self._counts.get(thread)
+            if counts is None:
+                counts = self._counts[thread] = PauseCounts()
             if self.pause_s <= 0 or self._quiet_at(started) <= started:
                 return 0.0
             reserve = self._reserve
             budgeted = self.share < 1  # a share of 1: no budget, every pause to its bound
             level = self._reserve_at(reserve, started)
             if budgeted and level <= 0:
-                self.budget_refusals += 1
+                self._counts[thread] = counts._replace(budget_refusals=counts.budget_refusals + 1)
                 return 0.0
             bound = self.pause_s
             if budgeted:  # the reserve refills at ``share`` while the pause drains it
                 bound = min(bound, level / (1 - self.share))
             self._waiting += 1
+            overran = 0
             try:
                 deadline = started + bound
                 while (now := self._clock()) < (quiet := self._quiet_at(now)):
                     if now >= deadline:
-                        self.overruns += 1
+                        overran = 1
                         break
                     self._wait(min(quiet, deadline) - now)
             finally:
                 self._waiting -= 1
-            self.pauses += 1
+            counts = self._counts[thread]  # the wait released the lock: read it again
+            self._counts[thread] = counts._replace(pauses=counts.pauses + 1,
+                                                   overruns=counts.overruns + overran)
             ended = self._clock()
             # A wait that overran its bound (a late wake-up) leaves the reserve in debt,
             # at most one reserve deep: an hour-long stall (a suspended VM) must not turn

@@ -249,8 +249,9 @@ class Dispatcher:
         """Start the worker thread (idempotent)."""
         if self._thread is None or not self._thread.is_alive():
             self._stopping.clear()
-            self._thread = threading.Thread(target=self._work, name="loopgate-dispatcher",
-                                            daemon=True)
+            pause = self.acks.pauser("dispatcher")  # counted as such: serve's /metrics
+            self._thread = threading.Thread(target=self._work, args=(pause,),
+                                            name="loopgate-dispatcher", daemon=True)
             self._thread.start()
         return self
 
@@ -360,7 +361,7 @@ class Dispatcher:
             return False
         return True
 
-    def _work(self) -> None:
+    def _work(self, pause: Callable[[], float]) -> None:
         while True:
             item = self._queue.get()
             if item is None:
@@ -369,7 +370,7 @@ class Dispatcher:
                 self._queue.put(None)  # drain what came before the stop marker first
                 continue
             delivery, future = item
-            self.acks.pause()  # acks first: a delivery waits for the acks in hand (bounded)
+            pause()  # acks first: a delivery waits for the acks in hand (bounded)
             try:
                 if future.set_running_or_notify_cancel():
                     result = self.handle(delivery)

@@ -236,3 +236,54 @@ def test_metrics_parse_and_count_one_walk_to_the_attested_spec_quiz(world: GitHu
     assert value(waiting, "loopgate_gate_wait_seconds_count", node="spec-quiz") == 1
     assert value(waiting, "loopgate_gate_wait_seconds_bucket", node="spec-quiz", le="60.0") == 1
     assert value(after, "loopgate_gate_wait_seconds_count", node="spec-quiz") == 0
+
+
+def test_metrics_read_acks_first_pauses_overruns_and_refusals_by_thread(
+        world: GitHubWorld) -> None:
+    """Acks first's live counts (issue 21 §1), by background thread: each thread has its
+    own pause reserve, so whose work was held back is told apart."""
+    from tests.bridges.test_dispatcher import comment_delivery
+
+    dispatcher = world.dispatcher
+    acks = dispatcher.acks
+    effects = acks.pauser("github_effects")  # as serve wires the effects worker
+    health = Health(world.services, dispatcher=dispatcher, poller=world.poller)
+    metrics = Metrics(health, acks=acks)
+    url = serve(world, health, metrics)
+    names = ("loopgate_ack_first_pauses_total", "loopgate_ack_first_overruns_total",
+             "loopgate_ack_first_budget_refusals_total")
+
+    def counts(samples: Samples, thread: str) -> tuple[float, ...]:
+        keys = [(name, frozenset({("thread", thread)})) for name in names]
+        assert all(key in samples for key in keys), (thread, samples.keys())
+        return tuple(samples[key] for key in keys)
+
+    before = scrape(url)  # both threads shown before any ack, at zero
+    assert counts(before, "dispatcher") == counts(before, "github_effects") == (0, 0, 0)
+    ref = world.issue()
+
+    def deliver(text: str) -> None:
+        future = dispatcher.submit(comment_delivery(ref, world.comment(ref, text)))
+        assert future.result(10).reason == "not-started"
+
+    acks.pause_s = 30.0
+    acks.enter()  # an ack in hand: the dispatcher waits for it, then decides
+    future = dispatcher.submit(comment_delivery(ref, world.comment(ref, "one")))
+    assert wait_for(lambda: acks.waiting == 1, 10)
+    acks.leave()
+    assert future.result(10).reason == "not-started"
+    acks.pause_s = 0.05
+    with acks.receiving():  # never answered: the pause gives up at its bound
+        deliver("two")
+        acks.reserve_s = 0.0  # the reserve spent: the next pause is refused at once
+        deliver("three")
+        waited: list[float] = []
+        thread = threading.Thread(target=lambda: waited.append(effects()))
+        thread.start()  # another thread's pause: refused too, counted as that thread's
+        thread.join(10)
+        assert waited == [0.0]
+    after = scrape(url)
+    assert counts(after, "dispatcher") == (2, 1, 1)
+    assert counts(after, "github_effects") == (0, 0, 1)
+    assert (acks.pauses, acks.overruns, acks.budget_refusals) == (2, 1, 2)  # the totals
+    assert counts(scrape(url), "dispatcher") == (2, 1, 1)  # read, not counted, per scrape

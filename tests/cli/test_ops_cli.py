@@ -224,6 +224,11 @@ def test_metrics_are_served_unless_turned_off(home: Home, tmp_path: Path) -> Non
         answer = requests.get(f"{server.url}/metrics", timeout=10)
         assert answer.status_code == 200
         assert "loopgate_work_items" in answer.text
+        # acks first's counts, wired to the dispatcher's (no effects worker offline)
+        acks_first = [line for line in answer.text.splitlines()
+                      if line.startswith("loopgate_ack_first_")]
+        assert acks_first == [f'loopgate_ack_first_{name}_total{{thread="dispatcher"}} 0.0'
+                              for name in ("pauses", "overruns", "budget_refusals")]
     finally:
         assert server.stop() == 0
     off = Home(tmp_path / "off", free_port(), ", metrics: false")

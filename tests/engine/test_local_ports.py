@@ -183,7 +183,6 @@ def test_one_issue_is_one_work_item_however_its_repository_is_spelled() -> None:
 
 @pytest.mark.parametrize(("text", "owner", "repo", "number"), [
     ("acme/widgets#7", "acme", "widgets", 7),  # the parts spell the key: built from them
-    ("ACME/Widgets#7", "acme", "widgets", 7),  # a key spelled otherwise: parsed
     ("acme/widgets#7", "acme", "widgets", 8),  # parts that disagree: the key wins
     ("acme/widgets#7", None, None, None),      # parts missing (NULL columns)
 ])
@@ -193,6 +192,24 @@ def test_a_stored_key_reads_as_parse_reads_it(text: str, owner: object, repo: ob
     # spell its key; the ref is always the one parse makes of the key.
     made = WorkItemRef.parse_stored(text, owner, repo, number)
     assert made == WorkItemRef.parse(text) == WorkItemRef("acme", "widgets", 7)
+
+
+@pytest.mark.parametrize(("text", "owner", "repo", "number"), [
+    ("ACME/Widgets#7", "acme", "widgets", 7),  # a key spelled otherwise than written
+    ("ACME/Widgets#7", "ACME", "Widgets", 7),  # the columns spelled so too
+    ("acme/widgets#7 ", "acme", "widgets", 7),  # parse strips the space: not the key
+    ("Acme/widgets#7", None, None, None),
+])
+def test_a_stored_key_that_is_not_canonical_is_refused(text: str, owner: object,
+                                                       repo: object, number: object) -> None:
+    # parse takes it (a person may type it so), but loopgate never writes it: as a stored
+    # key it would show as another item's (the lower-cased one's), as 013 for 13 would.
+    assert str(WorkItemRef.parse(text)) == "acme/widgets#7" != text
+    with pytest.raises(WorkItemRefError) as raised:
+        WorkItemRef.parse_stored(text, owner, repo, number)
+    assert str(raised.value) == (f"not in canonical form: {text!r} would read as "
+                                 "'acme/widgets#7' (loopgate writes keys lower-cased, "
+                                 "without spaces)")
 
 
 @pytest.mark.parametrize(("text", "owner", "repo", "number"), [

@@ -220,3 +220,40 @@ def test_a_key_that_is_not_printable_is_shown_quoted() -> None:
     assert list(rows.stream_states(query, lambda key, error: told.append(key))) == []
     assert told == ["'acme/widgets#5\\x1b[2J\\nloopgate: fake'",
                     "'acme/widgets#" + "x" * 106 + "…"]
+
+
+@pytest.mark.parametrize(("key", "detail"), [
+    # the same item spelt in capitals beside it: read as readable, both showed as
+    # acme/widgets#13 (where acme/widgets#013 is refused: two non-canonical keys treated
+    # apart); loopgate writes every key lower-cased, so no write of its own made it
+    ("ACME/Widgets#13", "the stored key: not in canonical form: 'ACME/Widgets#13' would "
+                        "read as 'acme/widgets#13' (loopgate writes keys lower-cased, "
+                        "without spaces)"),
+    (" acme/widgets#13\n", "the stored key: not in canonical form: ' acme/widgets#13\\n' "
+                           "would read as 'acme/widgets#13' (loopgate writes keys "
+                           "lower-cased, without spaces)"),
+])
+def test_a_key_that_parses_but_is_not_canonical_is_unreadable_as_013_is(
+        store: Any, key: str, detail: str) -> None:
+    thirteen = WorkItemRef("acme", "widgets", 13)
+    _write(store, [thirteen])
+    _stored_under(store, thirteen, key)
+    _write(store, [*GOOD, thirteen])  # the canonical key beside it, every row its own
+    healthy = {str(ref): store.load(ref).to_document() for ref in [*GOOD, thirteen]}
+    docs, told = _read_all(store)
+    shown = key if key.isprintable() else repr(key)
+    assert told == [(shown, detail)]
+    assert docs == healthy  # the canonical #13 and the others read whole, once each
+    with pytest.raises(UnreadableItemError) as raised:
+        list(store.load_all())
+    assert str(raised.value) == f"{shown}: unreadable: {detail}"
+
+
+def test_a_capitalised_name_from_github_is_stored_lower_cased_and_reads(store: Any) -> None:
+    # GitHub's payloads spell names as their owner does (Codertocat/Hello-World): the ref
+    # lower-cases them, so the key written is canonical and reads back.
+    ref = WorkItemRef("Codertocat", "Hello-World", 1)
+    _write(store, [ref])
+    docs, told = _read_all(store)
+    assert told == [] and list(docs) == ["codertocat/hello-world#1"]
+    assert store.load(WorkItemRef.parse("CODERTOCAT/hello-world#1")) is not None

@@ -17,6 +17,7 @@ from flask.testing import FlaskClient
 
 from bot.web.server import build_wsgi_app
 from engine.approvals import ApprovalRule
+from engine.errors import UnreadableItemError
 from engine.refs import WorkItemRef
 from tests.bridges.conftest import REPO, SECRET, GitHubWorld
 from tests.fakes.github import FakeGitHub
@@ -80,6 +81,17 @@ class Site:
         runtime.start(ref)
         runtime.force(ref, GATE, "test", "tester")
         return ref
+
+    def unreadable(self, ref: WorkItemRef) -> UnreadableItemError:
+        """Make ``ref``'s stored ``surface`` column text that is not JSON (holding a
+        marker, ``SECRET-SURFACE``, that no answer may quote); returns the store's error."""
+        store = self.world.services.store
+        with store.writing() as db:
+            db.execute("UPDATE items SET surface = ? WHERE item = ?",
+                       ('{"note": "SECRET-SURFACE"', str(ref)))
+        with pytest.raises(UnreadableItemError) as raised:
+            store.load(ref)
+        return raised.value
 
     def sign_in(self, login: str, next_path: str = "", *, client: FlaskClient | None = None
                 ) -> Any:

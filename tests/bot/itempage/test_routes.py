@@ -399,3 +399,25 @@ def test_a_missing_secret_is_a_config_error_at_start(
         assert SESSION_SECRET not in str(raised.value)
     finally:
         world.close()
+
+
+def test_an_item_stored_unreadable_is_a_500_page_naming_it_never_its_value(
+        site: Site, caplog: pytest.LogCaptureFixture) -> None:
+    ref = site.item()
+    site.sign_in("alice")
+    error = site.unreadable(ref)
+    with caplog.at_level(logging.WARNING, logger="bot.itempage"):
+        page = site.client.get(_page(ref))
+    assert page.status_code == 500 and page.mimetype == "text/html"
+    assert "Retry-After" not in page.headers
+    assert page.headers["Content-Security-Policy"] == view.CONTENT_SECURITY_POLICY
+    text = page.get_data(as_text=True)
+    assert f"loopgate cannot read its stored work item {ref}: " in text
+    assert "column surface: not JSON (" in text
+    assert "SECRET-SURFACE" not in text
+    assert [r.getMessage() for r in caplog.records] == [f"item page: {error}"]
+    as_json = site.client.get(_page(ref), headers={"Accept": "application/json"})
+    assert as_json.status_code == 500
+    assert as_json.get_json() == {"error": (
+        f"loopgate cannot read its stored work item {ref}: {error.detail}; "
+        "an operator must repair it (loopgate check names it)")}

@@ -213,3 +213,22 @@ def test_github_unreachable_during_the_check_is_503(site: Site) -> None:
     site.fake.fail_route("GET", "repo", 502)
     answer = site.client.post(API, json={"item": str(ref), "approve": GATE})
     assert answer.status_code == 503 and set(answer.get_json()) == {"error"}
+
+
+def test_an_item_stored_unreadable_is_500_naming_it_never_its_value(site: Site) -> None:
+    """The request is fine, the stored item is not: a server fault (500, not 400), which
+    no retry mends (not 503); the item page answers the same."""
+    ref = site.at_gate()
+    site.sign_in("alice")
+    error = site.unreadable(ref)
+    answer = site.client.post(API, json={"item": str(ref), "approve": GATE})
+    assert answer.status_code == 500 and answer.mimetype == "application/json"
+    assert "Retry-After" not in answer.headers
+    assert answer.get_json() == {"error": (
+        f"loopgate cannot read its stored work item {ref}: {error.detail}; "
+        "an operator must repair it (loopgate check names it)")}
+    assert error.detail.startswith("column surface: not JSON (")
+    assert "SECRET-SURFACE" not in answer.get_data(as_text=True)
+    page = site.client.get(f"/items/{REPO}/{ref.number}",
+                           headers={"Accept": "application/json"})
+    assert (page.status_code, page.get_json()) == (500, answer.get_json())
