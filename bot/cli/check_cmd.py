@@ -189,7 +189,7 @@ class _Reading:
     """What ``check --all`` reads, the same in every block: the filters and the report's
     options, and every item's owed effects (read once, before the blocks)."""
 
-    services: Any  # Services: a runtime import would load the bridges
+    services: Services
     owed: dict[WorkItemRef, list[Any]]
     recompute: bool
     node: str | None
