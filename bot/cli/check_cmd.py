@@ -26,7 +26,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, final
+from typing import TYPE_CHECKING, Any, cast, final
 
 import click
 import orjson
@@ -202,9 +202,12 @@ class _Reading:
         holds is unknown)."""
         store, graph, owed = self.services.store, self.services.graph, self.owed
         told: list[UnreadableItemError] = []  # since the last state: shown before it
-        remember = told.append
-        states = (store.load_all(lambda _key, error: remember(error)) if span == WHOLE
-                  else store.load_all(lambda _key, error: remember(error), span=span))
+        def remember(_key: str, error: UnreadableItemError) -> None:
+            told.append(error)
+
+        # Only a SpannedStore is cut into spans (_jobs); any store reads WHOLE.
+        states = (store.load_all(remember) if span == WHOLE
+                  else cast(SpannedStore, store).load_all(remember, span=span))
         for state in states:
             if told:
                 yield from _unreadable(told)
