@@ -19,11 +19,13 @@ item that cannot be read (ITEM's; with ``--all``, once everything is shown).
 
 from __future__ import annotations
 
+import codecs
 import json
 import select
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast, final
@@ -403,6 +405,18 @@ def _byte_writer(out: Any, encoding: str = "utf-8") -> Callable[[bytes | bytearr
     return write_all
 
 
+def _text_encoding(out: Any) -> tuple[str, str]:
+    """``(encoding, errors)`` of the text ``click.echo`` writes to ``out``: the stream's own,
+    except where it says ASCII (``PYTHONIOENCODING=ascii``, a misconfigured locale), or
+    says nothing: there click writes UTF-8, errors replaced, rather than fail on the first
+    ``—`` (``click._compat._force_correct_text_writer``)."""
+    encoding = getattr(out, "encoding", None) or "ascii"
+    with suppress(LookupError):
+        if codecs.lookup(encoding).name != "ascii":
+            return encoding, getattr(out, "errors", None) or "strict"
+    return "utf-8", "replace"
+
+
 def _check_filters(services: Services, item: WorkItemRef | None, all_items: bool,
                    node: str | None, status: str | None) -> None:
     if (node or status) and (item is not None or not all_items):
@@ -558,13 +572,11 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
     """
     services = obj.services
     _check_filters(services, item, all_items, node, status)
-    out = sys.stdout
     as_json = fmt == "json"
     # JSON is UTF-8 bytes whatever the locale (RFC 8259 §8.1); text as click.echo writes it.
+    encoding, errors = ("utf-8", "strict") if as_json else _text_encoding(sys.stdout)
     form = _Form(json=as_json, compact=compact, history=history, fail_on=fail_on,
-                 color=use_color(color),
-                 encoding="utf-8" if as_json else getattr(out, "encoding", None) or "utf-8",
-                 errors="strict" if as_json else getattr(out, "errors", None) or "strict")
+                 color=use_color(color), encoding=encoding, errors=errors)
     if item is not None:
         failed = _check_item(services, item, form, recompute)
     else:

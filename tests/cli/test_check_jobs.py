@@ -260,3 +260,26 @@ def test_a_signal_to_the_run_stops_the_workers(spoiled: Path) -> None:
     assert proc.stderr is not None
     proc.stderr.close()
     _assert_no_process_left(proc.pid)
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_text_under_an_ascii_stdout_is_what_click_echo_writes(
+        spoiled: Path, monkeypatch: pytest.MonkeyPatch, jobs: str) -> None:
+    # The tables hold "—" and "größe". Where stdout says ASCII (PYTHONIOENCODING=ascii, a
+    # misconfigured locale) click.echo writes UTF-8 instead of failing; check did too, and
+    # every other command still does. ITEM's report and --all's must not fail either.
+    monkeypatch.setenv("PYTHONIOENCODING", "utf-8")
+    utf8 = _finish(_wrapped(spoiled, "", "--compact", "--jobs", jobs,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    monkeypatch.setenv("PYTHONIOENCODING", "ascii")
+    ascii_ = _finish(_wrapped(spoiled, "", "--compact", "--jobs", jobs,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE))
+    assert utf8[0] == 3 and "—".encode() in utf8[1]
+    assert ascii_ == utf8
+    env = {**os.environ, "PYTHONIOENCODING": "ascii", "PYTHONPATH": str(REPO)}
+    env = {k: v for k, v in env.items() if k not in ("LOOPGATE_DB", "LOOPGATE_CONFIG")}
+    one = subprocess.run([sys.executable, "-c", "import sys; from bot.cli import main; "
+                          "sys.exit(main())", *_argv(spoiled, "check", "acme/widgets#3")],
+                         cwd=spoiled, env=env, capture_output=True, timeout=120, check=False)
+    assert (one.returncode, one.stderr) == (0, b"")
+    assert "größe".encode() in one.stdout
