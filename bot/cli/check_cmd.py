@@ -382,11 +382,14 @@ def _json_line(document: dict[str, Any]) -> bytes:
 
 def _byte_writer(out: Any, encoding: str = "utf-8") -> Callable[[bytes | bytearray], Any]:
     """Write bytes (``encoding``'s) to ``out``: its binary buffer when it has one (flushed
-    text first), else decoded (a text-only stream, e.g. under a test runner).
+    text first), else decoded (a text-only stream, e.g. under a test runner); ``out`` None
+    (``sys.stdout`` of a process started with it closed): nowhere.
 
     Every byte is written: with ``PYTHONUNBUFFERED=1`` (the Dockerfile's) the binary
     buffer is a raw ``FileIO``, whose ``write`` may take only part of a chunk (a pipe, a
     filling disk) or none (``None``: a non-blocking pipe that is full), raising nothing."""
+    if out is None:  # no stdout (started with it closed): dropped, as click.echo does
+        return lambda data: None
     buffer = getattr(out, "buffer", None)
     if buffer is None:
         return lambda data: out.write(data.decode(encoding))
@@ -415,6 +418,12 @@ def _text_encoding(out: Any) -> tuple[str, str]:
         if codecs.lookup(encoding).name != "ascii":
             return encoding, getattr(out, "errors", None) or "strict"
     return "utf-8", "replace"
+
+
+def _flush(out: Any) -> None:
+    """Flush ``out`` (``sys.stdout``), unless there is none (started with it closed)."""
+    if out is not None:
+        out.flush()
 
 
 def _check_filters(services: Services, item: WorkItemRef | None, all_items: bool,
@@ -475,7 +484,7 @@ def _check_all(services: Services, form: _Form, reading: _Reading, jobs: int,
         text = gap + "\n".join(summary.lines(painter(form.color))) + "\n"
         write((text if form.color else click.unstyle(text)).encode(form.encoding,
                                                                    form.errors))
-    sys.stdout.flush()
+    _flush(sys.stdout)
     return total
 
 
@@ -495,7 +504,7 @@ def _check_item(services: Services, item: WorkItemRef, form: _Form, recompute: b
     tally = Tally()
     text = form.entry(report, tally, painter(form.color))
     _byte_writer(sys.stdout, form.encoding)(text[len(form.lead):])
-    sys.stdout.flush()
+    _flush(sys.stdout)
     return tally.failed
 
 

@@ -114,8 +114,9 @@ def run_blocks(blocks: Sequence[_B], jobs: int, render: Callable[[_B, Write], _R
         Whatever ``write`` raises (e.g. ``BrokenPipeError``), the workers stopped first.
     """
     jobs = max(1, min(jobs, len(blocks)))
-    sys.stdout.flush()  # a worker inherits the buffers: nothing in them may be written twice
-    sys.stderr.flush()
+    for stream in (sys.stdout, sys.stderr):  # None: the process started with it closed
+        if stream is not None:  # a worker inherits the buffers: nothing written twice
+            stream.flush()
     pool = _Pool()
     try:
         readers = [pool.fork(partial(_work, blocks[k::jobs], render)) for k in range(jobs)]

@@ -283,3 +283,19 @@ def test_text_under_an_ascii_stdout_is_what_click_echo_writes(
                          cwd=spoiled, env=env, capture_output=True, timeout=120, check=False)
     assert (one.returncode, one.stderr) == (0, b"")
     assert "größe".encode() in one.stdout
+
+
+@pytest.mark.parametrize("form", [("--compact",), ("--format", "json")], ids=" ".join)
+def test_a_closed_stdout_drops_the_output_whatever_the_jobs(
+        spoiled: Path, form: tuple[str, ...]) -> None:
+    # Started with stdout closed, Python's sys.stdout is None: click.echo drops what it is
+    # given (main's check --all text did: exit 3, the unreadable items named on stderr).
+    env = {k: v for k, v in os.environ.items() if k not in ("LOOPGATE_DB", "LOOPGATE_CONFIG")}
+    env["PYTHONPATH"] = str(REPO)
+    for jobs in ("1", "2"):
+        argv = [sys.executable, "-c", "import sys; from bot.cli import main; sys.exit(main())",
+                *_argv(spoiled, "check", "--all", *form, "--jobs", jobs)]
+        done = subprocess.run(["bash", "-c", 'exec "$@" >&-', "bash", *argv], cwd=spoiled,
+                              env=env, capture_output=True, text=True, timeout=120,
+                              check=False)
+        assert (done.returncode, done.stderr) == (3, STDERR), (form, jobs)
