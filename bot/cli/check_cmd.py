@@ -5,8 +5,13 @@ or every item (``--all``), stands, node by node.
 the blocks in forked workers (``--jobs``, one per usable CPU by default) whose output is
 written in block order (:mod:`bot.cli.shards`): byte for byte what one process writes, in
 wall time divided by the cores. Each block is read in its own snapshot (one read
-transaction per block), so with ``serve`` writing meanwhile two blocks may be read a few
-milliseconds apart; every item is read whole in one.
+transaction per block, begun when a worker comes to the block: anywhere in the run, and
+later still while a slow reader of the output holds the workers back), so with ``serve``
+writing meanwhile the output is not one moment's: every item is read whole in one
+snapshot, and one stored throughout is shown exactly once (the blocks cut the
+``(owner, repo, number, rowid)`` order, and a save keeps an item's rowid), but two items
+may be shown as of different moments, and an item added or deleted during the run may or
+may not be shown. One process (``--jobs 1``) reads every item in one snapshot.
 
 How an entry is written is the same whoever writes it: every JSON entry is ``,\n`` and
 its line, every text entry (not ``--compact``) a blank line and its table, and the
