@@ -7,8 +7,9 @@ one after another and sends each down its own pipe as frames (``DATA`` chunks, t
 ``END`` carrying the block's small result, pickled); the parent reads block 0 from worker
 0, block 1 from worker 1, … and writes the chunks through as they come. So the output is
 byte for byte what one process writing the blocks in turn would write, and memory stays
-flat: a worker waits on its full pipe until its block's turn comes (a pipe holds 64 kB),
-and the parent holds one chunk at a time.
+flat: a worker waits on its full pipe until its block's turn comes (a pipe holds
+:data:`PIPE_BYTES`, 1 MB, or 64 kB where the system allows no more), and the parent holds
+one chunk at a time.
 
 Workers are made with ``os.fork`` after everything they need is built (the store, the
 graph, what was read before), so none of them imports or compiles anything: a worker costs
@@ -87,15 +88,14 @@ def can_fork() -> bool:
     return hasattr(os, "fork") and threading.active_count() == 1
 
 
-def run_here(blocks: Sequence[_B], render: Callable[[_B, Write], _R], write: Write
-             ) -> list[_R]:
+def run_here(blocks: Sequence[_B], render: Render[_B, _R], write: Write) -> list[_R]:
     """Render ``blocks`` in this process, in order: what :func:`run_blocks` does with one
     job. Returns each block's result, in block order."""
     return [render(block, write) for block in blocks]
 
 
-def run_blocks(blocks: Sequence[_B], jobs: int, render: Callable[[_B, Write], _R],
-               write: Write) -> list[_R]:
+def run_blocks(blocks: Sequence[_B], jobs: int, render: Render[_B, _R], write: Write
+               ) -> list[_R]:
     """Render ``blocks`` in ``jobs`` forked workers and ``write`` their output in block
     order, as :func:`run_here` would.
 
