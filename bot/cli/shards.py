@@ -84,8 +84,25 @@ def usable_cpus() -> int:
 
 
 def can_fork() -> bool:
-    """True when forking is safe here: a POSIX system and no other thread running."""
-    return hasattr(os, "fork") and threading.active_count() == 1
+    """True when forking is safe here: a POSIX system and no other thread running, neither
+    one :mod:`threading` knows nor one it does not (``_thread.start_new_thread``, a C
+    library's: Linux counts them in ``/proc/self/status``, as Python 3.12's fork warning
+    does)."""
+    return (hasattr(os, "fork") and threading.active_count() == 1
+            and _os_threads() in (None, 1))
+
+
+def _os_threads() -> int | None:
+    """The threads of this process as the kernel counts them; None where it cannot say
+    (not Linux)."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Threads:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError):
+        pass
+    return None
 
 
 def run_here(blocks: Sequence[_B], render: Render[_B, _R], write: Write) -> list[_R]:

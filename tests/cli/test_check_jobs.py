@@ -111,6 +111,30 @@ def test_can_fork_is_false_while_another_thread_runs() -> None:
         other.join()
 
 
+def test_can_fork_is_false_while_a_thread_threading_does_not_know_runs() -> None:
+    import _thread
+
+    from bot.cli.shards import can_fork
+
+    started, release, ended = (_thread.allocate_lock() for _ in range(3))
+    for lock in (started, release, ended):
+        lock.acquire()
+
+    def body() -> None:  # never calls into threading: active_count() does not see it
+        started.release()
+        release.acquire()
+        ended.release()
+
+    _thread.start_new_thread(body, ())
+    started.acquire()
+    try:
+        assert threading.active_count() == 1
+        assert not can_fork()
+    finally:
+        release.release()
+        ended.acquire()
+
+
 class _Spanned:
     """A store that cuts ``total`` items into spans (records each size asked for)."""
 
