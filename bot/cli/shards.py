@@ -146,10 +146,9 @@ def run_blocks(blocks: Sequence[_B], jobs: int, render: Render[_B, _R], write: W
 
 
 class _Pool:
-    """The forked workers: their pids and the read ends of their pipes."""
+    """The forked workers: each one's pid and the read end of its pipe (a :class:`_Reader`)."""
 
     def __init__(self) -> None:
-        self.pids: list[int] = []
         self.readers: list[_Reader] = []
 
     def fork(self, body: Callable[[IO[bytes]], int]) -> _Reader:
@@ -173,7 +172,6 @@ class _Pool:
                 os._exit(code)
         os.close(write_fd)
         reader = _Reader(pid, open(read_fd, "rb"))  # noqa: SIM115 (closed in join/stop)
-        self.pids.append(pid)
         self.readers.append(reader)
         return reader
 
