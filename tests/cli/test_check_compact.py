@@ -125,7 +125,7 @@ def test_the_stream_writes_every_byte_to_a_raw_stdout_that_takes_part_of_a_write
     # a non-blocking pipe: None) and returns the count, raising nothing. check --all's 1 MB
     # writes were cut short without a word: `check --all | head -c 50` exited 0 where main
     # exited 1 (EPIPE), its output a 64 kB prefix.
-    from bot.cli import check_cmd as item_cmd
+    from bot.cli import check_cmd
 
     class RawPipe:
         """A raw stream taking at most 1,000 bytes a call, and nothing every third."""
@@ -154,7 +154,7 @@ def test_the_stream_writes_every_byte_to_a_raw_stdout_that_takes_part_of_a_write
 
     out = Stdout()
     data = bytearray(b"".join(b"%06d," % i for i in range(5000)))  # 35,000 bytes
-    item_cmd._byte_writer(out)(data)
+    check_cmd._byte_writer(out)(data)
     assert bytes(out.buffer.taken) == bytes(data)
 
 
@@ -162,10 +162,10 @@ def outputs_by_chunk(monkeypatch: pytest.MonkeyPatch, check_all: Callable[[], st
                      ) -> list[str]:
     """``check_all()``'s output with ``check --all`` writing every byte as it comes (a chunk
     of 1) and with one write at the end (a chunk larger than any output)."""
-    from bot.cli import check_cmd as item_cmd
+    from bot.cli import check_cmd
 
     outputs = []
     for chunk in (1, 1 << 30):
-        monkeypatch.setattr(item_cmd, "_CHUNK", chunk)
+        monkeypatch.setattr(check_cmd, "_CHUNK", chunk)
         outputs.append(check_all())
     return outputs
