@@ -19,7 +19,9 @@ stream drops the first entry's lead (:class:`_Stream`), so no block needs to kno
 an earlier one was empty.
 
 Exit codes: 0 done; 1 ``--fail-on`` tripped or ITEM not started; 2 bad input; 3 a stored
-item that cannot be read (ITEM's; with ``--all``, once everything is shown).
+item that cannot be read (ITEM's; with ``--all``, once everything is shown). A worker that
+raises or dies stops the run: its traceback (if it raised), then ``loopgate: check --all
+stopped: WHY``, exit 1 (one process: Python's traceback, exit 1).
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ if TYPE_CHECKING:  # types only: bot.services imports what it wires
 
 __all__ = ["register", "check", "check_document", "compact_document",
            "decisions_from_visits", "fails", "Unreadable", "UNREADABLE", "SPAN_ITEMS",
-           "MAX_JOBS", "MIN_FORKED"]
+           "MAX_JOBS", "MAX_JOBS_ASKED", "MIN_FORKED"]
 
 #: The exit status of a stored item that cannot be read: 3 (``UnreadableItemError``).
 UNREADABLE = UnreadableItemError.exit_code
@@ -73,6 +75,9 @@ UNREADABLE = UnreadableItemError.exit_code
 SPAN_ITEMS = 500
 #: The most workers ``--jobs 0`` (the default) forks, however many CPUs there are.
 MAX_JOBS = 8
+#: The most ``--jobs N`` may ask for (each worker holds a pipe of up to 1 MB and its own
+#: copy of what it writes to; more is refused as a usage error).
+MAX_JOBS_ASKED = 64
 #: Items from which ``--jobs 0`` forks (two blocks; a worker costs a few milliseconds,
 #: the whole of 1,000 items about 0.1 s).
 MIN_FORKED = 2 * SPAN_ITEMS
@@ -432,9 +437,11 @@ def _flush(out: Any) -> None:
 
 
 def _check_filters(services: Services, item: WorkItemRef | None, all_items: bool,
-                   node: str | None, status: str | None) -> None:
+                   node: str | None, status: str | None, jobs: int = 0) -> None:
     if (node or status) and (item is not None or not all_items):
         raise click.UsageError("--node and --status filter --all: give --all, not ITEM")
+    if jobs and not all_items:
+        raise click.UsageError("--jobs splits --all: give --all, not ITEM")
     if (item is None) == (not all_items):
         raise click.UsageError("give either ITEM or --all")
     if node:
@@ -474,8 +481,13 @@ def _check_all(services: Services, form: _Form, reading: _Reading, jobs: int,
         write(b"[")
     stream = _Stream(write, form.lead)
     render = partial(_render, reading, form)
-    tallies = (run_blocks(spans, jobs, render, stream) if jobs > 1
-               else run_here(spans, render, stream))
+    if jobs > 1:
+        # No connection of this process crosses the fork (SQLite's rule: a child never
+        # uses its parent's); the workers open their own, the parent reads no more.
+        services.store.close()
+        tallies = run_blocks(spans, jobs, render, stream)
+    else:
+        tallies = run_here(spans, render, stream)
     total = Tally()
     for tally in tallies:
         total.failed = total.failed or tally.failed
@@ -559,9 +571,11 @@ def _item_cb(ctx: click.Context, param: click.Parameter, value: str | None
                    "`decisions` (each node's is the decision of its last entry under "
                    "`visits`), and node lines leave out detail, outcome, attempts and forced "
                    "when they hold their defaults (\"\", \"\", 0, false).")
-@click.option("--jobs", "jobs", type=click.IntRange(min=0), default=0, metavar="N",
+@click.option("--jobs", "jobs", type=click.IntRange(min=0, max=MAX_JOBS_ASKED), default=0,
+              metavar="N",
               help="With --all on SQLite: read and render the items in N processes (0: one "
-                   "per usable CPU, at most 8, from 1,000 items; 1: this process only). "
+                   "per usable CPU, at most 8, from 1,000 items; 1: this process only; at "
+                   "most 64). "
                    "The output is the same whatever N.")
 @click.pass_obj
 def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
@@ -585,7 +599,7 @@ def check(obj: CliContext, item: WorkItemRef | None, all_items: bool, fmt: str,
       loopgate check acme/widgets#7 --history
     """
     services = obj.services
-    _check_filters(services, item, all_items, node, status)
+    _check_filters(services, item, all_items, node, status, jobs)
     as_json = fmt == "json"
     # JSON is UTF-8 bytes whatever the locale (RFC 8259 §8.1); text as click.echo writes it.
     encoding, errors = ("utf-8", "strict") if as_json else _text_encoding(sys.stdout)

@@ -187,7 +187,7 @@ class _Pool:
             if status != 0:
                 failed.append(_stopped(status))
         if failed:
-            raise WorkerFailed(f"a check --all worker {failed[0]} after its last block")
+            raise WorkerFailed(f"a worker {failed[0]} after its last block")
 
     def stop(self) -> None:
         """Kill every worker and wait for them (the run is being abandoned)."""
@@ -213,7 +213,7 @@ class _Reader:
         if len(data) != size:
             status = os.waitpid(self.pid, 0)[1]
             self.pid = -1  # reaped: stop() must not wait for it again
-            raise WorkerFailed(f"a check --all worker {_stopped(status)} in the middle of "
+            raise WorkerFailed(f"a worker {_stopped(status)} in the middle of "
                                "its block")
         return data
 

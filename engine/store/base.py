@@ -10,13 +10,16 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from engine.effects import Effect
 from engine.errors import UnreadableItemError
 from engine.refs import WorkItemRef
 from engine.state import ItemState
 from engine.store.effect_queue import EffectQueue
+
+if TYPE_CHECKING:  # rows imports this module
+    from engine.store.rows import Span
 
 __all__ = ["Transaction", "Store", "SqlSession", "SqlTables", "StoreCapabilities",
            "DatabaseStore", "EVENT_KINDS", "OnUnreadable", "SpannedStore"]
@@ -265,11 +268,11 @@ class SpannedStore(Protocol):
         """How many work items are stored."""
         ...
 
-    def spans(self, size: int) -> list[Any]:
+    def spans(self, size: int) -> list[Span]:
         """The items cut into runs of ``size`` in :meth:`load_all`'s order."""
         ...
 
     def load_all(self, on_unreadable: OnUnreadable | None = None,
-                 span: Any = ...) -> Iterator[ItemState]:
+                 span: Span = ...) -> Iterator[ItemState]:
         """Every item's state in ``span`` (default: every item), as ``Store.load_all``."""
         ...

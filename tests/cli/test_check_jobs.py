@@ -223,8 +223,8 @@ _DIE_ON_THIRD = """
 
 @pytest.mark.parametrize(("action", "said", "code"), [
     ("os.kill(os.getpid(), signal.SIGKILL)",
-     "loopgate: check --all stopped: a check --all worker was killed by SIGKILL in the "
-     "middle of its block\n", 1),
+     "loopgate: check --all stopped: a worker was killed by SIGKILL in the middle of its "
+     "block\n", 1),
     ("raise ValueError('boom')", "loopgate: check --all stopped: boom\n", 1),
 ], ids=["killed", "raised"])
 def test_a_worker_that_dies_or_raises_ends_the_run_with_its_cause(
@@ -237,7 +237,8 @@ def test_a_worker_that_dies_or_raises_ends_the_run_with_its_cause(
     returncode, out, err = _finish(proc)
     assert returncode == code
     assert err.decode().endswith(said)
-    if "raise" in action:  # the worker's traceback, as one process would print it
+    if "raise" in action:  # the worker's traceback before that line (one process prints
+        # Python's traceback alone, exit 1 too)
         assert "ValueError: boom" in err.decode()
     one = _check(spoiled, "--format", "json", "--jobs", "1").stdout
     # "[" and the first two blocks' items (the comma after the fourth is the fifth's lead).
@@ -323,3 +324,14 @@ def test_a_closed_stdout_drops_the_output_whatever_the_jobs(
                               env=env, capture_output=True, text=True, timeout=120,
                               check=False)
         assert (done.returncode, done.stderr) == (3, STDERR), (form, jobs)
+
+
+def test_jobs_is_for_all_and_at_most_64(home: Path) -> None:  # noqa: F811
+    from tests.cli.test_item_cli import run
+
+    assert run(home, "start", "acme/widgets#1").exit_code == 0
+    one = run(home, "check", "acme/widgets#1", "--jobs", "2")
+    assert one.exit_code == 2 and "--jobs splits --all: give --all, not ITEM" in one.output
+    many = run(home, "check", "--all", "--jobs", "65")
+    assert many.exit_code == 2 and "65 is not in the range 0<=x<=64" in many.output
+    assert run(home, "check", "--all", "--jobs", "64").exit_code == 0
