@@ -3,13 +3,16 @@
 than one core).
 
 :func:`run_blocks` hands block ``i`` to worker ``i % jobs``. A worker renders its blocks
-one after another and sends each down its own pipe as frames (``DATA`` chunks, then one
-``END`` carrying the block's small result, pickled); the parent reads block 0 from worker
-0, block 1 from worker 1, … and writes the chunks through as they come. So the output is
-byte for byte what one process writing the blocks in turn would write, and memory stays
-flat: a worker waits on its full pipe until its block's turn comes (a pipe holds
-:data:`PIPE_BYTES`, 1 MB, or 64 kB where the system allows no more), and the parent holds
-one chunk at a time.
+one after another, each whole into memory, then sends it down its own pipe as frames
+(``DATA`` chunks, then one ``END`` carrying the block's small result, pickled); the parent
+reads block 0 from worker 0, block 1 from worker 1, … and writes the chunks through as
+they come. So the output is byte for byte what one process writing the blocks in turn
+would write, and memory stays flat: a worker holds one block (the caller sizes blocks;
+``check --all``'s are about 5 MB) and waits on its full pipe until that block's turn
+comes (a pipe holds :data:`PIPE_BYTES`, 1 MB, or 64 kB where the system allows no more);
+the parent holds one chunk at a time. While the parent relays one worker's block, the
+others render their next: a worker that sent its block as it rendered it stopped a
+pipe's worth in, until the parent reached it, and the workers took turns.
 
 Workers are made with ``os.fork`` after everything they need is built (the store, the
 graph, what was read before), so none of them imports or compiles anything: a worker costs
@@ -240,7 +243,12 @@ def _work(blocks: Sequence[Any], render: Callable[[Any, Write], Any], out: IO[by
 
     try:
         for block in blocks:
-            result = render(block, lambda data: frame(_DATA, data))
+            # Rendered whole before any of it is sent (see the module's docstring).
+            chunks: list[bytes | bytearray] = []
+            result = render(block, chunks.append)
+            for chunk in chunks:
+                frame(_DATA, chunk)
+            chunks.clear()
             frame(_END, pickle.dumps(result))
             out.flush()  # the parent may be waiting for this block's end
         out.close()
