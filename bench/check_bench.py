@@ -110,7 +110,7 @@ def check_all(db: Path, fmt: str, extra: tuple[str, ...] = ()) -> Run:
 
 
 class PssSampler(threading.Thread):
-    """Every 20 ms until stopped: the summed ``Pss`` of a process and its children
+    """Every 50 ms until stopped: the summed ``Pss`` of a process and its children
     (``/proc/PID/smaps_rollup``; Linux), its peak kept in ``peak_kb``. A sample between
     two reads may miss a short peak: the figure is a floor of the true peak, the largest
     process's RSS (the kernel's own peak) beside it."""
@@ -122,7 +122,7 @@ class PssSampler(threading.Thread):
         self._stop_event = threading.Event()
 
     def run(self) -> None:
-        while not self._stop_event.wait(0.02):
+        while not self._stop_event.wait(0.05):
             self.peak_kb = max(self.peak_kb, sum(_pss_kb(p) for p in self._tree()))
 
     def stop(self) -> None:
@@ -200,15 +200,18 @@ def main() -> None:
                 # The fastest run (the one other jobs disturbed least); size and memory
                 # are the same in every run.
                 run = min(runs, key=lambda r: r.seconds)
+                # The size target is --compact's (the issue: "a compact or streaming form
+                # is fine if documented"); the full form is timed, not sized.
+                sized = "--compact" in extra
                 row(f"#21 `check --all --format {args.format}{' ' if extra else ''}"
                     f"{' '.join(extra)}`, {n:,} items (`bench/check_bench.py`; targets on a "
                     f"quiet machine; {usable_cpus()} usable CPUs)",
-                    f"≤ {target:g} s, ≤ 100 MB, ≤ 7 kB per item",
+                    f"≤ {target:g} s, ≤ 100 MB" + (", ≤ 7 kB per item" if sized else ""),
                     f"{run.seconds:.2f} s wall (fastest of {args.repeat} runs), "
                     f"{run.cpu:.2f} s CPU, {run.pss_mb:.0f} MB (every process, PSS; the "
                     f"largest {run.rss_mb:.0f} MB RSS), {run.size / n / 1000:.2f} kB per item",
                     run.seconds <= target and max(run.pss_mb, run.rss_mb) <= 100
-                    and run.size / n <= 7000)
+                    and (not sized or run.size / n <= 7000))
 
 if __name__ == "__main__":
     main()
