@@ -30,8 +30,7 @@ import codecs
 import json
 import select
 import sys
-from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import suppress
 from dataclasses import dataclass
 from functools import partial
@@ -59,7 +58,7 @@ from engine.runtime import OWED
 from engine.state import ItemStatus
 from engine.store.base import SpannedStore
 from engine.store.rows import WHOLE, Span
-from engine.visits import visits_from_json
+from engine.visits import Visits, visits_from_json
 
 if TYPE_CHECKING:  # types only: bot.services imports what it wires
     from bot.services import Services
@@ -253,14 +252,15 @@ def _say_unreadable(keys: list[str]) -> None:
 class Tally:
     """What a block of entries found besides its output (a worker pickles it to the
     parent): ``failed`` (``--fail-on`` tripped), ``unreadable`` (the stored keys, in
-    order), ``counts`` (the summary's ``(node, status) -> items``)."""
+    order), ``summary`` (the text summary's counts, :meth:`Summary.add`; the parent's
+    own :class:`Summary` draws the table, in graph order)."""
 
-    __slots__ = ("failed", "unreadable", "counts")
+    __slots__ = ("failed", "unreadable", "summary")
 
     def __init__(self) -> None:
         self.failed = False
         self.unreadable: list[str] = []
-        self.counts: Counter[tuple[str, str]] = Counter()
+        self.summary = Summary(())
 
 
 @dataclass(frozen=True)
@@ -309,7 +309,7 @@ class _Form:
         if type(entry) is Unreadable:  # one line in every form: `KEY: unreadable: why`
             error = entry.error
             tally.unreadable.append(error.key)
-            tally.counts[("?", "unreadable")] += 1
+            tally.summary.add_unreadable()
             text = f"{error.key}: {paint('unreadable', 'unreadable')}: {error.detail}"
         else:
             text = (render_compact(entry, paint) if self.compact
@@ -318,7 +318,7 @@ class _Form:
                 text += "\n" + _history_text(entry)
             if fails(entry, self.fail_on):
                 tally.failed = True
-            tally.counts[(entry["currentNode"] or "-", entry["status"])] += 1
+            tally.summary.add(entry)
         if not self.color:  # as click.echo does for a stream it does not colour
             text = click.unstyle(text)
         lead = "" if self.compact else "\n"
@@ -331,7 +331,7 @@ def _render(reading: _Reading, form: _Form, span: Span, write: Write) -> Tally:
     tally = Tally()
     entries = reading.entries(span)
     if form.json and form.history:
-        entries = _with_history(entries)
+        entries = (e if type(e) is Unreadable else _with_history(e) for e in entries)
     paint, separator, entry_bytes = painter(form.color), form.separator, form.entry
     pending = bytearray()
     for entry in entries:
@@ -365,20 +365,19 @@ class _Stream:
 _CHUNK = 1 << 20
 
 
-def _with_history(reports: Iterable[Entry]) -> Iterator[Entry]:
+def _visits(report: Mapping[str, Any]) -> Visits:
+    """The report's document's visits, decoded (:func:`engine.visits.visits_from_json`)."""
+    return visits_from_json(report["document"].get("visits") or {})
+
+
+def _with_history(report: dict[str, Any]) -> dict[str, Any]:
     # ``--history`` in JSON: the report gains ``history``, every visit oldest first
     # (issue 19 §2); the document's ``visits`` key is there either way.
-    for report in reports:
-        if type(report) is Unreadable:
-            yield report
-            continue
-        visits = visits_from_json(report["document"].get("visits") or {})
-        yield {**report, "history": visit_history(visits)}
+    return {**report, "history": visit_history(_visits(report))}
 
 
 def _history_text(report: Mapping[str, Any]) -> str:
-    visits = visits_from_json(report["document"].get("visits") or {})
-    return render_history(report["workItem"], visits)
+    return render_history(report["workItem"], _visits(report))
 
 
 def _json_line(document: dict[str, Any]) -> bytes:
@@ -492,11 +491,11 @@ def _check_all(services: Services, form: _Form, reading: _Reading, jobs: int,
     for tally in tallies:
         total.failed = total.failed or tally.failed
         total.unreadable += tally.unreadable
-        total.counts.update(tally.counts)
+        if summary is not None:
+            summary.counts.update(tally.summary.counts)
     if form.json:
         write(b"\n]\n")
     elif summary is not None:
-        summary.counts = total.counts
         gap = "\n" if stream.started else ""  # no blank line before a lone summary
         text = gap + "\n".join(summary.lines(painter(form.color))) + "\n"
         write((text if form.color else click.unstyle(text)).encode(form.encoding,
@@ -512,8 +511,7 @@ def _check_item(services: Services, item: WorkItemRef, form: _Form, recompute: b
     report = _item_report(services, item, recompute, form.compact and form.json)
     if form.json:
         if form.history:
-            visits = visits_from_json(report["document"].get("visits") or {})
-            report = {**report, "history": visit_history(visits)}
+            report = _with_history(report)
         document = check_document(report)
         click.echo(json.dumps(compact_document(document, lines_done=True) if form.compact
                               else document, indent=2, ensure_ascii=False))

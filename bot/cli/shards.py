@@ -158,8 +158,7 @@ class _Pool:
         """Fork a worker running ``body(pipe)`` and then exiting with what it returns."""
         read_fd, write_fd = os.pipe()
         with suppress(AttributeError, OSError):  # Linux only; the pipe-max-size may be lower
-            # A chunk in the pipe, not 64 kB: a worker runs a chunk ahead of the parent's
-            # reads, and a chunk crosses in one read, not sixteen.
+            # A chunk in the pipe, not 64 kB: a chunk crosses in one read, not sixteen.
             fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
         pid = os.fork()
         if pid == 0:  # the worker: never returns
