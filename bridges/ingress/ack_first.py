@@ -241,6 +241,13 @@ class AckFirst:
             self._counts.setdefault(thread, PauseCounts())
         return functools.partial(self.pause, thread)
 
+    def _count(self, thread: str, *, paused: int = 0, overran: int = 0,
+               refused: int = 0) -> None:
+        # Under the lock (a pause's wait releases it: the counts are read afresh here).
+        counts = self._counts[thread]
+        self._counts[thread] = PauseCounts(counts.pauses + paused, counts.overruns + overran,
+                                           counts.budget_refusals + refused)
+
     def pause(self, thread: str = "background") -> float:
         """Wait until no acking request has been in hand for :attr:`quiet_s`, at most
         :attr:`pause_s` seconds and at most what the calling thread's reserve allows (see
@@ -256,16 +263,14 @@ class AckFirst:
         """
         with self._cond:
             started = self._clock()
-            counts = self._counts.get(thread)
-            if counts is None:
-                counts = self._counts[thread] = PauseCounts()
+            self._counts.setdefault(thread, PauseCounts())  # listed from its first pause
             if self.pause_s <= 0 or self._quiet_at(started) <= started:
                 return 0.0
             reserve = self._reserve
             budgeted = self.share < 1  # a share of 1: no budget, every pause to its bound
             level = self._reserve_at(reserve, started)
             if budgeted and level <= 0:
-                self._counts[thread] = counts._replace(budget_refusals=counts.budget_refusals + 1)
+                self._count(thread, refused=1)
                 return 0.0
             bound = self.pause_s
             if budgeted:  # the reserve refills at ``share`` while the pause drains it
@@ -281,9 +286,7 @@ class AckFirst:
                     self._wait(min(quiet, deadline) - now)
             finally:
                 self._waiting -= 1
-            counts = self._counts[thread]  # the wait released the lock: read it again
-            self._counts[thread] = counts._replace(pauses=counts.pauses + 1,
-                                                   overruns=counts.overruns + overran)
+            self._count(thread, paused=1, overran=overran)
             ended = self._clock()
             # A wait that overran its bound (a late wake-up) leaves the reserve in debt,
             # at most one reserve deep: an hour-long stall (a suspended VM) must not turn
